@@ -1,0 +1,25 @@
+"""The result of one analysis: what every reporter takes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dnnlens.analysis.findings import Finding
+from dnnlens.analysis.summary import Summary, summarize
+from dnnlens.model import ParsedLog
+
+
+@dataclass
+class Analysis:
+    """Parsed inputs, their time breakdown and the findings of the rules."""
+
+    log: ParsedLog
+    summary: Summary
+    findings: list[Finding] = field(default_factory=list)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def analyze_log(log: ParsedLog) -> Analysis:
+    """Summarise ``log``; rules are run by the caller (see ``dnnlens.analysis.rules``)."""
+    return Analysis(log=log, summary=summarize(log))

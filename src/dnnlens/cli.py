@@ -1,0 +1,139 @@
+"""The ``dnnlens`` command line: wiring only, no analysis of its own.
+
+Exit codes: 0 analysed; 1 findings at or above ``--fail-on``; 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from dnnlens import __version__
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+
+app = typer.Typer(
+    name="dnnlens",
+    help="Why is a deep-learning workload slow on a CPU? Analyse oneDNN verbose logs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class OutputFormat(str, Enum):
+    """Report formats of ``analyze``."""
+
+    terminal = "terminal"
+    json = "json"
+
+
+class FailOn(str, Enum):
+    """Severities for ``--fail-on``."""
+
+    info = "info"
+    warning = "warning"
+    error = "error"
+    never = "never"
+
+
+def _console(output: Path | None) -> Console:
+    no_color = bool(os.environ.get("NO_COLOR"))
+    if output is not None:
+        return Console(file=output.open("w", encoding="utf-8"), no_color=True, width=160)
+    console = Console(no_color=no_color)
+    if not console.is_terminal:
+        console = Console(no_color=True, width=140)
+    return console
+
+
+def _fail(message: str) -> typer.Exit:
+    Console(stderr=True).print(f"[red]dnnlens: error:[/red] {message}", highlight=False)
+    return typer.Exit(EXIT_USAGE)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"dnnlens {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """dnnlens: where did the time go in oneDNN?"""
+
+
+@app.command()
+def analyze(
+    paths: list[str] = typer.Argument(
+        ..., help="Log files, globs, directories, or - for standard input (.gz is read too)."
+    ),
+    fmt: OutputFormat = typer.Option(
+        OutputFormat.terminal, "--format", "-f", help="Report format."
+    ),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the report here."),
+    top: int = typer.Option(10, "--top", min=1, help="Rows per table in the terminal report."),
+    strict: bool = typer.Option(
+        False, "--strict", help="Exit 2 if any line with a verbose marker is malformed."
+    ),
+    fail_on: FailOn = typer.Option(
+        FailOn.never, "--fail-on", help="Exit 1 if a finding at or above this severity exists."
+    ),
+) -> None:
+    """Parse oneDNN verbose logs and show where the time went."""
+    from dnnlens.analysis.findings import severity_rank
+    from dnnlens.analysis.result import analyze_log
+    from dnnlens.load import load
+
+    log = load(paths)
+    if not log.scans:
+        raise _fail("; ".join(log.input_errors) or "no input")
+    analysis = analyze_log(log)
+    if fmt is OutputFormat.json:
+        from dnnlens.report.json_report import render_json
+
+        text = render_json(analysis)
+        if output is not None:
+            output.write_text(text + "\n", encoding="utf-8")
+        else:
+            sys.stdout.write(text + "\n")
+    else:
+        from dnnlens.report.terminal import render_terminal
+
+        render_terminal(analysis, _console(output), top=top)
+    errors = list(log.input_errors) + [s.read_error for s in log.scans if s.read_error]
+    err = Console(stderr=True)
+    for message in errors:
+        err.print(f"[red]dnnlens: error:[/red] {message}", highlight=False)
+    if errors:
+        raise typer.Exit(EXIT_USAGE)
+    malformed = sum(s.malformed for s in log.scans)
+    if strict and malformed:
+        raise _fail(f"{malformed} malformed verbose lines (--strict)")
+    if fail_on is not FailOn.never:
+        threshold = severity_rank(fail_on.value)
+        if any(severity_rank(f.severity) >= threshold for f in analysis.findings):
+            raise typer.Exit(EXIT_FINDINGS)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

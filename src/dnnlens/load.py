@@ -1,0 +1,55 @@
+"""Read inputs into a :class:`~dnnlens.model.ParsedLog`: the one entry point for parsing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from dnnlens.io.inputs import InputError, InputSource, ReadStats, expand_inputs, iter_lines
+from dnnlens.model import ParsedLog, build_diagnostics, build_events
+from dnnlens.parsers.scanner import InputScan, Scanner
+
+
+def scan_source(scanner: Scanner, source: InputSource) -> InputScan:
+    """Scan one source; an unreadable source gives an empty scan carrying its error."""
+    stats = ReadStats()
+    try:
+        scan = scanner.scan(source.path, iter_lines(source, stats))
+    except InputError as exc:
+        scan = InputScan(source.path)
+        scan.read_error = str(exc)
+        return scan
+    scan.read_error = stats.error
+    scan.gzip = stats.gzip
+    scan.invalid_utf8_bytes = stats.invalid_utf8_bytes
+    return scan
+
+
+def finish(scanner: Scanner, scans: list[InputScan], errors: list[str]) -> ParsedLog:
+    """Build the tables once every input is scanned."""
+    return ParsedLog(
+        scans=scans,
+        records=scanner.records,
+        reasons=scanner.reasons,
+        events=build_events(scans, scanner.records),
+        diagnostics=build_diagnostics(scans, scanner.records),
+        input_errors=errors,
+    )
+
+
+def load(specs: list[str]) -> ParsedLog:
+    """Parse every input named by ``specs`` (paths, globs, directories, ``-``)."""
+    sources, errors = expand_inputs(specs)
+    scanner = Scanner()
+    scans = [scan_source(scanner, s) for s in sources]
+    return finish(scanner, scans, errors)
+
+
+def load_lines(lines: Iterable[str], name: str = "<lines>") -> ParsedLog:
+    """Parse lines already in memory (tests, notebooks)."""
+    scanner = Scanner()
+    return finish(scanner, [scanner.scan(name, lines)], [])
+
+
+def load_text(text: str, name: str = "<text>") -> ParsedLog:
+    """Parse a whole log given as one string."""
+    return load_lines(text.splitlines(), name)

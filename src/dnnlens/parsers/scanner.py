@@ -1,0 +1,238 @@
+"""The line scanner: the hot loop that accounts for every physical line.
+
+Each physical line is exactly one of
+
+* ``parsed``: it carries a verbose marker and parses (event, header info or diagnostic);
+* ``malformed``: it carries a verbose marker (or a cut-off one) but does not parse; its
+  line number and a reason are kept;
+* ``foreign``: anything else (program output, progress bars, warnings).
+
+The same primitives print every iteration, so each distinct line is parsed by lark once:
+the memo key is the line from its marker on, without its timestamp and trailing time.
+A memo hit costs a dict lookup; nothing per line allocates more than a few slices.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from dnnlens.parsers.header import Header
+from dnnlens.parsers.onednn_line import parse_line
+from dnnlens.parsers.records import LINE_DIAGNOSTIC, LINE_EVENT, LineRecord, MalformedLine
+
+_MARK = "_verbose,"
+_MARK_LEN = len(_MARK)
+_NAN = math.nan
+_NEEDS_FULL = -1  # memo value: the last field was not a time, parse the whole key
+# A verbose marker cut short at the end of a line (``mkldnn_ve``, ``onednn_verb``).
+_CUT_MARKER = re.compile(
+    r"(?:^|[\s>`\]:])(?:onednn|mkldnn|dnnl)_(?:v|ve|ver|verb|verbo|verbos|verbose)?$"
+)
+
+#: How many malformed lines keep their text (all are counted and keep line and reason).
+MALFORMED_TEXT_KEPT = 200
+FOREIGN_EXAMPLES_KEPT = 5
+
+
+@dataclass
+class InputScan:
+    """Everything the scanner learnt from one input."""
+
+    path: str
+    lines: int = 0
+    parsed: int = 0
+    foreign: int = 0
+    malformed: int = 0
+    prefixed: int = 0
+    header: Header = field(default_factory=Header)
+    families: Counter = field(default_factory=Counter)
+    info_families: Counter = field(default_factory=Counter)
+    # events, one entry per event line
+    event_line: array = field(default_factory=lambda: array("q"))
+    event_record: array = field(default_factory=lambda: array("l"))
+    event_time: array = field(default_factory=lambda: array("d"))
+    event_timestamp: array = field(default_factory=lambda: array("d"))
+    # diagnostics (check, dispatch, error, warning), one entry per line
+    diag_line: array = field(default_factory=lambda: array("q"))
+    diag_record: array = field(default_factory=lambda: array("l"))
+    # malformed lines: line number and reason id (into Scanner.reasons) for all of them
+    malformed_line: array = field(default_factory=lambda: array("q"))
+    malformed_reason: array = field(default_factory=lambda: array("l"))
+    malformed_text: dict[int, str] = field(default_factory=dict)
+    foreign_examples: list[tuple[int, str]] = field(default_factory=list)
+    read_error: str | None = None
+    gzip: bool = False
+    invalid_utf8_bytes: int = 0
+
+    @property
+    def family_names(self) -> list[str]:
+        """Families of the event and diagnostic lines; of the header lines if there are none.
+
+        Header lines of v3.3 - v3.5 look like v2.5 - v3.2 ones (no component), so they only
+        decide when nothing else does.
+        """
+        return sorted(self.families or self.info_families)
+
+    @property
+    def accounted(self) -> int:
+        """parsed + foreign + malformed, which always equals ``lines``."""
+        return self.parsed + self.foreign + self.malformed
+
+
+class Scanner:
+    """Scans inputs; distinct records and malformed reasons are shared across inputs."""
+
+    def __init__(self) -> None:
+        self.records: list[LineRecord] = []
+        self._record_ids: dict[LineRecord, int] = {}
+        self.reasons: list[str] = []
+        self._reason_ids: dict[str, int] = {}
+        self._memo: dict[str, int] = {}
+        self._memo_full: dict[str, int] = {}
+
+    # -- slow path: one call per distinct line -------------------------------------------
+    def _intern_record(self, record: LineRecord) -> int:
+        rid = self._record_ids.get(record)
+        if rid is None:
+            rid = len(self.records)
+            self.records.append(record)
+            self._record_ids[record] = rid
+        return rid
+
+    def _intern_reason(self, reason: str) -> int:
+        rid = self._reason_ids.get(reason)
+        if rid is None:
+            rid = len(self.reasons)
+            self.reasons.append(reason)
+            self._reason_ids[reason] = rid
+        return -2 - rid
+
+    def _parse(self, key: str, timed: bool) -> int:
+        try:
+            record = parse_line(key)
+        except MalformedLine as exc:
+            return self._intern_reason(str(exc))
+        except Exception as exc:  # noqa: BLE001 - no input may produce a traceback
+            return self._intern_reason(f"internal parser error: {type(exc).__name__}")
+        if timed and record.line_kind != LINE_EVENT:
+            return _NEEDS_FULL
+        return self._intern_record(record)
+
+    def _lookup_full(self, key: str) -> int:
+        rid = self._memo_full.get(key)
+        if rid is None:
+            rid = self._parse(key, timed=False)
+            self._memo_full[key] = rid
+        return rid
+
+    # -- hot path -------------------------------------------------------------------------
+    def scan(self, path: str, lines: Iterable[str]) -> InputScan:
+        """Account for every line of one input and collect its events."""
+        scan = InputScan(path)
+        memo = self._memo
+        records = self.records
+        kinds: list[str] = [r.line_kind for r in records]
+        ev_line, ev_rec = scan.event_line, scan.event_record
+        ev_time, ev_ts = scan.event_time, scan.event_timestamp
+        families = scan.families
+        lineno = 0
+        for lineno, line in enumerate(lines, 1):  # noqa: B007 - lineno used after the loop
+            i = line.find(_MARK)
+            if i < 0:
+                self._foreign_or_cut(scan, lineno, line)
+                continue
+            tail = line[i - 6 : i]
+            if tail == "onednn" or tail == "mkldnn":
+                start = i - 6
+            elif line[i - 4 : i] == "dnnl":
+                start = i - 4
+            else:  # ov_cpu_verbose, MKL_VERBOSE-like look-alikes are not oneDNN
+                self._foreign(scan, lineno, line)
+                continue
+            if start:
+                scan.prefixed += 1
+            body = line[start:].rstrip()
+            p = i - start + _MARK_LEN
+            c = body[p : p + 1]
+            if c == "v":
+                q = body.find(",", p)
+                p = q + 1 if q > 0 else p
+                c = body[p : p + 1]
+            ts = _NAN
+            if c.isdigit():
+                q = body.find(",", p)
+                if q > 0:
+                    try:
+                        ts = float(body[p:q])
+                        body = body[:p] + body[q + 1 :]
+                    except ValueError:
+                        pass
+            head, _, last = body.rpartition(",")
+            try:
+                t = float(last)
+            except ValueError:
+                t = _NAN
+            if t == t:
+                rid = memo.get(head)
+                if rid is None:
+                    rid = self._parse(head, timed=True)
+                    memo[head] = rid
+                    kinds = self._kinds(kinds)
+                if rid == _NEEDS_FULL:
+                    rid = self._lookup_full(body)
+                    kinds = self._kinds(kinds)
+                    t = _NAN
+            else:
+                rid = self._lookup_full(body)
+                kinds = self._kinds(kinds)
+            if rid < 0:
+                self._malformed(scan, lineno, line, -2 - rid)
+                continue
+            scan.parsed += 1
+            kind = kinds[rid]
+            if kind == LINE_EVENT:
+                ev_line.append(lineno)
+                ev_rec.append(rid)
+                ev_time.append(t)
+                ev_ts.append(ts)
+                families[records[rid].family] += 1
+            elif kind == LINE_DIAGNOSTIC:
+                scan.diag_line.append(lineno)
+                scan.diag_record.append(rid)
+                families[records[rid].family] += 1
+            else:
+                scan.header.add(records[rid].text, records[rid].component, lineno)
+                scan.info_families[records[rid].family] += 1
+        scan.lines = lineno
+        return scan
+
+    def _kinds(self, kinds: list[str]) -> list[str]:
+        if len(kinds) != len(self.records):
+            kinds.extend(r.line_kind for r in self.records[len(kinds) :])
+        return kinds
+
+    def _foreign_or_cut(self, scan: InputScan, lineno: int, line: str) -> None:
+        if "dnn" in line and _CUT_MARKER.search(line.rstrip()):
+            reason = self._intern_reason("verbose marker cut off (truncated line)")
+            self._malformed(scan, lineno, line, -2 - reason)
+            return
+        self._foreign(scan, lineno, line)
+
+    @staticmethod
+    def _foreign(scan: InputScan, lineno: int, line: str) -> None:
+        scan.foreign += 1
+        if len(scan.foreign_examples) < FOREIGN_EXAMPLES_KEPT and line.strip():
+            scan.foreign_examples.append((lineno, line[:200]))
+
+    @staticmethod
+    def _malformed(scan: InputScan, lineno: int, line: str, reason_id: int) -> None:
+        scan.malformed += 1
+        scan.malformed_line.append(lineno)
+        scan.malformed_reason.append(reason_id)
+        if len(scan.malformed_text) < MALFORMED_TEXT_KEPT:
+            scan.malformed_text[lineno] = line[:300]
