@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from dnnlens.io.inputs import InputError, InputSource, ReadStats, expand_inputs, iter_lines
+from dnnlens.io.inputs import InputError, InputSource, ReadStats, expand_inputs, iter_chunks
 from dnnlens.model import ParsedLog, build_diagnostics, build_events
 from dnnlens.parsers.scanner import InputScan, Scanner
 
@@ -13,7 +13,7 @@ def scan_source(scanner: Scanner, source: InputSource) -> InputScan:
     """Scan one source; an unreadable source gives an empty scan carrying its error."""
     stats = ReadStats()
     try:
-        scan = scanner.scan(source.path, iter_lines(source, stats))
+        scan = scanner.scan_chunks(source.path, iter_chunks(source, stats))
     except InputError as exc:
         scan = InputScan(source.path)
         scan.read_error = str(exc)

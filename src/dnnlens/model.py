@@ -85,6 +85,16 @@ def _concat(scans: list[InputScan], name: str, dtype: type) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
+def _timestamps(scans: list[InputScan]) -> np.ndarray:
+    parts = []
+    for s in scans:
+        if len(s.event_timestamp) == len(s.event_line):
+            parts.append(np.frombuffer(s.event_timestamp, dtype=np.float64))
+        else:  # no line of this input had a timestamp
+            parts.append(np.full(len(s.event_line), np.nan))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float64)
+
+
 def _input_column(scans: list[InputScan], name: str) -> pd.Categorical:
     sizes = [len(getattr(s, name)) for s in scans]
     codes = np.repeat(np.arange(len(scans), dtype=np.int32), sizes)
@@ -102,7 +112,7 @@ def build_events(scans: list[InputScan], records: list[LineRecord]) -> pd.DataFr
     for column in (*RECORD_COLUMNS, *DERIVED_COLUMNS):
         data[column] = _categorical(_record_values(records, column), rec)
     data["time_ms"] = _concat(scans, "event_time", np.float64)
-    data["timestamp_ms"] = _concat(scans, "event_timestamp", np.float64)
+    data["timestamp_ms"] = _timestamps(scans)
     return pd.DataFrame(data, columns=list(EVENT_COLUMNS))
 
 

@@ -105,12 +105,16 @@ def _peek(raw: BinaryIO, n: int) -> bytes:
     return b""
 
 
-def iter_lines(source: InputSource, stats: ReadStats) -> Iterator[str]:
-    """Yield the physical lines of ``source`` without their line ends.
+CHUNK_BYTES = 1 << 20
 
-    Gzip is recognised by its magic bytes, whatever the file is called. A truncated or
-    corrupt gzip stream ends the iteration and sets ``stats.error``; the lines read before
-    it are kept. Raises :class:`InputError` only if the source cannot be opened at all.
+
+def iter_chunks(source: InputSource, stats: ReadStats) -> Iterator[list[str]]:
+    """Yield the physical lines of ``source`` in lists of about ``CHUNK_BYTES``.
+
+    Lines keep their line end (``\n``, or ``\r\n``); consumers strip it where they look at
+    the text. Gzip is recognised by its magic bytes, whatever the file is called. A truncated
+    or corrupt gzip stream ends the iteration and sets ``stats.error``; the lines read
+    before it are kept. Raises :class:`InputError` only if the source cannot be opened.
     """
     raw = _open_binary(source)
     if not hasattr(raw, "peek"):
@@ -129,10 +133,11 @@ def iter_lines(source: InputSource, stats: ReadStats) -> Iterator[str]:
     codecs.register_error(handler, count_invalid)
     text = io.TextIOWrapper(binary, encoding="utf-8", errors=handler, newline="\n")
     try:
-        for line in text:
-            if line.endswith("\n"):
-                line = line[:-2] if line.endswith("\r\n") else line[:-1]
-            yield line
+        while True:
+            chunk = text.readlines(CHUNK_BYTES)
+            if not chunk:
+                break
+            yield chunk
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         what = "truncated" if isinstance(exc, EOFError) else "corrupt"
         stats.error = f"{source.path}: {what} gzip stream ({exc}); lines before it were read"
@@ -141,3 +146,10 @@ def iter_lines(source: InputSource, stats: ReadStats) -> Iterator[str]:
     finally:
         if not source.is_stdin:
             text.close()
+
+
+def iter_lines(source: InputSource, stats: ReadStats) -> Iterator[str]:
+    """Yield the physical lines of ``source`` without their line ends (see iter_chunks)."""
+    for chunk in iter_chunks(source, stats):
+        for line in chunk:
+            yield line.rstrip("\r\n") if line.endswith("\n") else line

@@ -136,7 +136,7 @@ def _diagnostic(family: str, component: str, operation: str, fields: list[str]) 
 
 def _event(family: str, component: str, operation: str, fields: list[str]) -> LineRecord:
     op, state = _split_operation(operation)
-    if component == "graph":
+    if component == "graph" or _looks_like_graph(fields):
         return _graph_event(family, op, state, fields)
     if op == "exec" and state == "external":  # ACL kernel timing (aarch64)
         return LineRecord(LINE_EVENT, family, op, state, component, kind="external",
@@ -160,6 +160,12 @@ def _event(family: str, component: str, operation: str, fields: list[str]) -> Li
     if not _NAME.fullmatch(values["kind"]):
         raise MalformedLine(f"primitive kind {values['kind'][:40]!r} is not a name")
     return LineRecord(LINE_EVENT, family, op, state, component, extra=extra, **values)
+
+
+def _looks_like_graph(fields: list[str]) -> bool:
+    """A graph partition line printed under the ``primitive`` component (seen in 2026 dev
+    builds, oneDNN PR #5516): a numeric partition id and an ``fpm:`` field."""
+    return len(fields) >= 8 and fields[1].isdigit() and fields[6].startswith("fpm:")
 
 
 def _graph_event(family: str, op: str, state: str, fields: list[str]) -> LineRecord:

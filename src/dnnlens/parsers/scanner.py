@@ -21,6 +21,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from dnnlens.parsers.header import Header
 from dnnlens.parsers.onednn_line import parse_line
 from dnnlens.parsers.records import LINE_DIAGNOSTIC, LINE_EVENT, LineRecord, MalformedLine
@@ -66,6 +68,8 @@ class InputScan:
     malformed_text: dict[int, str] = field(default_factory=dict)
     foreign_examples: list[tuple[int, str]] = field(default_factory=list)
     read_error: str | None = None
+    has_timestamps: bool = False
+    slow_events: int = 0
     gzip: bool = False
     invalid_utf8_bytes: int = 0
 
@@ -94,6 +98,8 @@ class Scanner:
         self._reason_ids: dict[str, int] = {}
         self._memo: dict[str, int] = {}
         self._memo_full: dict[str, int] = {}
+        # raw line head (junk prefix kept, no timestamp) -> record id (~id when prefixed)
+        self._fast: dict[str, int] = {}
 
     # -- slow path: one call per distinct line -------------------------------------------
     def _intern_record(self, record: LineRecord) -> int:
@@ -127,94 +133,145 @@ class Scanner:
         rid = self._memo_full.get(key)
         if rid is None:
             rid = self._parse(key, timed=False)
+            if rid >= 0 and key.endswith(",") and self.records[rid].line_kind == LINE_EVENT:
+                rid = self._intern_reason("event line ends with an empty field (cut before "
+                                          "its time)")
             self._memo_full[key] = rid
         return rid
 
     # -- hot path -------------------------------------------------------------------------
     def scan(self, path: str, lines: Iterable[str]) -> InputScan:
         """Account for every line of one input and collect its events."""
+        return self.scan_chunks(path, [lines])
+
+    def scan_chunks(self, path: str, chunks: Iterable[Iterable[str]]) -> InputScan:
+        """Like :meth:`scan`, for lines that come in chunks (lists), as files are read.
+
+        Lines may keep their line end. The fast path handles a line already seen without a
+        timestamp: one ``rpartition``, one dict lookup, one ``float``. Everything else goes
+        through :meth:`_classify`.
+        """
         scan = InputScan(path)
-        memo = self._memo
-        records = self.records
-        kinds: list[str] = [r.line_kind for r in records]
-        ev_line, ev_rec = scan.event_line, scan.event_record
-        ev_time, ev_ts = scan.event_time, scan.event_timestamp
-        families = scan.families
+        fast = self._fast
+        get = fast.get
+        ev_line, ev_rec, ev_time = scan.event_line, scan.event_record, scan.event_time
+        classify = self._classify
         lineno = 0
-        for lineno, line in enumerate(lines, 1):  # noqa: B007 - lineno used after the loop
-            i = line.find(_MARK)
-            if i < 0:
-                self._foreign_or_cut(scan, lineno, line)
-                continue
-            tail = line[i - 6 : i]
-            if tail == "onednn" or tail == "mkldnn":
-                start = i - 6
-            elif line[i - 4 : i] == "dnnl":
-                start = i - 4
-            else:  # ov_cpu_verbose, MKL_VERBOSE-like look-alikes are not oneDNN
-                self._foreign(scan, lineno, line)
-                continue
-            if start:
-                scan.prefixed += 1
-            body = line[start:].rstrip()
-            p = i - start + _MARK_LEN
-            c = body[p : p + 1]
-            if c == "v":
-                q = body.find(",", p)
-                p = q + 1 if q > 0 else p
-                c = body[p : p + 1]
-            ts = _NAN
-            if c.isdigit():
-                q = body.find(",", p)
-                if q > 0:
+        prefixed = 0
+        for chunk in chunks:
+            for lineno, line in enumerate(chunk, lineno + 1):  # noqa: B020
+                head, _, last = line.rpartition(",")
+                rid = get(head)
+                if rid is not None:
                     try:
-                        ts = float(body[p:q])
-                        body = body[:p] + body[q + 1 :]
+                        t = float(last)
                     except ValueError:
-                        pass
-            head, _, last = body.rpartition(",")
-            try:
-                t = float(last)
-            except ValueError:
-                t = _NAN
-            if t == t:
-                rid = memo.get(head)
-                if rid is None:
-                    rid = self._parse(head, timed=True)
-                    memo[head] = rid
-                    kinds = self._kinds(kinds)
-                if rid == _NEEDS_FULL:
-                    rid = self._lookup_full(body)
-                    kinds = self._kinds(kinds)
-                    t = _NAN
-            else:
-                rid = self._lookup_full(body)
-                kinds = self._kinds(kinds)
-            if rid < 0:
-                self._malformed(scan, lineno, line, -2 - rid)
-                continue
-            scan.parsed += 1
-            kind = kinds[rid]
-            if kind == LINE_EVENT:
-                ev_line.append(lineno)
-                ev_rec.append(rid)
-                ev_time.append(t)
-                ev_ts.append(ts)
-                families[records[rid].family] += 1
-            elif kind == LINE_DIAGNOSTIC:
-                scan.diag_line.append(lineno)
-                scan.diag_record.append(rid)
-                families[records[rid].family] += 1
-            else:
-                scan.header.add(records[rid].text, records[rid].component, lineno)
-                scan.info_families[records[rid].family] += 1
+                        classify(scan, lineno, line)
+                        continue
+                    if rid < 0:
+                        rid = ~rid
+                        prefixed += 1
+                    ev_line.append(lineno)
+                    ev_rec.append(rid)
+                    ev_time.append(t)
+                else:
+                    classify(scan, lineno, line)
         scan.lines = lineno
+        scan.prefixed += prefixed
+        fast_events = len(ev_line) - scan.slow_events
+        scan.parsed += fast_events
+        self._count_families(scan)
+        if scan.has_timestamps:
+            pad = len(ev_line) - len(scan.event_timestamp)
+            scan.event_timestamp.extend([_NAN] * pad)
         return scan
 
-    def _kinds(self, kinds: list[str]) -> list[str]:
-        if len(kinds) != len(self.records):
-            kinds.extend(r.line_kind for r in self.records[len(kinds) :])
-        return kinds
+    def _count_families(self, scan: InputScan) -> None:
+        records = self.records
+        for ids in (scan.event_record, scan.diag_record):
+            if len(ids):
+                counts = np.bincount(np.frombuffer(ids, dtype=np.int64))
+                for rid in np.flatnonzero(counts):
+                    scan.families[records[rid].family] += int(counts[rid])
+
+    def _classify(self, scan: InputScan, lineno: int, line: str) -> None:
+        """The full path for one line: marker, timestamp, time, memo, parse."""
+        i = line.find(_MARK)
+        if i < 0:
+            self._foreign_or_cut(scan, lineno, line)
+            return
+        tail = line[i - 6 : i]
+        if tail == "onednn" or tail == "mkldnn":
+            start = i - 6
+        elif line[i - 4 : i] == "dnnl":
+            start = i - 4
+        else:  # ov_cpu_verbose and other look-alikes are not oneDNN
+            self._foreign(scan, lineno, line)
+            return
+        body = line[start:].rstrip()
+        p = i - start + _MARK_LEN
+        c = body[p : p + 1]
+        if c == "v":
+            q = body.find(",", p)
+            p = q + 1 if q > 0 else p
+            c = body[p : p + 1]
+        ts = _NAN
+        if c.isdigit():
+            q = body.find(",", p)
+            if q > 0:
+                try:
+                    ts = float(body[p:q])
+                    body = body[:p] + body[q + 1 :]
+                except ValueError:
+                    pass
+        head, _, last = body.rpartition(",")
+        try:
+            t = float(last)
+        except ValueError:
+            t = _NAN
+        if t == t:
+            rid = self._memo.get(head)
+            if rid is None:
+                rid = self._parse(head, timed=True)
+                self._memo[head] = rid
+            if rid == _NEEDS_FULL:
+                rid = self._lookup_full(body)
+                t = _NAN
+        else:
+            rid = self._lookup_full(body)
+        if rid < 0:
+            self._malformed(scan, lineno, line, -2 - rid)
+            return
+        record = self.records[rid]
+        if start:
+            scan.prefixed += 1
+        if record.line_kind == LINE_EVENT:
+            scan.slow_events += 1
+            scan.parsed += 1
+            if ts == ts and not scan.has_timestamps:
+                scan.has_timestamps = True
+                scan.event_timestamp.extend([_NAN] * len(scan.event_line))
+            if scan.has_timestamps:
+                pad = len(scan.event_line) - len(scan.event_timestamp)
+                if pad:
+                    scan.event_timestamp.extend([_NAN] * pad)
+                scan.event_timestamp.append(ts)
+            scan.event_line.append(lineno)
+            scan.event_record.append(rid)
+            scan.event_time.append(t)
+            # Memoise the raw line's head for the fast path: only when the line has no
+            # timestamp (else the head never repeats) and its last field was the time.
+            if ts != ts and t == t:
+                raw_head = line.rpartition(",")[0]
+                self._fast[raw_head] = ~rid if start else rid
+        elif record.line_kind == LINE_DIAGNOSTIC:
+            scan.parsed += 1
+            scan.diag_line.append(lineno)
+            scan.diag_record.append(rid)
+        else:
+            scan.parsed += 1
+            scan.header.add(record.text, record.component, lineno)
+            scan.info_families[record.family] += 1
 
     def _foreign_or_cut(self, scan: InputScan, lineno: int, line: str) -> None:
         if "dnn" in line and _CUT_MARKER.search(line.rstrip()):

@@ -1,1 +1,1 @@
-"""Reporters: one module per output format, each taking an :class:`~dnnlens.analysis.result.Analysis`."""
+"""Reporters: one module per output format, each taking an ``Analysis``."""
