@@ -33,6 +33,7 @@ class OutputFormat(str, Enum):
 
     terminal = "terminal"
     json = "json"
+    html = "html"
 
 
 class FailOn(str, Enum):
@@ -90,17 +91,41 @@ def analyze(
     fail_on: FailOn = typer.Option(
         FailOn.never, "--fail-on", help="Exit 1 if a finding at or above this severity exists."
     ),
+    rules: list[str] = typer.Option(
+        [], "--rules", help="A rule file (YAML/TOML) or Python plugin to run too; repeatable."
+    ),
+    select: list[str] = typer.Option([], "--select", help="Run only these rules (names)."),
+    ignore: list[str] = typer.Option([], "--ignore", help="Do not run these rules (names)."),
+    config: Path | None = typer.Option(
+        None, "--config", help="dnnlens.toml or pyproject.toml with [tool.dnnlens] thresholds."
+    ),
 ) -> None:
     """Parse oneDNN verbose logs and show where the time went."""
     from dnnlens.analysis.findings import severity_rank
     from dnnlens.analysis.result import analyze_log
+    from dnnlens.analysis.rules.engine import RuleOptions, RuleSetupError, run_rules
     from dnnlens.load import load
 
     log = load(paths)
     if not log.scans:
         raise _fail("; ".join(log.input_errors) or "no input")
     analysis = analyze_log(log)
-    if fmt is OutputFormat.json:
+    options = RuleOptions(
+        rule_paths=list(rules), select=list(select), ignore=list(ignore),
+        config_path=str(config) if config else None,
+    )
+    try:
+        analysis.findings = run_rules(analysis, options)
+    except RuleSetupError as exc:
+        raise _fail(str(exc)) from None
+    if fmt is OutputFormat.html:
+        from dnnlens.report.html import render_html
+
+        text = render_html(analysis)
+        if output is None:
+            raise _fail("--format html needs --output FILE")
+        output.write_text(text, encoding="utf-8")
+    elif fmt is OutputFormat.json:
         from dnnlens.report.json_report import render_json
 
         text = render_json(analysis)
@@ -125,6 +150,18 @@ def analyze(
         threshold = severity_rank(fail_on.value)
         if any(severity_rank(f.severity) >= threshold for f in analysis.findings):
             raise typer.Exit(EXIT_FINDINGS)
+
+
+def _register_commands() -> None:
+    import importlib
+
+    from dnnlens.commands import COMMAND_MODULES
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(app)
+
+
+_register_commands()
 
 
 def main() -> None:
