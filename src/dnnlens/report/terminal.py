@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rich.console import Console
@@ -116,7 +117,8 @@ def _top(console: Console, rows: list[dict[str, Any]], top: int) -> None:
         table.add_row(
             escape(r["kind"]), escape(r["impl"] or "-"), escape(r["prop_kind"]),
             escape(r["problem"]), f"{r['count']:,}", _ms(r["time_ms"]), _ms(r["mean_ms"]),
-            _pct(r["share"]), escape(f"{r['example']['path']}:{r['example']['line']}"),
+            _pct(r["share"]),
+            escape(f"{os.path.basename(r['example']['path'])}:{r['example']['line']}"),
         )
     console.print(table)
 
