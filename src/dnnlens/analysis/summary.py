@@ -16,7 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from dnnlens.model import ParsedLog
+from dnnlens.analysis.aggregate import stats_from_events
+from dnnlens.model import ParsedLog, direction_of
+from dnnlens.parsers.records import LineRecord
 
 TOP_PRIMITIVES = 15
 TOP_SHAPES = 20
@@ -48,68 +50,90 @@ def primitive_execs(events: pd.DataFrame) -> pd.DataFrame:
     return events[mask]
 
 
+_RECORD_FIELDS = ("operation", "cache", "kind", "impl", "prop_kind", "problem", "mds", "attrs",
+                  "aux")
+
+
+def _with_records(stats: pd.DataFrame, records: list[LineRecord]) -> pd.DataFrame:
+    """The stats frame with the fields of each record beside its numbers."""
+    frame = stats.copy()
+    rows = [records[int(r)] for r in frame.index]
+    for name in _RECORD_FIELDS:
+        frame[name] = [getattr(r, name) for r in rows]
+    frame["direction"] = [direction_of(r.prop_kind) for r in rows]
+    return frame
+
+
 def _grouped(frame: pd.DataFrame, keys: list[str], total: float) -> list[dict[str, Any]]:
     if frame.empty:
         return []
-    g = frame.groupby(keys, observed=True, sort=False)["time_ms"].agg(["count", "sum", "size"])
-    g = g.reset_index().sort_values(["sum", "size"], ascending=False, kind="stable")
+    g = frame.groupby(keys, sort=False)[["count", "time_ms"]].sum().reset_index()
+    g = g.sort_values(["time_ms", "count"], ascending=False, kind="stable")
     rows = []
     for rec in g.itertuples(index=False):
         values = rec._asdict()
         row: dict[str, Any] = {k: str(values[k]) for k in keys}
-        row["count"] = int(values["size"])
-        row["time_ms"] = float(values["sum"])
-        row["share"] = float(values["sum"]) / total if total > 0 else 0.0
+        row["count"] = int(values["count"])
+        row["time_ms"] = float(values["time_ms"])
+        row["share"] = row["time_ms"] / total if total > 0 else 0.0
         rows.append(row)
     return rows
 
 
-def _top_primitives(execs: pd.DataFrame, log: ParsedLog, total: float) -> list[dict[str, Any]]:
-    if execs.empty:
-        return []
-    g = execs.groupby("record", sort=False)["time_ms"].agg(["size", "sum", "mean", "max"])
-    g = g.sort_values(["sum", "size"], ascending=False, kind="stable").head(TOP_PRIMITIVES)
-    first = execs.drop_duplicates("record").set_index("record")[["input", "line"]]
+def _top_primitives(execs: pd.DataFrame, total: float) -> list[dict[str, Any]]:
+    top = execs.sort_values(["time_ms", "count"], ascending=False, kind="stable")
     rows = []
-    for rid, stats in g.iterrows():
-        r = log.records[int(rid)]
-        where = first.loc[rid]
+    for rid, r in top.head(TOP_PRIMITIVES).iterrows():
         rows.append({
-            "kind": r.kind, "impl": r.impl, "prop_kind": r.prop_kind, "problem": r.problem,
-            "mds": r.mds, "attrs": r.attrs, "aux": r.aux, "count": int(stats["size"]),
-            "time_ms": float(stats["sum"]), "mean_ms": float(stats["mean"]),
-            "max_ms": float(stats["max"]),
-            "share": float(stats["sum"]) / total if total > 0 else 0.0,
-            "example": {"path": str(where["input"]), "line": int(where["line"])},
+            "record": int(rid), "kind": r["kind"], "impl": r["impl"],
+            "prop_kind": r["prop_kind"], "problem": r["problem"], "mds": r["mds"],
+            "attrs": r["attrs"], "aux": r["aux"], "count": int(r["count"]),
+            "time_ms": float(r["time_ms"]),
+            "mean_ms": float(r["time_ms"] / r["timed"]) if r["timed"] else float("nan"),
+            "max_ms": float(r["max_ms"]),
+            "share": float(r["time_ms"]) / total if total > 0 else 0.0,
+            "example": {"path": str(r["first_input"]), "line": int(r["first_line"])},
         })
     return rows
 
 
 def summarize(log: ParsedLog) -> Summary:
     """Totals and breakdowns of the primitive executions in ``log``."""
-    ev = log.events
-    execs = primitive_execs(ev)
+    diag = log.diagnostics
+    counts: dict[str, int] = {}
+    if not diag.empty:
+        sizes = diag.groupby("operation", observed=True).size()
+        counts = {str(k): int(v) for k, v in sizes.items()}
+    return summarize_stats(stats_from_events(log.events), log.records, counts)
+
+
+def summarize_stats(
+    stats: pd.DataFrame, records: list[LineRecord], diagnostics: dict[str, int]
+) -> Summary:
+    """The summary from per-record statistics (see :mod:`dnnlens.analysis.aggregate`)."""
+    frame = _with_records(stats, records)
+    is_graph = frame["kind"] == "graph_partition"
+    execs = frame[(frame["operation"] == "exec") & ~is_graph]
+    graph = frame[(frame["operation"] == "exec") & is_graph]
+    creates = frame[frame["operation"].isin(["create", "create_nested"])]
     total = float(execs["time_ms"].sum())
-    graph = ev[(ev["kind"] == "graph_partition") & (ev["operation"] == "exec")]
-    creates = ev[ev["operation"].isin(["create", "create_nested"])]
     s = Summary(
-        exec_count=len(execs),
-        untimed_exec_count=int(execs["time_ms"].isna().sum()),
+        exec_count=int(execs["count"].sum()),
+        untimed_exec_count=int((execs["count"] - execs["timed"]).sum()),
         total_time_ms=total,
-        graph_exec_count=len(graph),
+        graph_exec_count=int(graph["count"].sum()),
         graph_time_ms=float(graph["time_ms"].sum()),
-        create_count=len(creates),
+        create_count=int(creates["count"].sum()),
         create_time_ms=float(creates["time_ms"].sum()),
     )
     s.by_kind = _grouped(execs, ["kind"], total)
     s.by_impl = _grouped(execs, ["kind", "impl"], total)
     s.by_shape = _grouped(execs, ["kind", "problem"], total)[:TOP_SHAPES]
     s.by_direction = _grouped(execs, ["direction"], total)
-    create_total = s.create_time_ms
-    s.by_cache = _grouped(creates, ["operation", "cache"], create_total)
-    s.top_primitives = _top_primitives(execs, log, total)
-    diag = log.diagnostics
-    if not diag.empty:
-        counts = diag.groupby("operation", observed=True).size().sort_values(ascending=False)
-        s.diagnostics = [{"operation": str(k), "count": int(v)} for k, v in counts.items()]
+    s.by_cache = _grouped(creates, ["operation", "cache"], s.create_time_ms)
+    s.top_primitives = _top_primitives(execs, total)
+    s.diagnostics = [
+        {"operation": k, "count": v}
+        for k, v in sorted(diagnostics.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
     return s

@@ -1,0 +1,115 @@
+"""Per-primitive statistics: one row per distinct line, built in bulk or as events stream in.
+
+The summary needs, for every distinct event line (a ``record``: the line without its time and
+timestamp), how often it ran and how long it took. Bulk analysis computes that from the event
+table; streaming analysis (:class:`StatsAccumulator`) folds each chunk of events into running
+sums, so memory depends on the number of distinct lines, not on the length of the log.
+
+``stats`` frame columns (index: record id):
+
+========== ===============================================================================
+count      event lines of this record
+timed      of which carried a time field
+time_ms    sum of their times
+min_ms     smallest time (NaN when untimed)
+max_ms     largest time
+first_input input path of the first occurrence
+first_line line number of the first occurrence
+========== ===============================================================================
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+STATS_COLUMNS = ("count", "timed", "time_ms", "min_ms", "max_ms", "first_input", "first_line")
+
+
+def stats_from_events(events: pd.DataFrame) -> pd.DataFrame:
+    """The stats frame of an event table (exact)."""
+    if events.empty:
+        return _empty()
+    g = events.groupby("record", sort=True)
+    frame = pd.DataFrame({
+        "count": g.size(),
+        "timed": g["time_ms"].count(),
+        "time_ms": g["time_ms"].sum(),
+        "min_ms": g["time_ms"].min(),
+        "max_ms": g["time_ms"].max(),
+    })
+    first = events.drop_duplicates("record").set_index("record")
+    frame["first_input"] = first["input"].astype(str).reindex(frame.index)
+    frame["first_line"] = first["line"].reindex(frame.index).astype(np.int64)
+    return frame
+
+
+def _empty() -> pd.DataFrame:
+    frame = pd.DataFrame({c: pd.Series(dtype="float64") for c in STATS_COLUMNS})
+    frame["first_input"] = frame["first_input"].astype(object)
+    frame.index.name = "record"
+    return frame
+
+
+class StatsAccumulator:
+    """Running per-record statistics, fed one chunk of events at a time."""
+
+    def __init__(self) -> None:
+        self._count = np.zeros(0, dtype=np.int64)
+        self._timed = np.zeros(0, dtype=np.int64)
+        self._sum = np.zeros(0, dtype=np.float64)
+        self._min = np.zeros(0, dtype=np.float64)
+        self._max = np.zeros(0, dtype=np.float64)
+        self._first_line = np.zeros(0, dtype=np.int64)
+        self._first_input: list[str | None] = []
+
+    def _grow(self, size: int) -> None:
+        old = len(self._count)
+        if size <= old:
+            return
+        extra = size - old
+        self._count = np.concatenate([self._count, np.zeros(extra, dtype=np.int64)])
+        self._timed = np.concatenate([self._timed, np.zeros(extra, dtype=np.int64)])
+        self._sum = np.concatenate([self._sum, np.zeros(extra)])
+        self._min = np.concatenate([self._min, np.full(extra, np.inf)])
+        self._max = np.concatenate([self._max, np.full(extra, -np.inf)])
+        self._first_line = np.concatenate([self._first_line, np.full(extra, -1, np.int64)])
+        self._first_input.extend([None] * extra)
+
+    def add(self, path: str, lines: np.ndarray, records: np.ndarray, times: np.ndarray) -> None:
+        """Fold one chunk of events (parallel arrays) into the running statistics."""
+        if len(records) == 0:
+            return
+        self._grow(int(records.max()) + 1)
+        size = len(self._count)
+        self._count += np.bincount(records, minlength=size)
+        timed = ~np.isnan(times)
+        self._timed += np.bincount(records[timed], minlength=size)
+        self._sum += np.bincount(records[timed], weights=times[timed], minlength=size)
+        np.minimum.at(self._min, records[timed], times[timed])
+        np.maximum.at(self._max, records[timed], times[timed])
+        uniq, first = np.unique(records, return_index=True)
+        new = uniq[self._first_line[uniq] < 0]
+        if len(new):
+            pos = first[np.searchsorted(uniq, new)]
+            self._first_line[new] = lines[pos]
+            for rid in new:
+                self._first_input[rid] = path
+
+    def frame(self) -> pd.DataFrame:
+        """The stats frame of everything added so far."""
+        seen = np.flatnonzero(self._count)
+        if len(seen) == 0:
+            return _empty()
+        mins = np.where(np.isinf(self._min[seen]), np.nan, self._min[seen])
+        maxs = np.where(np.isinf(self._max[seen]), np.nan, self._max[seen])
+        frame = pd.DataFrame({
+            "count": self._count[seen],
+            "timed": self._timed[seen],
+            "time_ms": self._sum[seen],
+            "min_ms": mins,
+            "max_ms": maxs,
+            "first_input": [self._first_input[r] for r in seen],
+            "first_line": self._first_line[seen],
+        }, index=pd.Index(seen, name="record"))
+        return frame
