@@ -99,6 +99,16 @@ def analyze(
     config: Path | None = typer.Option(
         None, "--config", help="dnnlens.toml or pyproject.toml with [tool.dnnlens] thresholds."
     ),
+    tee: bool = typer.Option(
+        False, "--tee", help="With -: pass every input line through to stdout unchanged."
+    ),
+    live: bool = typer.Option(
+        True, "--live/--no-live", help="With -: a live view on stderr while lines arrive."
+    ),
+    window: int | None = typer.Option(
+        None, "--window", min=0,
+        help="With -: raw events kept for sequence rules (totals are always exact).",
+    ),
 ) -> None:
     """Parse oneDNN verbose logs and show where the time went."""
     from dnnlens.analysis.findings import severity_rank
@@ -106,10 +116,20 @@ def analyze(
     from dnnlens.analysis.rules.engine import RuleOptions, RuleSetupError, run_rules
     from dnnlens.load import load
 
-    log = load(paths)
-    if not log.scans:
-        raise _fail("; ".join(log.input_errors) or "no input")
-    analysis = analyze_log(log)
+    if paths == ["-"]:
+        from dnnlens.live import analyze_stream
+
+        live_console = Console(stderr=True) if live and sys.stderr.isatty() else None
+        analysis, _ = analyze_stream(
+            sys.stdin.buffer, tee=sys.stdout.buffer if tee else None,
+            window_events=window, live_console=live_console,
+        )
+        log = analysis.log
+    else:
+        log = load(paths)
+        if not log.scans:
+            raise _fail("; ".join(log.input_errors) or "no input")
+        analysis = analyze_log(log)
     options = RuleOptions(
         rule_paths=list(rules), select=list(select), ignore=list(ignore),
         config_path=str(config) if config else None,

@@ -6,4 +6,6 @@ level: do that inside the command function.
 """
 
 #: Modules whose ``register`` is called, in help order.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "dnnlens.commands.run",
+)

@@ -1,0 +1,153 @@
+"""Streaming analysis: lines in as they arrive, bounded memory, a report at any moment.
+
+:class:`StreamAnalyzer` scans each chunk of lines with one shared :class:`Scanner` (so the
+memo of distinct lines carries over), folds the chunk's events into per-record statistics
+(:class:`~dnnlens.analysis.aggregate.StatsAccumulator`) and keeps only a bounded window of
+the most recent raw events. Totals and breakdowns are therefore exact however long the
+stream; rules that look at the sequence of events (iterations, op graph) see the window.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+
+import numpy as np
+
+from dnnlens.analysis.aggregate import StatsAccumulator
+from dnnlens.analysis.result import Analysis
+from dnnlens.analysis.summary import Summary, summarize_stats
+from dnnlens.model import ParsedLog, build_diagnostics, build_events
+from dnnlens.parsers.scanner import MALFORMED_TEXT_KEPT, InputScan, Scanner
+
+#: Raw events kept for sequence-based analysis, by default.
+DEFAULT_WINDOW_EVENTS = 1_000_000
+#: Malformed and diagnostic lines kept with their line numbers (all are counted).
+KEPT_LINES = 10_000
+
+
+def _merge_header(into: InputScan, chunk: InputScan) -> None:
+    h, c = into.header, chunk.header
+    for name in ("version", "commit", "runtime", "threads", "isa", "gpu_runtime"):
+        if getattr(h, name) is None and getattr(c, name) is not None:
+            setattr(h, name, getattr(c, name))
+    h.engines.extend(c.engines)
+    h.templates.update(c.templates)
+    h.graph_backends.extend(c.graph_backends)
+    h.version_lines.extend(c.version_lines)
+    h.other.extend(c.other[: max(0, 50 - len(h.other))])
+
+
+class StreamAnalyzer:
+    """Analyse one stream of lines chunk by chunk, in memory bounded by ``window_events``."""
+
+    def __init__(self, path: str = "-", window_events: int = DEFAULT_WINDOW_EVENTS) -> None:
+        self.path = path
+        self.window_events = window_events
+        self.scanner = Scanner()
+        self.stats = StatsAccumulator()
+        self.total = InputScan(path)
+        self.diagnostic_counts: Counter[str] = Counter()
+        self._window: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._window_size = 0
+
+    @property
+    def lines(self) -> int:
+        """Physical lines read so far."""
+        return self.total.lines
+
+    def feed(self, lines: list[str]) -> None:
+        """Scan one chunk of lines (with or without their line ends)."""
+        if not lines:
+            return
+        offset = self.total.lines
+        chunk = self.scanner.scan_chunks(self.path, [lines])
+        t = self.total
+        t.lines += chunk.lines
+        t.parsed += chunk.parsed
+        t.foreign += chunk.foreign
+        t.malformed += chunk.malformed
+        t.prefixed += chunk.prefixed
+        t.families.update(chunk.families)
+        t.info_families.update(chunk.info_families)
+        _merge_header(t, chunk)
+        for line, reason in zip(chunk.malformed_line, chunk.malformed_reason, strict=True):
+            if len(t.malformed_line) < KEPT_LINES:
+                t.malformed_line.append(line + offset)
+                t.malformed_reason.append(reason)
+        for line, text in chunk.malformed_text.items():
+            if len(t.malformed_text) < MALFORMED_TEXT_KEPT:
+                t.malformed_text[line + offset] = text
+        if len(t.foreign_examples) < 5:
+            t.foreign_examples.extend((n + offset, s) for n, s in chunk.foreign_examples)
+        records = self.scanner.records
+        for rid in chunk.diag_record:
+            self.diagnostic_counts[records[rid].operation] += 1
+        if len(t.diag_line) < KEPT_LINES:
+            room = KEPT_LINES - len(t.diag_line)
+            t.diag_line.extend(n + offset for n in chunk.diag_line[:room])
+            t.diag_record.extend(chunk.diag_record[:room])
+        if chunk.read_error and not t.read_error:
+            t.read_error = chunk.read_error
+        self._add_events(chunk, offset)
+
+    def _add_events(self, chunk: InputScan, offset: int) -> None:
+        n = len(chunk.event_line)
+        if not n:
+            return
+        lines = np.frombuffer(chunk.event_line, dtype=np.int64) + offset
+        recs = np.frombuffer(chunk.event_record, dtype=np.int64).copy()
+        times = np.frombuffer(chunk.event_time, dtype=np.float64).copy()
+        if len(chunk.event_timestamp) == n:
+            stamps = np.frombuffer(chunk.event_timestamp, dtype=np.float64).copy()
+        else:
+            stamps = np.full(n, np.nan)
+        self.stats.add(self.path, lines, recs, times)
+        if self.window_events <= 0:
+            return
+        self._window.append((lines, recs, times, stamps))
+        self._window_size += n
+        while self._window and self._window_size - len(self._window[0][0]) >= self.window_events:
+            self._window_size -= len(self._window.pop(0)[0])
+
+    def summary(self) -> Summary:
+        """The summary of everything read so far (exact, whatever the window)."""
+        return summarize_stats(self.stats.frame(), self.scanner.records,
+                               dict(self.diagnostic_counts))
+
+    def window_scan(self) -> InputScan:
+        """An :class:`InputScan` holding the events of the window (the last events read)."""
+        w = InputScan(self.path)
+        if self._window:
+            lines, recs, times, stamps = (np.concatenate(parts) for parts in zip(*self._window,
+                                                                                 strict=True))
+            keep = slice(max(0, len(lines) - self.window_events), None)
+            w.event_line = array("q", lines[keep].tolist())
+            w.event_record = array("l", recs[keep].tolist())
+            w.event_time = array("d", times[keep].tolist())
+            w.event_timestamp = array("d", stamps[keep].tolist())
+        w.diag_line, w.diag_record = self.total.diag_line, self.total.diag_record
+        return w
+
+    def analysis(self) -> Analysis:
+        """Everything so far as an :class:`Analysis`: exact summary, windowed event table."""
+        window = self.window_scan()
+        t = self.total
+        t.event_line, t.event_record = window.event_line, window.event_record
+        t.event_time, t.event_timestamp = window.event_time, window.event_timestamp
+        log = ParsedLog(
+            scans=[t],
+            records=self.scanner.records,
+            reasons=self.scanner.reasons,
+            events=build_events([window], self.scanner.records),
+            diagnostics=build_diagnostics([window], self.scanner.records),
+            input_errors=[],
+        )
+        summary = self.summary()
+        analysis = Analysis(log=log, summary=summary)
+        analysis.extras["stream"] = {
+            "window_events": self.window_events,
+            "events_in_window": len(window.event_line),
+            "events_total": int(self.stats.frame()["count"].sum()),
+        }
+        return analysis

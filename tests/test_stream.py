@@ -1,0 +1,87 @@
+"""Streaming: stdin, bounded windows, `dnnlens run`; figures equal the bulk hand counts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dnnlens.cli import app
+from dnnlens.stream import StreamAnalyzer
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
+NCHW = SAMPLES / "convnet_nchw_infer.log"
+# hand counts (tests/test_sample_logs.py): 338 lines, 165 exec lines, 356.084723 ms
+NCHW_LINES, NCHW_EXECS, NCHW_MS = 338, 165, 356.084723
+
+
+def test_stdin_stream_equals_hand_count() -> None:
+    result = CliRunner().invoke(app, ["analyze", "-", "--format", "json", "--no-live"],
+                                input=NCHW.read_text())
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["inputs"][0]["lines"] == NCHW_LINES
+    assert doc["summary"]["exec_count"] == NCHW_EXECS
+    assert doc["summary"]["total_time_ms"] == pytest.approx(NCHW_MS, abs=1e-6)
+
+
+def test_window_bounds_raw_events_not_totals() -> None:
+    text = NCHW.read_text().splitlines(keepends=True)
+    analyzer = StreamAnalyzer("x", window_events=50)
+    for i in range(0, len(text), 7):  # odd chunk size on purpose
+        analyzer.feed(text[i : i + 7])
+    analysis = analyzer.analysis()
+    assert len(analysis.log.events) <= 50
+    assert analysis.summary.exec_count == NCHW_EXECS
+    assert analysis.summary.total_time_ms == pytest.approx(NCHW_MS, abs=1e-6)
+    # the window holds the last events, with their real line numbers
+    assert analysis.log.events["line"].max() == NCHW_LINES - 1  # last line is `done: ...`
+    t = analysis.log.scans[0]
+    assert t.parsed + t.foreign + t.malformed == t.lines == NCHW_LINES
+
+
+def test_tee_passes_lines_through_unchanged() -> None:
+    text = NCHW.read_text()
+    result = CliRunner().invoke(app, ["analyze", "-", "--tee", "--no-live", "--format", "json"],
+                                input=text)
+    assert result.exit_code == 0
+    assert result.stdout.startswith(text)
+    doc = json.loads(result.stdout[len(text):])
+    assert doc["summary"]["exec_count"] == NCHW_EXECS
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dnnlens.cli", "run", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_run_keeps_log_shows_output_and_passes_exit_code(tmp_path: Path) -> None:
+    log = tmp_path / "kept.log"
+    program = f"import sys; sys.stdout.write(open({str(NCHW)!r}).read()); sys.exit(3)"
+    proc = _run("--log", str(log), "--no-live", "--format", "json", "--",
+                sys.executable, "-c", program)
+    assert proc.returncode == 3
+    assert log.read_text() == NCHW.read_text()
+    assert proc.stdout.startswith(NCHW.read_text())
+    doc = json.loads(proc.stdout[len(NCHW.read_text()):])
+    assert doc["summary"]["exec_count"] == NCHW_EXECS
+    assert doc["run"]["exit_code"] == 3
+
+
+def test_run_sets_verbose_variables(tmp_path: Path) -> None:
+    program = "import os; print(os.environ['ONEDNN_VERBOSE'], os.environ['DNNL_VERBOSE_TIMESTAMP'])"
+    proc = _run("--log", str(tmp_path / "k.log"), "--no-live", "--level", "2", "--",
+                sys.executable, "-c", program)
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[0] == "2 1"
+
+
+def test_run_of_a_missing_program_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    proc = _run("--log", str(tmp_path / "k.log"), "--", "no-such-program-dnnlens")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0
+    assert "cannot run 'no-such-program-dnnlens'" in proc.stderr
