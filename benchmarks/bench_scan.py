@@ -9,6 +9,8 @@ by default) and then, each in a fresh subprocess so peak memory is its own:
 * ``floor``: plain Python reading of the same file (``for line in f: n += 1``);
 * ``parse``: ``dnnlens.load.load`` (every line accounted for, event table built);
 * ``analyze``: parse + summary + rules, i.e. what ``dnnlens analyze --format json`` does;
+* ``stream``: the streaming path of ``dnnlens analyze -`` (exact totals, a window of 100,000
+  raw events): its peak memory must not grow with the log;
 * ``cli``: the ``dnnlens analyze --format json`` command end to end, start-up included.
 
 It reports lines/s, the time ratio to the floor and peak RSS (ratio to the floor too).
@@ -67,6 +69,21 @@ print({"seconds": dt, "lines": log.scans[0].lines, "findings": len(analysis.find
 """
 
 
+STREAM = """
+import resource, sys, time
+from dnnlens.io.inputs import InputSource, ReadStats, iter_chunks
+from dnnlens.stream import StreamAnalyzer
+t = time.perf_counter()
+analyzer = StreamAnalyzer(sys.argv[1], window_events=100_000)
+for chunk in iter_chunks(InputSource(sys.argv[1]), ReadStats()):
+    analyzer.feed(chunk)
+summary = analyzer.summary()
+dt = time.perf_counter() - t
+print({"seconds": dt, "lines": analyzer.lines, "events": summary.exec_count,
+       "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+"""
+
+
 def build_log(source: Path, lines: int, path: Path) -> None:
     """Write ``lines`` lines by repeating ``source`` (its header included each time)."""
     block = source.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -121,6 +138,7 @@ def main() -> None:
             "floor": run_child(FLOOR, path),
             "parse": run_child(PARSE, path),
             "analyze": run_child(ANALYZE, path),
+            "stream": run_child(STREAM, path),
             "cli": run_cli(path),
         }
     finally:
