@@ -34,13 +34,17 @@ timestamp_ms    the line's timestamp (ms since epoch on Linux), NaN without one
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from dnnlens.parsers.implementation import split_impl
+from dnnlens.parsers.fields import split_impl
 from dnnlens.parsers.records import LineRecord
 from dnnlens.parsers.scanner import InputScan
+
+if TYPE_CHECKING:  # issue 3: framework profiler data (imported lazily by dnnlens.load)
+    from dnnlens.parsers.torch_trace import FrameworkData
 
 #: Record attributes copied into string (categorical) columns.
 RECORD_COLUMNS = (
@@ -139,3 +143,5 @@ class ParsedLog:
     events: pd.DataFrame
     diagnostics: pd.DataFrame
     input_errors: list[str]
+    #: issue 3: PyTorch profiler traces and key_averages tables found among the inputs
+    framework: FrameworkData | None = None

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 from importlib.resources import files
 from types import MappingProxyType
@@ -506,14 +506,18 @@ def _empty_md(raw: str) -> MemDesc:
     return MemDesc("", "", "", "", "", "", "", "", None, raw)
 
 
-def _parse_md_entries(text: str, starts: tuple[str, ...]) -> tuple[str, list[Any]] | None:
+def _parse_md_entries(
+    text: str, starts: tuple[str, ...]
+) -> tuple[tuple[str, list[Any]] | None, UnexpectedInput | None]:
+    """Parse with each start symbol in turn: (result, None) or (None, first failure)."""
     parser = _md_parser()
+    first: UnexpectedInput | None = None
     for start in starts:
         try:
-            return parser.parse(text, start=start)
-        except UnexpectedInput:
-            continue
-    return None
+            return parser.parse(text, start=start), None
+        except UnexpectedInput as exc:
+            first = first or exc
+    return None, first
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
@@ -528,7 +532,7 @@ def _parse_mds_cached(text: str) -> MdList:
     entries = body.split()
     primary = _md_family_guess(entries[0])
     starts = (primary,) + tuple(s for s in _MD_STARTS if s != primary)
-    parsed = _parse_md_entries(" ".join(entries), starts)
+    parsed, _ = _parse_md_entries(" ".join(entries), starts)
     if parsed is not None:
         family, values = parsed
         mds = _f0_mds(values, entries) if family == "f0" else tuple(values)
@@ -539,7 +543,7 @@ def _parse_mds_cached(text: str) -> MdList:
     out: list[MemDesc] = []
     error: str | None = None
     for entry in entries:
-        got = _parse_md_entries(entry, starts)
+        got, exc = _parse_md_entries(entry, starts)
         if got is not None:
             fam, values = got
             out.extend(
@@ -547,28 +551,14 @@ def _parse_mds_cached(text: str) -> MdList:
             )
             continue
         if error is None:
-            try:
-                _md_parser().parse(entry, start=primary)
-                error = f"cannot parse memory descriptor {entry!r}"
-            except Exception as exc:  # noqa: BLE001 - report, never raise
-                error = f"memory descriptor {entry!r}: {_lark_error(exc)}"
+            reason = _lark_error(exc) if exc is not None else "does not parse"
+            error = f"memory descriptor {entry!r}: {reason}"
         out.append(_fallback_md(entry, primary))
     return MdList(tuple(out), primary.removesuffix("_list"), error, notes, False, raw)
 
 
 def _with_raw(md: MemDesc, raw: str) -> MemDesc:
-    return MemDesc(
-        md.arg,
-        md.dtype,
-        md.props,
-        md.format_kind,
-        md.tag,
-        md.strides,
-        md.flags,
-        md.extra,
-        md.mask,
-        raw,
-    )
+    return replace(md, raw=raw)
 
 
 def parse_mds(text: str) -> MdList:
@@ -584,7 +574,7 @@ def parse_mds(text: str) -> MdList:
         text = "" if text is None else str(text)
     try:
         return _parse_mds_cached(text)
-    except Exception as exc:  # noqa: BLE001 - never raise on any input
+    except Exception as exc:  # never raise on any input
         return MdList(error=f"internal error: {exc!r}", raw=text)
 
 
@@ -868,7 +858,7 @@ def parse_attrs(text: str) -> Attrs:
         text = "" if text is None else str(text)
     try:
         return _parse_attrs_cached(text)
-    except Exception as exc:  # noqa: BLE001 - never raise on any input
+    except Exception as exc:  # never raise on any input
         return Attrs(raw=text, error=f"internal error: {exc!r}")
 
 
@@ -895,7 +885,7 @@ def parse_aux(text: str) -> dict[str, str]:
         text = "" if text is None else str(text)
     try:
         return dict(_parse_aux_cached(text))
-    except Exception:  # noqa: BLE001 - never raise on any input
+    except Exception:  # never raise on any input
         return {}
 
 
@@ -917,6 +907,7 @@ class Problem:
     * ``params``: non-integer named values (lrn ``beta``).
     * ``form``: ``named``, ``dims`` or ``""`` (empty field).
     * ``overflow``: oneDNN printed ``#`` (buffer overflow, v1.x).
+    * ``kind``: the primitive kind passed in, lower-cased, ``_v2`` suffix dropped.
     """
 
     raw: str = ""
@@ -1059,7 +1050,7 @@ def parse_problem(kind: str, text: str) -> Problem:
         kind = "" if kind is None else str(kind)
     try:
         return _parse_problem_cached(_normalize_kind(kind), text)
-    except Exception as exc:  # noqa: BLE001 - never raise on any input
+    except Exception as exc:  # never raise on any input
         return Problem(raw=text, kind=kind, error=f"internal error: {exc!r}")
 
 
@@ -1173,20 +1164,7 @@ def _parse_graph_tensors_cached(text: str) -> tuple[LogicalTensor, ...]:
 
 
 def _with_lt_raw(lt: LogicalTensor, raw: str) -> LogicalTensor:
-    return LogicalTensor(
-        lt.name,
-        lt.direction,
-        lt.index,
-        lt.dtype,
-        lt.id,
-        lt.layout_type,
-        lt.property,
-        lt.dims,
-        lt.strides,
-        lt.layout,
-        raw,
-        lt.error,
-    )
+    return replace(lt, raw=raw)
 
 
 def parse_graph_tensors(text: str) -> tuple[LogicalTensor, ...]:
@@ -1199,7 +1177,7 @@ def parse_graph_tensors(text: str) -> tuple[LogicalTensor, ...]:
         text = "" if text is None else str(text)
     try:
         return _parse_graph_tensors_cached(text)
-    except Exception as exc:  # noqa: BLE001 - never raise on any input
+    except Exception as exc:  # never raise on any input
         return (
             LogicalTensor(
                 "", "", None, "", None, "", "", (), (), "", text, f"internal error: {exc!r}"
@@ -1271,22 +1249,23 @@ def isa_rank(isa: str) -> int | None:
 @lru_cache(maxsize=_CACHE_SIZE)
 def _split_impl_cached(impl: str) -> tuple[str, str]:
     impl = impl.strip()
-    family = impl.split(":", 1)[0]
-    last = impl.rsplit(":", 1)[-1] if ":" in impl else ""
-    return family, (last if _ISA_NAME.fullmatch(last) else "")
+    head, sep, last = impl.rpartition(":")
+    if sep and (not last or _ISA_NAME.fullmatch(last)):
+        return head, last
+    return impl, ""
 
 
 def split_impl(impl: str) -> tuple[str, str]:
     """``(family, isa)`` of an implementation name (format doc §4.6).
 
-    The family is the part before the first ``:``; the ISA is the part after the last
-    ``:`` when it looks like an ISA or an ISA slot (x64 ``sse41`` ... ``avx10_2_512_amx_2``,
-    AArch64 ``asimd``/``sve_256``, GPU ``gen9``/``xe_hp``, or the generic ``uni``, ``any``,
-    ``undef``), else ``""``::
+    The ISA is the part after the last ``:`` when it looks like an ISA or an ISA slot (x64
+    ``sse41`` ... ``avx10_2_512_amx_2``, AArch64 ``asimd``/``sve_256``, GPU ``gen9``/``xe_hp``,
+    or the generic ``uni``, ``any``, ``undef``), else ``""``; the family is the name without
+    that ISA (the whole name when there is none)::
 
         jit:avx2 -> (jit, avx2)              brg_conv_fwd:avx2_vnni_2 -> (brg_conv_fwd, ...)
-        x64:gemm:jit -> (x64, "")            gemm:acl -> (gemm, "")
-        ocl:ref:any -> (ocl, any)            acl -> (acl, "")       "" -> ("", "")
+        x64:gemm:jit -> (x64:gemm:jit, "")   gemm:acl -> (gemm:acl, "")
+        ocl:ref:any -> (ocl:ref, any)        acl -> (acl, "")       "" -> ("", "")
 
     Never raises.
     """
@@ -1294,7 +1273,7 @@ def split_impl(impl: str) -> tuple[str, str]:
         impl = "" if impl is None else str(impl)
     try:
         return _split_impl_cached(impl)
-    except Exception:  # noqa: BLE001 - never raise on any input
+    except Exception:  # never raise on any input
         return impl, ""
 
 
@@ -1377,5 +1356,5 @@ def isa_from_header(text: str) -> str:
         return ""
     try:
         return _isa_from_header_cached(text)
-    except Exception:  # noqa: BLE001 - never raise on any input
+    except Exception:  # never raise on any input
         return ""
