@@ -18,24 +18,13 @@ from dnnlens.analysis.aggregate import StatsAccumulator
 from dnnlens.analysis.result import Analysis
 from dnnlens.analysis.summary import Summary, summarize_stats
 from dnnlens.model import ParsedLog, build_diagnostics, build_events
+from dnnlens.parsers.merge import merge_header
 from dnnlens.parsers.scanner import MALFORMED_TEXT_KEPT, InputScan, Scanner
 
 #: Raw events kept for sequence-based analysis, by default.
 DEFAULT_WINDOW_EVENTS = 1_000_000
 #: Malformed and diagnostic lines kept with their line numbers (all are counted).
 KEPT_LINES = 10_000
-
-
-def _merge_header(into: InputScan, chunk: InputScan) -> None:
-    h, c = into.header, chunk.header
-    for name in ("version", "commit", "runtime", "threads", "isa", "gpu_runtime"):
-        if getattr(h, name) is None and getattr(c, name) is not None:
-            setattr(h, name, getattr(c, name))
-    h.engines.extend(c.engines)
-    h.templates.update(c.templates)
-    h.graph_backends.extend(c.graph_backends)
-    h.version_lines.extend(c.version_lines)
-    h.other.extend(c.other[: max(0, 50 - len(h.other))])
 
 
 class StreamAnalyzer:
@@ -70,7 +59,8 @@ class StreamAnalyzer:
         t.prefixed += chunk.prefixed
         t.families.update(chunk.families)
         t.info_families.update(chunk.info_families)
-        _merge_header(t, chunk)
+        chunk.header.version_lines = [n + offset for n in chunk.header.version_lines]
+        merge_header(t.header, chunk.header)
         for line, reason in zip(chunk.malformed_line, chunk.malformed_reason, strict=True):
             if len(t.malformed_line) < KEPT_LINES:
                 t.malformed_line.append(line + offset)
