@@ -8,4 +8,5 @@ level: do that inside the command function.
 #: Modules whose ``register`` is called, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
     "dnnlens.commands.run",
+    "dnnlens.commands.graph",
 )

@@ -1,0 +1,510 @@
+"""Iterations of the primitive exec stream: the repeating period, warm-up, per-pass times.
+
+No user markers are needed: per input, the exec rows' ``record`` ids form an integer
+stream; the period ``p`` is the smallest shift under which the stream's long tail repeats
+itself (a few mismatches and single inserted or missing rows tolerated, see
+:func:`find_period`), the stream is cut into iterations wherever the opening records of one
+period occur, and the *template* is the most common full-length iteration.
+
+Definitions (these are the contract of :class:`Iterations`):
+
+* **iteration** = one pass of the program (an inference batch, a training step). ``count``
+  counts *every* pass, warm-up passes included, so it equals the number of passes the
+  script ran. Exec rows before the first full period that are not template records (one-time
+  weight reorders, a first call's extra work) are part of the first iteration; a stretch of
+  rows as long as ``k`` periods that was not cut is counted as ``k`` iterations.
+* **warmup** = the number of *leading* iterations that are not steady state: they create a
+  primitive with a cache miss (``create:cache_miss``) or their exec sequence differs from the
+  template (never all iterations: the last one is taken as steady). It is a count of
+  iterations (passes), not of rows, and it is part of ``count``.
+  Without create lines (``ONEDNN_VERBOSE=1``) a warm-up pass that executes the same
+  primitives as the others cannot be told apart and is not counted as warm-up.
+* ``iteration`` (array aligned to the events rows) holds the 0-based global iteration index
+  of every row, warm-up iterations included; ``-1`` marks rows outside every iteration (a
+  trailing piece shorter than half a period, inputs without exec rows). Create rows belong
+  to the iteration of the next exec row of their input. :meth:`Iterations.steady_mask`
+  selects the rows of steady (non warm-up) iterations.
+* Several inputs are handled one by one; their iterations are numbered one after the other
+  and ``count``/``warmup`` are sums. ``period_exec`` and ``template`` are those of the
+  *main* input (the one with the most exec rows).
+
+A user regex for the program's own marker lines can replace the detection: see
+:func:`marker_lines` and the ``marker_lines`` argument of :func:`find_iterations`; each
+marker line then separates two iterations (segments without exec rows are dropped).
+
+Everything works on integer arrays: a million events take about a second.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "InputIterations",
+    "Iterations",
+    "category_mask",
+    "find_iterations",
+    "find_period",
+    "marker_lines",
+]
+
+#: Share of mismatching comparisons tolerated in the steady region.
+MISMATCH_TOLERANCE = 0.05
+#: Candidate periods kept per gap order (1st, 2nd, 3rd next occurrence).
+_CANDIDATES_PER_ORDER = 12
+#: Longest template prefix used to find iteration starts.
+_MAX_SIGNATURE = 64
+#: Columns of :attr:`Iterations.times`.
+TIME_COLUMNS = (
+    "iteration", "input", "warmup", "regular", "exec_count", "time_ms", "reorder_ms",
+    "first_line", "last_line",
+)  # fmt: skip
+
+
+@dataclass
+class InputIterations:
+    """The iterations found in one input.
+
+    ``first_iteration`` is the global index of its first iteration; ``template`` the record
+    ids of one steady iteration; ``method`` is ``period`` (detected), ``markers`` (user
+    regex), ``single`` (no repetition found: the whole stream is one iteration) or ``none``
+    (no exec rows). ``irregular`` counts iterations whose exec sequence is not the
+    template; ``outside_exec`` exec rows that belong to no iteration.
+    """
+
+    input: str
+    count: int
+    warmup: int
+    period_exec: int
+    exec_rows: int
+    first_iteration: int
+    method: str
+    irregular: int = 0
+    outside_exec: int = 0
+    template: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+
+
+@dataclass
+class Iterations:
+    """Iterations of a whole event table (see the module docstring for the definitions).
+
+    ``times`` has one row per iteration with the columns of :data:`TIME_COLUMNS`:
+    ``iteration`` (global index), ``input``, ``warmup`` (bool), ``regular`` (its exec
+    sequence is the template), ``exec_count``, ``time_ms`` (sum of its exec times),
+    ``reorder_ms`` (the reorder part of it), ``first_line``/``last_line`` (physical lines).
+    """
+
+    count: int
+    warmup: int
+    period_exec: int
+    iteration: np.ndarray
+    times: pd.DataFrame
+    inputs: list[InputIterations]
+    template: np.ndarray
+    main_input: str = ""
+
+    @property
+    def warmup_iterations(self) -> np.ndarray:
+        """Global indices of the warm-up iterations."""
+        return self.times["iteration"].to_numpy()[self.times["warmup"].to_numpy(dtype=bool)]
+
+    def steady_mask(self) -> np.ndarray:
+        """Boolean mask over the events rows: rows of steady (non warm-up) iterations."""
+        warm = np.zeros(max(self.count, 1), dtype=bool)
+        warm[self.warmup_iterations] = True
+        inside = self.iteration >= 0
+        out = np.zeros(len(self.iteration), dtype=bool)
+        out[inside] = ~warm[self.iteration[inside]]
+        return out
+
+    def as_dict(self) -> dict[str, int]:
+        """The ``iterations`` object of the JSON exports."""
+        return {"count": self.count, "warmup": self.warmup, "period_exec": self.period_exec}
+
+
+# ---------------------------------------------------------------------------------------
+# marker lines
+
+
+def marker_lines(path: str, regex: str | re.Pattern[str]) -> np.ndarray:
+    """1-based numbers of the lines of ``path`` that match ``regex`` (``re.search``).
+
+    A separate pass over the file (``.gz`` read too), for the program's own marker lines
+    (``step 12 done``) that the scanner keeps no trace of. Raises ``ValueError`` for a bad
+    regex or standard input, ``OSError``-like :class:`~dnnlens.io.inputs.InputError` for an
+    unreadable file.
+    """
+    from dnnlens.io.inputs import InputSource, ReadStats, iter_lines
+
+    pattern = re.compile(regex) if isinstance(regex, str) else regex
+    source = InputSource(path)
+    if source.is_stdin:
+        raise ValueError("marker lines need a file, not standard input")
+    found = [i for i, line in enumerate(iter_lines(source, ReadStats()), 1) if pattern.search(line)]
+    return np.asarray(found, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------------------
+# period detection
+
+
+def _candidates(s: np.ndarray) -> list[int]:
+    """Likely periods: the most frequent distances to the 1st/2nd/3rd next equal record."""
+    n = len(s)
+    order = np.argsort(s, kind="stable")
+    ss = s[order]
+    out: set[int] = set()
+    for k in (1, 2, 3):
+        if n <= k:
+            break
+        gaps = (order[k:] - order[:-k])[ss[k:] == ss[:-k]]
+        gaps = gaps[gaps <= n // 2]
+        if not gaps.size:
+            continue
+        counts = np.bincount(gaps)
+        top = np.argsort(counts, kind="stable")[::-1][:_CANDIDATES_PER_ORDER]
+        out.update(int(g) for g in top if counts[g] > 0 and g > 0)
+    return sorted(out)
+
+
+def _steady_start(match: np.ndarray, p: int) -> int | None:
+    """First index where a full clean period starts and the rest mismatches rarely."""
+    m = len(match)
+    if m < p:
+        return None
+    bad = ~match
+    suffix_bad = np.cumsum(bad[::-1])[::-1]
+    suffix_len = np.arange(m, 0, -1)
+    ok_rate = suffix_bad <= MISMATCH_TOLERANCE * suffix_len
+    # next_false[i]: first mismatch at or after i (m if none)
+    idx = np.where(bad, np.arange(m), m)
+    next_false = np.minimum.accumulate(idx[::-1])[::-1]
+    clean = (next_false - np.arange(m)) >= p
+    good = np.flatnonzero(ok_rate & clean)
+    return int(good[0]) if good.size else None
+
+
+def _shift_matches(s: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(exact, fuzzy)``: ``s[i] == s[i + p]``, and the same allowing ``p - 1``/``p + 1``.
+
+    The fuzzy form absorbs one inserted or missing row between ``i`` and ``i + p`` (an extra
+    reorder in one pass), which the exact form would count as ``p`` mismatches.
+    """
+    n = len(s)
+    exact = s[: n - p] == s[p:]
+    fuzzy = exact.copy()
+    fuzzy[: n - p - 1] |= s[: n - p - 1] == s[p + 1 :]
+    if p > 1:
+        fuzzy |= s[: n - p] == s[p - 1 : n - 1]
+    return exact, fuzzy
+
+
+def find_period(s: np.ndarray) -> tuple[int, int] | None:
+    """``(period, steady_start)`` of an integer stream, or ``None`` if it does not repeat.
+
+    For each candidate ``p`` the steady region is the suffix that starts with a clean period
+    and where ``s[i] == s[i + p]`` (or ``s[i + p +- 1]``, one row inserted or missing) fails
+    for at most :data:`MISMATCH_TOLERANCE` of positions; at least half of its positions must
+    match exactly. The period is the smallest candidate whose region covers 90 % of the best
+    coverage, two periods (three rows at least) and half of the stream.
+    """
+    s = np.asarray(s)
+    n = len(s)
+    if n < 2:
+        return None
+    scored: list[tuple[int, int, int]] = []
+    for p in _candidates(s):
+        exact, fuzzy = _shift_matches(s, p)
+        start = _steady_start(fuzzy, p)
+        if start is None or n - start < max(2 * p, 3) or 2 * (n - start) < n:
+            continue
+        if exact[start:].mean() < 0.5:
+            continue
+        scored.append((p, start, n - start))
+    if not scored:
+        return None
+    best = max(c for _, _, c in scored)
+    for p, start, coverage in scored:
+        if coverage >= 0.9 * best:
+            return p, start
+    return None  # pragma: no cover - the best one always qualifies
+
+
+def _signature_length(t: np.ndarray) -> int:
+    """Shortest prefix of the template that occurs once among its cyclic rotations."""
+    p = len(t)
+    tt = np.concatenate([t, t])
+    eq = np.ones(p, dtype=bool)
+    for k in range(min(p, _MAX_SIGNATURE)):
+        eq &= tt[k : k + p] == t[k]
+        if eq.sum() == 1:
+            return k + 1
+    return 0
+
+
+def _segments_by_period(s: np.ndarray, t: np.ndarray) -> list[tuple[int, int]]:
+    """Cut the stream into iterations ``[begin, end)`` (indices into ``s``) of template ``t``.
+
+    Cuts are made where the template's opening records occur. A piece holding ``k``
+    periods' worth of template records counts as ``k`` iterations; a piece with less than
+    half a period joins the iteration before it (or, at the start, the one after it); such
+    a piece at the very end is left outside.
+    """
+    n, p = len(s), len(t)
+    sig = _signature_length(t)
+    if sig == 0:
+        hits = np.flatnonzero(s[: n - p + 1] == t[0]) if n >= p else np.zeros(0, np.int64)
+        begins = np.arange(hits[0], n, p) if hits.size else hits
+    else:
+        m = n - sig + 1
+        eq = np.ones(m, dtype=bool)
+        for k in range(sig):
+            eq &= s[k : k + m] == t[k]
+        begins = np.flatnonzero(eq)
+    if not begins.size:
+        return [(0, n)]
+    csum = np.concatenate([[0], np.cumsum(np.isin(s, t))])
+    edges = np.concatenate([[0], begins[begins > 0], [n]])
+    segments: list[tuple[int, int]] = []
+    pending = 0  # start of rows waiting to join the next iteration
+    for i in range(len(edges) - 1):
+        b, e = int(edges[i]), int(edges[i + 1])
+        if e <= b:
+            continue
+        k = int(round((csum[e] - csum[b]) / p))
+        if k == 0:
+            if i == len(edges) - 2:
+                break  # trailing piece shorter than half a period: outside
+            if segments:
+                segments[-1] = (segments[-1][0], e)
+                pending = e
+            continue
+        segments.extend(_split(pending, e, k))
+        pending = e
+    return segments or [(0, n)]
+
+
+def _split(b: int, e: int, k: int) -> list[tuple[int, int]]:
+    if k == 1:
+        return [(b, e)]
+    cuts = np.linspace(b, e, k + 1).round().astype(int)
+    return [(int(cuts[i]), int(cuts[i + 1])) for i in range(k)]
+
+
+def _segments_by_markers(ex_lines: np.ndarray, markers: np.ndarray) -> list[tuple[int, int]]:
+    seg = np.searchsorted(np.sort(markers), ex_lines, side="right")
+    if not len(seg):
+        return []
+    change = np.flatnonzero(np.diff(seg)) + 1
+    edges = np.concatenate([[0], change, [len(seg)]])
+    return [(int(edges[i]), int(edges[i + 1])) for i in range(len(edges) - 1)]
+
+
+def _modal_sequence(s: np.ndarray, segments: list[tuple[int, int]]) -> np.ndarray:
+    counts = Counter(s[b:e].tobytes() for b, e in segments)
+    key, _ = counts.most_common(1)[0]
+    return np.frombuffer(key, dtype=s.dtype).copy()
+
+
+# ---------------------------------------------------------------------------------------
+# the event table
+
+
+@dataclass
+class _InputResult:
+    info: InputIterations
+    segments: list[tuple[int, int]]
+    exec_pos: np.ndarray
+    regular: np.ndarray
+    warm: np.ndarray
+
+
+def _one_input(
+    name: str,
+    exec_pos: np.ndarray,
+    s: np.ndarray,
+    lines: np.ndarray,
+    markers: np.ndarray | None,
+    miss_iter_hint: np.ndarray,
+) -> _InputResult:
+    n = len(s)
+    if n == 0:
+        info = InputIterations(name, 0, 0, 0, 0, 0, "none")
+        return _InputResult(info, [], exec_pos, np.zeros(0, bool), np.zeros(0, bool))
+    if markers is not None:
+        segments = _segments_by_markers(lines[exec_pos], markers)
+        template = _modal_sequence(s, segments)
+        method = "markers"
+    else:
+        found = find_period(s)
+        if found is None:
+            segments, template, method = [(0, n)], s.copy(), "single"
+        else:
+            p, start = found
+            template, method = s[start : start + p].copy(), "period"
+            segments = _segments_by_period(s, template)
+            # the most common full-length iteration is the template (the first clean one
+            # may hold a tolerated irregularity)
+            full = [(b, e) for b, e in segments if e - b == p]
+            modal = _modal_sequence(s, full) if full else template
+            if not np.array_equal(modal, template):
+                template = modal
+                segments = _segments_by_period(s, template)
+    p = len(template)
+    bounds = np.asarray(segments, dtype=np.int64).reshape(-1, 2)
+    regular = (bounds[:, 1] - bounds[:, 0]) == p
+    if regular.any() and p:
+        starts = bounds[regular, 0]
+        same = (s[starts[:, None] + np.arange(p)] == template).all(axis=1)
+        regular[np.flatnonzero(regular)] = same
+    # iterations holding a create:cache_miss (miss_iter_hint: exec index after each miss)
+    begins = np.array([b for b, _ in segments], dtype=np.int64)
+    has_miss = np.zeros(len(segments), dtype=bool)
+    if miss_iter_hint.size and begins.size:
+        seg_of = np.searchsorted(begins, miss_iter_hint, side="right") - 1
+        has_miss[seg_of[(seg_of >= 0)]] = True
+    not_steady = has_miss | ~regular
+    # leading non-steady iterations, but never all of them: one is the steady state
+    warmup = int(np.argmin(not_steady)) if not not_steady.all() else len(segments) - 1
+    if method == "single":
+        warmup = 0
+    warm = np.zeros(len(segments), dtype=bool)
+    warm[:warmup] = True
+    outside = n - sum(e - b for b, e in segments)
+    info = InputIterations(
+        input=name,
+        count=len(segments),
+        warmup=warmup,
+        period_exec=p,
+        exec_rows=n,
+        first_iteration=0,
+        method=method,
+        irregular=int((~regular).sum()),
+        outside_exec=int(outside),
+        template=template,
+    )
+    return _InputResult(info, segments, exec_pos, regular, warm)
+
+
+def _markers_for(
+    marker: Mapping[str, np.ndarray] | np.ndarray | None, name: str, n_inputs: int
+) -> np.ndarray | None:
+    if marker is None:
+        return None
+    if isinstance(marker, Mapping):
+        found = marker.get(name)
+        return None if found is None else np.asarray(found, dtype=np.int64)
+    if n_inputs != 1:
+        raise ValueError("marker lines as one array need exactly one input; pass a dict")
+    return np.asarray(marker, dtype=np.int64)
+
+
+def category_mask(column: pd.Series, pred: Callable[[str], bool]) -> np.ndarray:
+    """``pred`` applied to each value of a (categorical) column, evaluated per category."""
+    cat = column.astype("category")
+    codes = cat.cat.codes.to_numpy()
+    table = np.array([bool(pred(str(c))) for c in cat.cat.categories] + [False], dtype=bool)
+    return table[codes]  # code -1 (missing) picks the trailing False
+
+
+def find_iterations(
+    events: pd.DataFrame,
+    marker_lines: Mapping[str, np.ndarray] | np.ndarray | None = None,
+) -> Iterations:
+    """Find the iterations of every input of an event table (see the module docstring).
+
+    ``marker_lines`` overrides the detection: a mapping from input path to the sorted line
+    numbers of the program's marker lines (see :func:`marker_lines`), or one array when the
+    table has a single input. Inputs missing from the mapping are detected as usual.
+    """
+    total = len(events)
+    iteration = np.full(total, -1, dtype=np.int64)
+    is_exec = category_mask(events["operation"], lambda v: v == "exec")
+    is_miss = category_mask(events["operation"], lambda v: v.startswith("create")) & category_mask(
+        events["cache"], lambda v: "miss" in v
+    )
+    is_reorder = category_mask(events["kind"], lambda v: v == "reorder")
+    record = events["record"].to_numpy(dtype=np.int64)
+    lines = events["line"].to_numpy(dtype=np.int64)
+    times_ms = events["time_ms"].to_numpy(dtype=np.float64)
+    inputs = events["input"].astype("category")
+    input_codes = inputs.cat.codes.to_numpy()
+    input_names = [str(c) for c in inputs.cat.categories]
+
+    results: list[_InputResult] = []
+    rows_of: list[np.ndarray] = []
+    for code, name in enumerate(input_names):
+        rows = np.flatnonzero(input_codes == code)
+        rows_of.append(rows)
+        exec_pos = rows[is_exec[rows]]
+        miss_rows = rows[is_miss[rows]]
+        miss_next_exec = np.searchsorted(exec_pos, miss_rows)
+        miss_next_exec = np.minimum(miss_next_exec, max(len(exec_pos) - 1, 0))
+        results.append(
+            _one_input(
+                name,
+                exec_pos,
+                record[exec_pos],
+                lines,
+                _markers_for(marker_lines, name, len(input_names)),
+                miss_next_exec if exec_pos.size else np.zeros(0, np.int64),
+            )
+        )
+
+    table: dict[str, list] = {c: [] for c in TIME_COLUMNS}
+    next_index = 0
+    for res, rows in zip(results, rows_of, strict=True):
+        res.info.first_iteration = next_index
+        exec_pos = res.exec_pos
+        if not res.segments:
+            continue
+        ex_iter = np.full(len(exec_pos), -1, dtype=np.int64)
+        for k, (b, e) in enumerate(res.segments):
+            ex_iter[b:e] = next_index + k
+        iteration[exec_pos] = ex_iter
+        # non-exec rows: iteration of the next exec row of the input (or the last one)
+        other = rows[~is_exec[rows]]
+        nxt = np.minimum(np.searchsorted(exec_pos, other), len(exec_pos) - 1)
+        iteration[other] = ex_iter[nxt]
+        inside = ex_iter >= 0
+        idx = ex_iter[inside] - next_index
+        nseg = len(res.segments)
+        t = np.nan_to_num(times_ms[exec_pos][inside])
+        table["iteration"].extend(range(next_index, next_index + nseg))
+        table["input"].extend([res.info.input] * nseg)
+        table["warmup"].extend(res.warm.tolist())
+        table["regular"].extend(res.regular.tolist())
+        table["exec_count"].extend(np.bincount(idx, minlength=nseg).tolist())
+        table["time_ms"].extend(np.bincount(idx, weights=t, minlength=nseg).tolist())
+        r = np.where(is_reorder[exec_pos][inside], t, 0.0)
+        table["reorder_ms"].extend(np.bincount(idx, weights=r, minlength=nseg).tolist())
+        ln = lines[exec_pos]
+        bounds = np.asarray(res.segments, dtype=np.int64)
+        table["first_line"].extend(ln[bounds[:, 0]].tolist())
+        table["last_line"].extend(ln[bounds[:, 1] - 1].tolist())
+        next_index += nseg
+
+    times = pd.DataFrame(table, columns=list(TIME_COLUMNS))
+    times = times.astype(
+        {"iteration": "int64", "warmup": "bool", "regular": "bool", "exec_count": "int64",
+         "time_ms": "float64", "reorder_ms": "float64", "first_line": "int64",
+         "last_line": "int64"}
+    )  # fmt: skip
+    infos = [r.info for r in results]
+    main = max(infos, key=lambda i: i.exec_rows, default=None)
+    return Iterations(
+        count=next_index,
+        warmup=sum(i.warmup for i in infos),
+        period_exec=main.period_exec if main else 0,
+        iteration=iteration,
+        times=times,
+        inputs=infos,
+        template=main.template if main else np.zeros(0, dtype=np.int32),
+        main_input=main.input if main else "",
+    )
