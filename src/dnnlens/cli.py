@@ -55,8 +55,15 @@ def _console(output: Path | None) -> Console:
     return console
 
 
+def _say(kind: str, message: str) -> None:
+    """One line on stderr: never wrapped, never read as markup, no control characters."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(message))
+    color = "red" if kind != "note" else "yellow"
+    typer.echo(typer.style(f"dnnlens: {kind}:", fg=color) + f" {text}", err=True)
+
+
 def _fail(message: str) -> typer.Exit:
-    Console(stderr=True).print(f"[red]dnnlens: error:[/red] {message}", highlight=False)
+    _say("error", message)
     return typer.Exit(EXIT_USAGE)
 
 

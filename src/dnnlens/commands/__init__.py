@@ -9,4 +9,5 @@ level: do that inside the command function.
 COMMAND_MODULES: tuple[str, ...] = (
     "dnnlens.commands.run",
     "dnnlens.commands.graph",
+    "dnnlens.commands.rules",
 )
