@@ -10,4 +10,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "dnnlens.commands.run",
     "dnnlens.commands.graph",
     "dnnlens.commands.rules",
+    "dnnlens.commands.export",
+    "dnnlens.commands.diff",
 )

@@ -1,0 +1,169 @@
+"""The event table (and framework ops) as a dataset on disk: Parquet or CSV.
+
+Layout (Hive partitioning, read by pandas/pyarrow, DuckDB and Spark as one table)::
+
+    DIR/events/run=<input stem>/rank=<N>/part-0.parquet     (or .csv)
+    DIR/ops/run=<trace stem>/rank=0/part-0.parquet          (profiler trace ops, if any)
+
+A profiler trace ``run.trace.json`` (or ``run.pt.trace.json``) gets ``run=run``, the same
+value as the log ``run.log`` it was recorded with, so the two tables join on ``run``.
+
+``run`` is the input file name without ``.gz``/``.log``/``.txt`` (``-`` is ``stdin``; a name
+seen twice gets ``-2``, ``-3``...). ``rank`` comes from a ``[rankN]`` prefix on the event
+line (``torchrun`` prefixes each process's output with ``[rank0]:``); without one it is 0.
+The scanner does not keep prefixes, so ranks are read back from the input file, and only
+when the scanner saw prefixed lines; standard input cannot be read twice, so its rank is 0.
+
+The partition columns live in the directory names, not in the files. Each row also gets
+``iteration`` (0-based, see :func:`dnnlens.analysis.diff.iteration_info`).
+
+``pd.read_parquet("DIR/events")`` or, in DuckDB,
+``SELECT * FROM read_parquet('DIR/events/**/*.parquet', hive_partitioning = true)``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dnnlens.analysis.diff import iteration_info
+from dnnlens.io.inputs import InputSource, ReadStats, iter_lines
+from dnnlens.model import ParsedLog
+from dnnlens.parsers.scanner import InputScan
+
+FORMATS = ("parquet", "csv")
+_RANK = re.compile(r"\[rank(\d+)\]")
+_SUFFIXES = (".gz", ".json", ".log", ".txt")
+
+
+class ExportError(Exception):
+    """A user-facing problem (missing pyarrow, unwritable directory): one readable line."""
+
+
+@dataclass
+class ExportResult:
+    """What was written."""
+
+    files: list[Path] = field(default_factory=list)
+    rows: int = 0
+    runs: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def run_name(path: str, seen: set[str]) -> str:
+    """The ``run`` partition value of an input path (unique within ``seen``, which grows)."""
+    if path == "-":
+        base = "stdin"
+    else:
+        base = Path(path).name
+        for suffix in _SUFFIXES:
+            if base.endswith(suffix) and len(base) > len(suffix):
+                base = base[: -len(suffix)]
+    base = re.sub(r"[^A-Za-z0-9._+-]", "_", base) or "run"
+    name, k = base, 2
+    while name in seen:
+        name, k = f"{base}-{k}", k + 1
+    seen.add(name)
+    return name
+
+
+def event_ranks(scan: InputScan, lines: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Rank per event line of one input, and whether any ``[rankN]`` prefix was found."""
+    ranks = np.zeros(len(lines), dtype=np.int32)
+    if not scan.prefixed or scan.path == "-" or len(lines) == 0:
+        return ranks, False
+    wanted = np.zeros(int(lines.max()) + 1, dtype=np.int32)
+    found = False
+    try:
+        for lineno, text in enumerate(iter_lines(InputSource(scan.path), ReadStats()), 1):
+            if lineno >= len(wanted):
+                break
+            if "[rank" in text:
+                i = text.find("_verbose,")
+                m = _RANK.search(text, 0, i if i > 0 else len(text))
+                if m:
+                    wanted[lineno] = int(m.group(1))
+                    found = True
+    except OSError:
+        return ranks, False
+    return wanted[lines], found
+
+
+def _frames(log: ParsedLog, notes: list[str]) -> list[tuple[str, int, pd.DataFrame]]:
+    ev = log.events.copy()
+    info = iteration_info(log)
+    ev["iteration"] = info.index if len(info.index) == len(ev) else 0
+    seen: set[str] = set()
+    out = []
+    codes = ev["input"].cat.codes.to_numpy() if len(ev) else np.zeros(0, dtype=np.int8)
+    for i, scan in enumerate(log.scans):
+        part = ev[codes == i]
+        run = run_name(scan.path, seen)
+        ranks, found = event_ranks(scan, part["line"].to_numpy())
+        if scan.prefixed and not found:
+            notes.append(f"{scan.path}: no [rankN] prefix found; rank=0")
+        for rank in np.unique(ranks).tolist() if len(part) else [0]:
+            out.append((run, int(rank), part[ranks == rank]))
+    return out
+
+
+def _ops_frames(log: ParsedLog) -> list[tuple[str, pd.DataFrame]]:
+    """Framework op tables (PyTorch profiler traces) found among the inputs, per trace."""
+    framework = getattr(log, "framework", None)
+    out = []
+    for trace in getattr(framework, "traces", None) or []:
+        ops = getattr(trace, "ops", None)
+        if isinstance(ops, pd.DataFrame):
+            out.append((str(getattr(trace, "path", "trace")), ops))
+    return out
+
+
+def _write(frame: pd.DataFrame, path: Path, fmt: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame = frame.reset_index(drop=True)
+    for col in frame.columns:
+        if isinstance(frame[col].dtype, pd.CategoricalDtype):
+            frame[col] = frame[col].cat.remove_unused_categories()
+    if fmt == "parquet":
+        frame.to_parquet(path, index=False)
+    else:
+        frame.to_csv(path, index=False)
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown table format {fmt!r} (parquet or csv)")
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ExportError("parquet export needs pyarrow: pip install 'dnnlens[parquet]' "
+                              "(or export csv)") from None
+
+
+def export_tables(log: ParsedLog, out_dir: Path, fmt: str) -> ExportResult:
+    """Write the event table (and framework ops, when present) under ``out_dir``."""
+    _check_format(fmt)
+    result = ExportResult()
+    ext = "parquet" if fmt == "parquet" else "csv"
+    try:
+        for run, rank, frame in _frames(log, result.notes):
+            path = out_dir / "events" / f"run={run}" / f"rank={rank}" / f"part-0.{ext}"
+            _write(frame, path, fmt)
+            result.files.append(path)
+            result.rows += len(frame)
+            if run not in result.runs:
+                result.runs.append(run)
+        seen_ops: set[str] = set()
+        for path, ops in _ops_frames(log):
+            run = run_name(re.sub(r"(\.pt)?\.trace(?=\.json(\.gz)?$)", "", path), seen_ops)
+            out = out_dir / "ops" / f"run={run}" / "rank=0" / f"part-0.{ext}"
+            _write(ops, out, fmt)
+            result.files.append(out)
+    except OSError as exc:
+        raise ExportError(f"{out_dir}: cannot write ({exc.strerror or exc})") from None
+    return result

@@ -1,0 +1,254 @@
+"""dnnlens diff: the NCHW vs channels_last sample pair, the JSON contract, the gate.
+
+Expected numbers come from the sample logs, counted with grep/awk (see
+tests/test_sample_logs.py for the commands): NCHW 165 execs, 356.084723 ms, 121 reorders;
+channels_last 88 execs, 180.342063 ms, 44 reorders; both ran 11 passes (MANIFEST.json).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dnnlens.analysis.diff import diff_logs, flow_label, iteration_info
+from dnnlens.cli import app
+from dnnlens.commands.diff import parse_percent
+from dnnlens.load import load, load_text
+from dnnlens.report.console import color_allowed, make_console, progress_enabled
+
+LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
+NCHW = str(LOGS / "convnet_nchw_infer.log")
+CL = str(LOGS / "convnet_cl_infer.log")
+ANSI = re.compile(r"\x1b\[")
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return diff_logs(load([NCHW]), load([CL]))
+
+
+def test_totals_and_speedup(pair):
+    j = pair.to_json()
+    assert j["total"]["base_ms"] == pytest.approx(356.084723, abs=1e-5)
+    assert j["total"]["new_ms"] == pytest.approx(180.342063, abs=1e-5)
+    assert j["total"]["speedup"] == pytest.approx(356.084723 / 180.342063, rel=1e-6)
+    assert j["total"]["base_count"] == 165 and j["total"]["new_count"] == 88
+    # both ran 11 passes: the per-iteration comparison uses them
+    assert j["total"]["base_iterations"] == 11 and j["total"]["new_iterations"] == 11
+    assert j["total"]["per_iteration"] is True
+    assert j["total"]["per_iteration_speedup"] == pytest.approx(1.9745, abs=1e-3)
+    assert pair.slower_fraction < 0
+
+
+def test_kinds_contract(pair):
+    kinds = {k["kind"]: k for k in pair.to_json()["kinds"]}
+    assert set(kinds) == {"reorder", "convolution"}
+    for row in kinds.values():
+        for key, kind in (("kind", str), ("base_count", int), ("new_count", int),
+                          ("base_ms", float), ("new_ms", float)):
+            assert isinstance(row[key], kind)
+    assert (kinds["reorder"]["base_count"], kinds["reorder"]["new_count"]) == (121, 44)
+    assert kinds["reorder"]["base_ms"] == pytest.approx(245.681646, abs=1e-5)
+    assert kinds["reorder"]["new_ms"] == pytest.approx(87.989787, abs=1e-5)
+    assert (kinds["convolution"]["base_count"], kinds["convolution"]["new_count"]) == (44, 44)
+    # 11 reorders per pass before, 4 (weights) after
+    assert kinds["reorder"]["base_per_iteration_count"] == 11
+    assert kinds["reorder"]["new_per_iteration_count"] == 4
+
+
+def test_activation_reorders_vanish(pair):
+    vanished = {(p["shape"], p["layouts"]) for p in pair.vanished}
+    # the activation reorders around every convolution (NCHW plain <-> blocked aBcd8b)
+    for shape, flow in [("4x16x64x64", "aBcd8b->abcd"), ("4x16x32x32", "abcd->aBcd8b"),
+                        ("4x16x32x32", "aBcd8b->abcd"), ("4x32x16x16", "aBcd8b->abcd")]:
+        assert (shape, flow) in vanished
+    # nothing that moves an activation (mb4 tensors) is left in NEW
+    assert not [p for p in pair.primitives
+                if p["kind"] == "reorder" and p["shape"].startswith("4x") and p["new_count"]]
+    appeared = {(p["shape"], p["layouts"]) for p in pair.appeared}
+    assert appeared == {("16x16x3x3", "acdb->Acdb16a"), ("16x3x3x3", "acdb->Acdb16a"),
+                        ("32x16x3x3", "acdb->Acdb32a")}
+
+
+def test_implementation_changes(pair):
+    changes = pair.impl_changes
+    assert len(changes) == 3
+    for p in changes:
+        assert p["kind"] == "convolution"
+        assert p["base_impl"] == ["jit:avx2"] and p["new_impl"] == ["brg_conv_fwd:avx2"]
+        assert p["base_count"] == p["new_count"]
+    shapes = {p["shape"] for p in changes}
+    assert "mb4_ic16oc16_ih32oh32kh3sh1dh0ph1_iw32ow32kw3sw1dw0pw1" in shapes
+
+
+def test_per_iteration_rows(pair):
+    rows = pair.iterations
+    assert [r["iteration"] for r in rows] == list(range(11))
+    assert sum(r["base_ms"] for r in rows) == pytest.approx(356.084723, abs=1e-4)
+    assert sum(r["new_ms"] for r in rows) == pytest.approx(180.342063, abs=1e-4)
+    assert rows[0]["warmup"] is True
+
+
+def test_typical_iteration(pair):
+    # per-primitive medians over the steady passes: the noise-proof view
+    assert pair.base.typical_ms == pytest.approx(2.3053, abs=1e-3)
+    assert pair.new.typical_ms == pytest.approx(1.6146, abs=1e-3)
+    assert pair.base.typical_by_kind["reorder"] > 10 * pair.new.typical_by_kind["reorder"]
+    typical = diff_logs(load([NCHW]), load([CL]), basis="typical")
+    assert typical.compared_ms() == pytest.approx((2.3053, 1.6146), abs=1e-3)
+
+
+def test_same_log_is_no_change():
+    d = diff_logs(load([NCHW]), load([NCHW]))
+    assert d.speedup == pytest.approx(1.0)
+    assert d.slower_fraction == pytest.approx(0.0)
+    assert {p["status"] for p in d.primitives} == {"same"}
+
+
+def test_empty_logs():
+    d = diff_logs(load_text("nothing here\n"), load_text("nor here\n"))
+    j = d.to_json()
+    assert j["total"]["base_ms"] == 0 and j["kinds"] == []
+    json.dumps(j, allow_nan=False)
+
+
+def test_fallback_iterations_agree():
+    from dnnlens.analysis.diff import _fallback_iterations
+
+    log = load([NCHW])
+    assert _fallback_iterations(log).count == 11 == iteration_info(log).count
+
+
+def test_flow_label_dtype():
+    assert flow_label("src:f32::blocked:abcd::f0 dst:bf16::blocked:abcd::f0") == \
+        "f32:abcd->bf16:abcd"
+    assert flow_label("in:f32_nchw out:f32_nChw8c") == "nchw->nChw8c"
+
+
+@pytest.mark.parametrize("text,value", [("5%", 0.05), ("5", 0.05), ("0.5 %", 0.005),
+                                        ("0", 0.0)])
+def test_parse_percent(text, value):
+    assert parse_percent(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["fast", "-3%", "nan"])
+def test_parse_percent_rejects(text):
+    with pytest.raises(ValueError):
+        parse_percent(text)
+
+
+# ---------------------------------------------------------------------------------------
+# the command
+
+
+def test_cli_json():
+    result = CliRunner().invoke(app, ["diff", NCHW, CL, "--format", "json", "-q"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert set(doc["total"]) >= {"base_ms", "new_ms", "speedup"}
+    assert {k["kind"] for k in doc["kinds"]} == {"reorder", "convolution"}
+    assert "faster" in doc["verdict"]
+
+
+def test_cli_terminal_has_no_colour_when_piped():
+    result = CliRunner().invoke(app, ["diff", NCHW, CL])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert not ANSI.search(out)
+    assert "1.97x faster per iteration" in out
+    assert "Vanished (only in BASE)" in out and "abcd->aBcd8b" in out
+    assert "jit:avx2 -> brg_conv_fwd:avx2" in out
+
+
+def test_cli_markdown():
+    result = CliRunner().invoke(app, ["diff", NCHW, CL, "-f", "markdown"])
+    assert result.exit_code == 0
+    md = result.stdout
+    assert md.startswith("## dnnlens diff")
+    assert "| kind | count | ms |" in md
+    assert "| reorder | 121 -> 44 |" in md
+
+
+def test_fail_if_slower_gate():
+    runner = CliRunner()
+    faster = runner.invoke(app, ["diff", NCHW, CL, "--fail-if-slower", "5%", "-f", "json"])
+    assert faster.exit_code == 0
+    slower = runner.invoke(app, ["diff", CL, NCHW, "--fail-if-slower", "5%", "-f", "json"])
+    assert slower.exit_code == 1
+    assert "slower than BASE per iteration" in slower.stderr
+    # generous enough limit passes even though NEW is slower
+    assert runner.invoke(app, ["diff", CL, NCHW, "--fail-if-slower", "100%"]).exit_code == 0
+
+
+def test_cli_usage_errors():
+    runner = CliRunner()
+    assert runner.invoke(app, ["diff", NCHW, "missing.log"]).exit_code == 2
+    assert runner.invoke(app, ["diff", NCHW, CL, "--fail-if-slower", "x"]).exit_code == 2
+    assert runner.invoke(app, ["diff", NCHW, CL, "--basis", "max"]).exit_code == 2
+
+
+# ---------------------------------------------------------------------------------------
+# console policy (report/console.py)
+
+
+class _Tty:
+    def isatty(self) -> bool:
+        return True
+
+
+def test_color_policy(monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert color_allowed(_Tty())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not color_allowed(_Tty())
+    monkeypatch.delenv("NO_COLOR")
+    assert not color_allowed(open(__file__))  # a file is not a terminal  # noqa: SIM115
+    console = make_console()  # pytest captures stdout: not a terminal
+    assert console.no_color
+
+
+def test_progress_policy(monkeypatch):
+    assert not progress_enabled(quiet=True)
+    monkeypatch.setattr("sys.stderr", _Tty())
+    assert progress_enabled(quiet=False)
+    assert not progress_enabled(quiet=True)
+
+
+def test_progress_track_passes_chunks_through(tmp_path):
+    from dnnlens.io.inputs import InputSource
+    from dnnlens.report.console import InputProgress
+
+    path = tmp_path / "x.log"
+    path.write_text("a\nb\n")
+    src = InputSource(str(path))
+    chunks = [["a\n"], ["b\n"]]
+    with InputProgress([src], enabled=True, min_bytes=0) as progress:
+        assert progress.enabled
+        assert list(progress.track(src, iter(chunks))) == chunks
+    with InputProgress([src], enabled=True) as progress:  # too small for a bar
+        assert not progress.enabled
+        assert list(progress.track(src, iter(chunks))) == chunks
+
+
+def test_load_inputs_hands_a_progress_to_a_loader_that_takes_one(monkeypatch, tmp_path):
+    from dnnlens import load as load_module
+    from dnnlens.report.console import load_inputs
+
+    path = tmp_path / "x.log"
+    path.write_text("hello\n")
+    seen = {}
+
+    def fake_load(specs, progress=None):
+        seen["progress"] = progress
+        return load_text("x\n")
+
+    monkeypatch.setattr(load_module, "load", fake_load)
+    monkeypatch.setattr("sys.stderr", _Tty())
+    load_inputs([str(path)], quiet=False)
+    assert seen["progress"] is not None
+    load_inputs([str(path)], quiet=True)
+    assert seen["progress"] is None

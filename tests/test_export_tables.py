@@ -1,0 +1,132 @@
+"""Parquet / CSV export: one dataset partitioned by run and rank."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from dnnlens.cli import app
+from dnnlens.load import load
+from dnnlens.model import EVENT_COLUMNS
+from dnnlens.report.tables_export import ExportError, export_tables, run_name
+
+LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
+NCHW = str(LOGS / "convnet_nchw_infer.log")
+CL = str(LOGS / "convnet_cl_infer.log")
+
+LINE = ("onednn_verbose,v1,primitive,exec,cpu,reorder,jit:uni,undef,"
+        "src:f32::blocked:abcd::f0 dst:f32::blocked:aBcd8b::f0,,,2x16x7x7,{t}")
+
+
+def _read_csv_dataset(root: Path) -> pd.DataFrame:
+    parts = []
+    for path in sorted(root.glob("run=*/rank=*/part-0.csv")):
+        df = pd.read_csv(path)
+        df["run"] = path.parent.parent.name.split("=", 1)[1]
+        df["rank"] = int(path.parent.name.split("=", 1)[1])
+        parts.append(df)
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_csv_two_runs(tmp_path):
+    log = load([NCHW, CL])
+    result = export_tables(log, tmp_path, "csv")
+    assert result.runs == ["convnet_nchw_infer", "convnet_cl_infer"]
+    assert sorted(str(p.relative_to(tmp_path)) for p in result.files) == [
+        "events/run=convnet_cl_infer/rank=0/part-0.csv",
+        "events/run=convnet_nchw_infer/rank=0/part-0.csv",
+    ]
+    df = _read_csv_dataset(tmp_path / "events")
+    assert len(df) == len(log.events) == result.rows
+    assert set(EVENT_COLUMNS) | {"iteration"} <= set(df.columns)
+    execs = df[(df["operation"] == "exec")]
+    totals = execs.groupby("run")["time_ms"].sum()
+    assert totals["convnet_nchw_infer"] == pytest.approx(356.084723, abs=1e-5)
+    assert totals["convnet_cl_infer"] == pytest.approx(180.342063, abs=1e-5)
+    assert execs.groupby("run")["iteration"].nunique().to_dict() == {
+        "convnet_cl_infer": 11, "convnet_nchw_infer": 11}
+
+
+def test_parquet_dataset(tmp_path):
+    pytest.importorskip("pyarrow")
+    log = load([NCHW, CL])
+    export_tables(log, tmp_path, "parquet")
+    df = pd.read_parquet(tmp_path / "events")  # hive partitions become columns
+    assert {"run", "rank"} <= set(df.columns)
+    assert len(df) == len(log.events)
+    execs = df[df["operation"] == "exec"]
+    got = execs.groupby("run", observed=True)["time_ms"].sum()
+    assert got["convnet_nchw_infer"] == pytest.approx(356.084723, abs=1e-5)
+    assert df["kind"].astype(str).isin(["reorder", "convolution"]).all()
+
+
+def test_ranks_from_prefixes(tmp_path):
+    log_path = tmp_path / "ddp.log"
+    log_path.write_text("\n".join([
+        "[rank0]:" + LINE.format(t="1.0"),
+        "[rank1]:" + LINE.format(t="2.0"),
+        "some program output",
+        "[rank1]:" + LINE.format(t="3.0"),
+        "[rank0]:" + LINE.format(t="4.0"),
+    ]) + "\n")
+    result = export_tables(load([str(log_path)]), tmp_path / "out", "csv")
+    assert sorted(str(p.relative_to(tmp_path / "out")) for p in result.files) == [
+        "events/run=ddp/rank=0/part-0.csv", "events/run=ddp/rank=1/part-0.csv"]
+    df = _read_csv_dataset(tmp_path / "out" / "events")
+    assert df.groupby("rank")["time_ms"].sum().to_dict() == {0: 5.0, 1: 5.0}
+    assert df.sort_values("line")["rank"].tolist() == [0, 1, 1, 0]
+
+
+def test_no_rank_prefix_is_rank_zero(tmp_path):
+    log_path = tmp_path / "plain.log.gz"
+    import gzip
+
+    with gzip.open(log_path, "wt") as fh:
+        fh.write("> " + LINE.format(t="1.5") + "\n")
+    result = export_tables(load([str(log_path)]), tmp_path / "o", "csv")
+    assert [str(p.relative_to(tmp_path / "o")) for p in result.files] == [
+        "events/run=plain/rank=0/part-0.csv"]
+
+
+def test_run_names():
+    seen: set[str] = set()
+    assert run_name("a/b/train.log", seen) == "train"
+    assert run_name("c/train.log.gz", seen) == "train-2"
+    assert run_name("-", seen) == "stdin"
+    assert run_name("x/we=ird name.txt", seen) == "we_ird_name"
+
+
+def test_unknown_format(tmp_path):
+    with pytest.raises(ExportError):
+        export_tables(load([NCHW]), tmp_path, "xlsx")
+
+
+def test_cli_csv(tmp_path):
+    result = CliRunner().invoke(app, ["export", "csv", NCHW, "-o", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "events" / "run=convnet_nchw_infer" / "rank=0" / "part-0.csv").is_file()
+    assert "wrote 330 events of 1 run(s)" in result.stderr
+
+
+def test_cli_parquet(tmp_path):
+    pytest.importorskip("pyarrow")
+    result = CliRunner().invoke(app, ["export", "parquet", NCHW, CL, "-o", str(tmp_path), "-q"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    assert len(pd.read_parquet(tmp_path / "events")) == 330 + 176
+
+
+def test_profiler_ops_join_the_log_run(tmp_path):
+    trace = LOGS / "profile_nchw_infer.trace.json"
+    log = load([str(LOGS / "profile_nchw_infer.log"), str(trace)])
+    if log.framework is None or not log.framework.traces:
+        pytest.skip("this build does not read profiler traces")
+    result = export_tables(log, tmp_path, "csv")
+    names = sorted(str(p.relative_to(tmp_path)) for p in result.files)
+    assert names == ["events/run=profile_nchw_infer/rank=0/part-0.csv",
+                     "ops/run=profile_nchw_infer/rank=0/part-0.csv"]
+    ops = pd.read_csv(tmp_path / names[1])
+    assert len(ops) == len(log.framework.traces[0].ops) and "name" in ops.columns

@@ -1,0 +1,167 @@
+"""The HTML report: self-contained, escaped, and readable in a real browser.
+
+The browser tests run Debian's ``chromium`` headless and skip when it is not installed.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dnnlens.analysis.findings import Evidence, Finding
+from dnnlens.analysis.result import analyze_log
+from dnnlens.cli import app
+from dnnlens.load import load
+from dnnlens.report.html import render_html
+
+LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
+NCHW = str(LOGS / "convnet_nchw_infer.log")
+CL = str(LOGS / "convnet_cl_infer.log")
+
+PAYLOAD_IMPL = "<script>alert(1)</script>"
+PAYLOAD_PRB = "<img src=x onerror=alert(2)>"
+CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser"))
+                 if p), None)
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+
+
+@pytest.fixture(scope="module")
+def nchw_html() -> str:
+    analysis = analyze_log(load([NCHW]))
+    analysis.findings = [Finding(
+        "layout-round-trip", "DL002", "warning",
+        "activations are reordered between aBcd8b and abcd around the ops",
+        [Evidence(NCHW, 16), Evidence(NCHW, 21)], {"share": 0.3}, "use channels_last")]
+    return render_html(analysis)
+
+
+def _payload_log(tmp_path: Path) -> Path:
+    path = tmp_path / "evil<b>name.log"
+    line = ("onednn_verbose,v1,primitive,exec,cpu,reorder,{impl},undef,"
+            "src:f32::blocked:abcd::f0 dst:f32::blocked:aBcd8b::f0,,,{prb},{t}")
+    path.write_text("\n".join(
+        [line.format(impl=PAYLOAD_IMPL, prb=PAYLOAD_PRB, t=t) for t in ("1.5", "1.25")]
+        + ["onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx2,forward_training,"
+           "src:f32::blocked:abcd::f0 wei:f32::blocked:abcd::f0 bia:undef::undef::: "
+           "dst:f32::blocked:abcd::f0,,alg:convolution_direct,"
+           "mb1_ic3oc16_ih8oh8kh3sh1dh0ph1_iw8ow8kw3sw1dw0pw1,0.5"]) + "\n")
+    return path
+
+
+def _payload_html(tmp_path: Path) -> str:
+    path = _payload_log(tmp_path)
+    analysis = analyze_log(load([str(path)]))
+    analysis.findings = [Finding("evil-rule<script>", "X<1>", "warning",
+                                 "message <script>alert(3)</script>",
+                                 [Evidence(str(path), 1)], {"k": "<script>"},
+                                 "fix <iframe src=javascript:alert(4)>")]
+    return render_html(analysis)
+
+
+def test_sections_and_numbers(nchw_html):
+    html = nchw_html
+    assert html.startswith("<!doctype html>")
+    for text in ("Reorders take <b>69.0%</b> of the primitive time",
+                 "Where the time went", "One iteration, in order: where the reorders sit",
+                 "Time per iteration", "Reorder flow: from layout to layout",
+                 "Time by primitive kind", "Time by implementation", "Top primitives",
+                 "Findings (1)", "Inputs"):
+        assert text in html, text
+    assert "245.7 ms in 121 executions" in html
+    assert html.count("<svg") >= 6
+    # evidence lines are quoted from the log itself
+    assert "dst:f32::blocked:aBcd8b::f0,attr-scratchpad:user,,4x16x32x32,5.58691" in html
+
+
+def test_self_contained(nchw_html):
+    html = nchw_html
+    assert "<script" not in html.lower()
+    assert not re.search(r"<(link|img|iframe|object|embed)\b", html, re.I)
+    assert not re.search(r"\b(src|href)\s*=", html, re.I)
+    assert "@import" not in html and "url(http" not in html
+    urls = set(re.findall(r"https?://[^\s\"'<>]+", html))
+    assert urls <= {"http://www.w3.org/2000/svg"}  # the SVG namespace, never fetched
+    assert "Content-Security-Policy" in html
+
+
+def test_every_log_string_is_escaped(tmp_path):
+    html = _payload_html(tmp_path)
+    low = html.lower()
+    assert "<script" not in low
+    assert "<img" not in low and "<iframe" not in low and "<b>name" not in low
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=alert(2)&gt;" in html
+    assert "&lt;script&gt;alert(3)&lt;/script&gt;" in html
+    assert "evil&lt;b&gt;name.log" in html
+
+
+def test_empty_and_clean_logs(tmp_path):
+    empty = tmp_path / "empty.log"
+    empty.write_text("no oneDNN here\n")
+    html = render_html(analyze_log(load([str(empty)])))
+    assert "No oneDNN primitive executions in the input." in html
+    cl = render_html(analyze_log(load([CL])))
+    assert "Reorders take" in cl and "Reorder flow" in cl
+
+
+def test_cli_writes_html(tmp_path):
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(app, ["analyze", NCHW, "--format", "html", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "Reorders take" in out.read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------
+# in a real browser
+
+
+def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM is not None
+    profile = tmp_path / "profile"
+    profile.mkdir(exist_ok=True)
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+           "--no-first-run", "--disable-background-networking", "--disable-component-update",
+           "--disable-sync", f"--user-data-dir={profile}", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
+
+
+@needs_chromium
+def test_browser_shows_the_verdict(tmp_path, nchw_html):
+    page = tmp_path / "report.html"
+    page.write_text(nchw_html, encoding="utf-8")
+    done = _chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = done.stdout
+    text = re.sub(r"<[^>]+>", " ", dom)
+    assert "Reorders take" in text and "69.0%" in text
+    assert "Reorder flow: from layout to layout" in text
+    assert "abcd → aBcd8b" in text  # a reorder row of the flow table
+    assert dom.count("<svg") >= 6 and dom.count("<rect") > 50
+
+
+@needs_chromium
+def test_browser_runs_no_payload(tmp_path):
+    page = tmp_path / "payload.html"
+    page.write_text(_payload_html(tmp_path), encoding="utf-8")
+    done = _chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = done.stdout.lower()
+    assert "<script" not in dom and "<img" not in dom and "<iframe" not in dom
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
+
+
+@needs_chromium
+def test_browser_screenshot(tmp_path, nchw_html):
+    page = tmp_path / "report.html"
+    page.write_text(nchw_html, encoding="utf-8")
+    shot = tmp_path / "shot.png"
+    done = _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,2000",
+                     page.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
