@@ -134,7 +134,7 @@ def analyze(
         log = analysis.log
     else:
         log = load(paths)
-        if not log.scans:
+        if not log.scans and log.framework is None:  # issue 3: a trace alone is an input
             raise _fail("; ".join(log.input_errors) or "no input")
         analysis = analyze_log(log)
     options = RuleOptions(

@@ -7,13 +7,22 @@ from collections.abc import Iterable
 from dnnlens.io.inputs import InputError, InputSource, ReadStats, expand_inputs, iter_chunks
 from dnnlens.model import ParsedLog, build_diagnostics, build_events
 from dnnlens.parsers.scanner import InputScan, Scanner
+from dnnlens.parsers.torch_table import TableFinder
 
 
-def scan_source(scanner: Scanner, source: InputSource) -> InputScan:
-    """Scan one source; an unreadable source gives an empty scan carrying its error."""
+def scan_source(
+    scanner: Scanner, source: InputSource, finder: TableFinder | None = None
+) -> InputScan:
+    """Scan one source; an unreadable source gives an empty scan carrying its error.
+
+    ``finder`` (issue 3) sees the same chunks and collects profiler tables inside the log.
+    """
     stats = ReadStats()
     try:
-        scan = scanner.scan_chunks(source.path, iter_chunks(source, stats))
+        chunks = iter_chunks(source, stats)
+        if finder is not None:
+            chunks = finder.watch(chunks)
+        scan = scanner.scan_chunks(source.path, chunks)
     except InputError as exc:
         scan = InputScan(source.path)
         scan.read_error = str(exc)
@@ -40,8 +49,16 @@ def load(specs: list[str]) -> ParsedLog:
     """Parse every input named by ``specs`` (paths, globs, directories, ``-``)."""
     sources, errors = expand_inputs(specs)
     scanner = Scanner()
-    scans = [scan_source(scanner, s) for s in sources]
-    return finish(scanner, scans, errors)
+    # issue 3: chrome traces go to the trace parser, logs are also searched for tables
+    from dnnlens.parsers.torch_trace import FrameworkReader
+
+    framework = FrameworkReader()
+    scans = [scan_source(scanner, s, framework.finder(s.path))
+             for s in sources if not framework.take_trace(s.path)]
+    log = finish(scanner, scans, errors)
+    log.framework = framework.result()
+    log.input_errors += [t.error for t in framework.data.traces if t.error]
+    return log
 
 
 def load_lines(lines: Iterable[str], name: str = "<lines>") -> ParsedLog:

@@ -22,4 +22,9 @@ class Analysis:
 
 def analyze_log(log: ParsedLog) -> Analysis:
     """Summarise ``log``; rules are run by the caller (see ``dnnlens.analysis.rules``)."""
-    return Analysis(log=log, summary=summarize(log))
+    analysis = Analysis(log=log, summary=summarize(log))
+    if log.framework is not None:  # issue 3: framework ops linked to their primitives
+        from dnnlens.analysis.linking import framework_extras
+
+        analysis.extras.update(framework_extras(log))
+    return analysis

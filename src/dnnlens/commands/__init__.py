@@ -8,6 +8,7 @@ level: do that inside the command function.
 #: Modules whose ``register`` is called, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
     "dnnlens.commands.run",
+    "dnnlens.commands.capture",
     "dnnlens.commands.graph",
     "dnnlens.commands.rules",
     "dnnlens.commands.export",

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from dnnlens.analysis.result import Analysis
+from dnnlens.report.framework_terminal import render_framework
 
 MALFORMED_SHOWN = 10
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -103,6 +104,7 @@ def render_terminal(analysis: Analysis, console: Console, top: int = 10) -> None
     if s.diagnostics:
         console.print("Diagnostics: " + ", ".join(
             f"{d['operation']} {d['count']:,}" for d in s.diagnostics))
+    render_framework(analysis.extras, console, top)  # issue 3: framework ops -> oneDNN
     _findings(console, analysis)
 
 

@@ -1,0 +1,717 @@
+"""Attach each oneDNN primitive execution to the innermost framework op that ran it.
+
+Three ways, strongest first; every link says which one made it:
+
+``timestamp``
+    Both sides carry times: exec lines with ``ONEDNN_VERBOSE_TIMESTAMP=1`` (epoch ms, start
+    of the execution) and a trace with a base time. A primitive belongs to the innermost op
+    whose span holds the middle of its execution. The trace's span is the profiled window.
+``shape``
+    No common clock: the execs of kinds that framework ops call directly (convolution, rnn,
+    matmul ...) are walked in order beside the trace's ops that call them, and a pair is
+    made only if the problem fits the op's input dims (``mb4_ic3oc16_ih64..`` against
+    ``[[4, 3, 64, 64], [16, 3, 3, 3], ...]``). The profiled window inside a longer log is
+    the stretch between ``profiler_start``/``profiler_stop`` lines when the log has them,
+    otherwise the position where the most ops pair up (the last one on a tie).
+``order``
+    As ``shape`` where shapes cannot be compared (a trace without ``record_shapes``, a
+    problem dnnlens cannot read), and for reorders and other helper primitives, which go to
+    the op before or after them: a reorder into a blocked layout prepares the next op's
+    inputs, one back to a plain layout returns the previous op's output. Also how a
+    ``key_averages`` table without a trace is linked: by primitive kind, in the window.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dnnlens.model import ParsedLog
+from dnnlens.parsers.fields import parse_mds, parse_problem
+from dnnlens.parsers.torch_table import ProfilerTable
+from dnnlens.parsers.torch_trace import TraceData
+
+METHODS = ("timestamp", "shape", "order")
+#: Trace categories that are framework ops (python frames and device work are not).
+OP_CATEGORIES = frozenset({"cpu_op", "user_annotation", "operator", "Operator", ""})
+#: Framework op names that call a oneDNN primitive of a kind (PyTorch, IPEX, inductor).
+ANCHORS: dict[str, re.Pattern[str]] = {
+    "convolution": re.compile(r"mkldnn_conv|convolution_pointwise|convolution_backward|"
+                              r"onednn.*conv|qconv|ipex.*conv"),
+    "deconvolution": re.compile(r"mkldnn_conv|convolution_transpose|convolution_backward|"
+                                r"onednn.*conv|ipex.*conv"),
+    "rnn": re.compile(r"mkldnn_rnn|rnn_layer|ipex.*(?:lstm|rnn|gru)"),
+    "matmul": re.compile(r"mkldnn_linear|mkldnn_matmul|linear_pointwise|addmm|::mm\b|bmm\b|"
+                         r"::matmul|qlinear|onednn.*(?:linear|matmul)|ipex.*linear"),
+    "inner_product": re.compile(r"mkldnn_linear|linear_pointwise|addmm|::mm\b|qlinear|"
+                                r"ipex.*linear"),
+    "pooling": re.compile(r"mkldnn_(?:max|avg|adaptive_avg)_pool"),
+    "batch_normalization": re.compile(r"mkldnn_batch_norm|ipex.*batch_norm"),
+}
+#: Compute-heavy op names: reported when they ran without any oneDNN primitive.
+HEAVY = re.compile(r"conv|linear|addmm|::mm\b|bmm\b|matmul|lstm|gru|rnn")
+#: PyTorch's own kernels that replace oneDNN's (e.g. bf16 on a CPU without avx512_bf16).
+NATIVE_FALLBACK = re.compile(r"_slow_conv|thnn_conv|slow_conv_(?:dilated|transpose)")
+_PLAIN_TAG = re.compile(r"[a-z]+")
+WINDOW_CANDIDATES = 64
+LOOKAHEAD = 4096
+#: A walk ends after this many anchor execs in a row found no op.
+PATIENCE = 256
+
+
+@dataclass
+class LinkResult:
+    """Links of one analysis: per primitive, per op instance, per op name."""
+
+    links: pd.DataFrame
+    instances: pd.DataFrame
+    ops: list[dict[str, Any]]
+    without_onednn: list[dict[str, Any]] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------------
+# the execs
+
+
+@dataclass
+class _Execs:
+    """The exec events of the log as plain arrays, in log order."""
+
+    index: np.ndarray
+    input: np.ndarray
+    line: np.ndarray
+    kind: np.ndarray
+    prop: np.ndarray
+    problem: np.ndarray
+    mds: np.ndarray
+    time: np.ndarray
+    stamp: np.ndarray
+
+    @classmethod
+    def of(cls, log: ParsedLog) -> _Execs:
+        ev = log.events
+        ev = ev[ev["operation"] == "exec"]
+        return cls(
+            index=ev.index.to_numpy(), input=ev["input"].astype(str).to_numpy(),
+            line=ev["line"].to_numpy(), kind=ev["kind"].astype(str).to_numpy(),
+            prop=ev["prop_kind"].astype(str).to_numpy(),
+            problem=ev["problem"].astype(str).to_numpy(), mds=ev["mds"].astype(str).to_numpy(),
+            time=np.nan_to_num(ev["time_ms"].to_numpy(dtype=np.float64)),
+            stamp=ev["timestamp_ms"].to_numpy(dtype=np.float64),
+        )
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+def reorder_direction(mds: str) -> str:
+    """``in`` (plain -> blocked), ``out`` (blocked -> plain) or ``other``."""
+    tags = {md.arg: md.tag for md in parse_mds(mds).mds}
+    src, dst = tags.get("src", ""), tags.get("dst", "")
+    src_plain, dst_plain = bool(_PLAIN_TAG.fullmatch(src)), bool(_PLAIN_TAG.fullmatch(dst))
+    if src_plain and not dst_plain and dst:
+        return "in"
+    if dst_plain and not src_plain and src:
+        return "out"
+    return "other"
+
+
+# --------------------------------------------------------------------------------------------
+# shapes
+
+
+@lru_cache(maxsize=65536)
+def _tensors(dims_json: str) -> tuple[tuple[int, ...], ...]:
+    """The tensor shapes among an op's input dims (nested tensor lists flattened)."""
+    try:
+        dims = json.loads(dims_json) if dims_json else None
+    except ValueError:
+        return []
+    out: list[tuple[int, ...]] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, list):
+            if value and all(isinstance(v, int) for v in value):
+                out.append(tuple(value))
+            else:
+                for v in value:
+                    walk(v)
+
+    walk(dims)
+    return tuple(out)
+
+
+def shape_fits(kind: str, problem: str, dims_json: str) -> bool | None:
+    """Does the problem of a primitive fit an op's input dims? None: cannot tell."""
+    tensors = _tensors(dims_json)
+    if not tensors:
+        return None
+    p = parse_problem(kind, problem)
+    d = p.dims
+    if kind in ("convolution", "deconvolution"):
+        spatial = [s for s in ("d", "h", "w") if f"i{s}" in d]
+        if "mb" not in d or "ic" not in d or not spatial:
+            return None
+        src = (d["mb"], d["ic"], *(d[f"i{s}"] for s in spatial))
+        kernel = tuple(d.get(f"k{s}") for s in spatial)
+        groups = d.get("g") or 1
+        # torch weights: conv [oc, ic/g, k...], transposed conv [ic, oc/g, k...]
+        lead, per_group = (d.get("oc"), d.get("ic")) if kind == "convolution" else (
+            d.get("ic"), d.get("oc"))
+        wei_ok = any(len(t) == 2 + len(kernel) and t[2:] == kernel and t[0] == lead
+                     and t[1] * groups == per_group for t in tensors)
+        return src in tensors and wei_ok
+    if kind == "rnn":
+        if not {"t", "mb", "slc"} <= set(d):
+            return None
+        return (d["t"], d["mb"], d["slc"]) in tensors or (d["mb"], d["t"], d["slc"]) in tensors
+    if kind == "inner_product":
+        if "mb" not in d or "ic" not in d:
+            return None
+        return any(t[0] == d["mb"] and math.prod(t[1:]) == p.dims.get("K", d["ic"])
+                   for t in tensors if len(t) >= 2)
+    if kind == "matmul" and p.tensors:
+        src = p.tensors[0]
+        return any(t == src or t[-2:] == src[-2:] for t in tensors)
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# the trace's ops
+
+
+def _op_frame(trace: TraceData) -> pd.DataFrame:
+    ops = trace.ops
+    return ops[ops["cat"].astype(str).isin(OP_CATEGORIES)]
+
+
+def _innermost_matching(ops: pd.DataFrame, pattern: re.Pattern[str]) -> np.ndarray:
+    """Row labels of ops matching ``pattern`` with no matching descendant, in time order."""
+    names = ops["name"].astype(str).to_numpy()
+    hit = np.array([bool(pattern.search(n)) for n in names], dtype=bool)
+    if not hit.any():
+        return np.zeros(0, dtype=np.int64)
+    parent = ops["parent"].to_numpy()
+    pos = {label: i for i, label in enumerate(ops.index.to_numpy())}
+    has_hit_below = np.zeros(len(ops), dtype=bool)
+    for i in np.flatnonzero(hit):
+        p = parent[i]
+        while p >= 0 and p in pos and not has_hit_below[pos[p]]:
+            has_hit_below[pos[p]] = True
+            p = parent[pos[p]]
+    keep = hit & ~has_hit_below
+    chosen = ops[keep]
+    return chosen.sort_values("ts_us", kind="stable").index.to_numpy()
+
+
+# --------------------------------------------------------------------------------------------
+# by timestamp
+
+
+def _by_timestamp(execs: _Execs, trace: TraceData, ops: pd.DataFrame) -> tuple[
+        dict[int, int], np.ndarray]:
+    """exec position -> op label for execs inside the trace's window; and those positions."""
+    lo_us, hi_us = trace.window_us or (ops["ts_us"].min(), ops["end_us"].max())
+    lo, hi = trace.epoch_ms(lo_us), trace.epoch_ms(hi_us)
+    mid = execs.stamp + execs.time / 2
+    inside = np.flatnonzero((execs.stamp >= lo) & (mid <= hi))
+    starts = trace.epoch_ms(ops["ts_us"].to_numpy())
+    ends = trace.epoch_ms(ops["end_us"].to_numpy())
+    thread = (ops["pid"].astype(str) + "/" + ops["tid"].astype(str)).to_numpy()
+    labels = ops.index.to_numpy()
+    order = np.lexsort((-(ends - starts), starts))
+    stacks: dict[str, list[int]] = defaultdict(list)
+    result: dict[int, int] = {}
+    j = 0
+    for pos in inside[np.argsort(mid[inside], kind="stable")]:
+        t = mid[pos]
+        while j < len(order) and starts[order[j]] <= t:
+            k = order[j]
+            stack = stacks[thread[k]]
+            while stack and ends[stack[-1]] <= starts[k]:
+                stack.pop()
+            stack.append(k)
+            j += 1
+        best, best_start = -1, -math.inf
+        for stack in stacks.values():
+            while stack and ends[stack[-1]] < t:
+                stack.pop()
+            if stack and starts[stack[-1]] > best_start:
+                best, best_start = stack[-1], starts[stack[-1]]
+        if best >= 0:
+            result[int(pos)] = int(labels[best])
+    return result, inside
+
+
+# --------------------------------------------------------------------------------------------
+# by shape and order
+
+
+@dataclass
+class _Walk:
+    """One pairing of execs with ops, from one start position."""
+
+    pairs: dict[int, tuple[int, str]] = field(default_factory=dict)
+    linked_ops: int = 0
+    skipped: int = 0  # anchor execs between the first and last pair left unpaired
+    first: int = -1
+    last: int = -1
+
+
+def _walk(execs: _Execs, positions: list[int], anchors: dict[str, np.ndarray],
+          ops: pd.DataFrame) -> _Walk:
+    """Pair the anchor execs at ``positions`` (in order) with anchor ops, greedily."""
+    dims = ops["input_dims"].astype(str)
+    pointer = dict.fromkeys(anchors, 0)
+    used: dict[int, set[str]] = defaultdict(set)
+    walk = _Walk()
+    since_pair = 0
+    for pos in positions:
+        if since_pair > PATIENCE:  # past the end of the profiled window
+            break
+        since_pair += 1
+        kind = execs.kind[pos]
+        labels = anchors[kind]
+        j = pointer[kind]
+        found, method = -1, "order"
+        for jj in range(j, min(j + LOOKAHEAD, len(labels))):
+            label = int(labels[jj])
+            if execs.prop[pos] in used[label]:
+                continue
+            fits = shape_fits(kind, execs.problem[pos], dims.at[label])
+            if fits is False:
+                continue
+            found, method = jj, "shape" if fits else "order"
+            break
+        if found < 0:
+            continue
+        label = int(labels[found])
+        if not used[label]:
+            walk.linked_ops += 1
+        used[label].add(execs.prop[pos])
+        pointer[kind] = found
+        walk.pairs[pos] = (label, method)
+        since_pair = 0
+        walk.first = pos if walk.first < 0 else walk.first
+        walk.last = pos
+    if walk.pairs:  # anchor execs left unpaired inside the paired stretch
+        inside = positions[positions.index(walk.first): positions.index(walk.last) + 1]
+        walk.skipped = len(inside) - len(walk.pairs)
+    return walk
+
+
+def _marker_ranges(markers: list[tuple[int, str]]) -> list[tuple[int, int]]:
+    ranges, start = [], None
+    for line, what in markers:
+        if what == "start":
+            start = line
+        elif start is not None:
+            ranges.append((start, line))
+            start = None
+    if start is not None:
+        ranges.append((start, 1 << 62))
+    return ranges
+
+
+def _by_sequence(execs: _Execs, trace: TraceData, ops: pd.DataFrame,
+                 markers: dict[str, list[tuple[int, str]]], notes: list[str]) -> tuple[
+        dict[int, tuple[int, str]], list[int]]:
+    """exec position -> (op label, method) and the window's exec positions."""
+    kinds = set(execs.kind.tolist())
+    anchors = {k: _innermost_matching(ops, ANCHORS[k]) for k in kinds if k in ANCHORS}
+    anchors = {k: v for k, v in anchors.items() if len(v)}
+    if not anchors:
+        notes.append("the trace holds no op known to call the primitive kinds of the log; "
+                     "without timestamps on both sides nothing can be linked")
+        return {}, []
+    total = sum(len(v) for v in anchors.values())
+    scored: list[tuple[tuple[int, int, int], _Walk, list[int]]] = []
+    for source in sorted(set(execs.input.tolist())):
+        in_source = np.flatnonzero(execs.input == source)
+        ranges = _marker_ranges(markers.get(source, []))
+        windows = ([in_source[(execs.line[in_source] > a) & (execs.line[in_source] < b)]
+                    for a, b in ranges] if ranges else [in_source])
+        for window in windows:
+            positions = [int(p) for p in window]
+            anchor_pos = [p for p in positions if execs.kind[p] in anchors]
+            starts = [0] if ranges else _start_candidates(execs, anchor_pos, anchors, ops)
+            perfect = 0
+            for s in reversed(starts):  # latest first: on a tie the last place wins
+                walk = _walk(execs, anchor_pos[s:], anchors, ops)
+                scored.append(((walk.linked_ops, -walk.skipped, walk.first), walk, positions))
+                if walk.linked_ops == total and walk.skipped == 0:
+                    perfect += 1
+                    if perfect == 2:  # enough to know the place is not unique
+                        break
+    best = max(scored, key=lambda x: x[0], default=None)
+    if best is None or not best[1].pairs:
+        notes.append("no framework op of the trace pairs up with the primitives of the log")
+        return {}, []
+    _, walk, window = best
+    if sum(1 for x in scored if x[0][:2] == best[0][:2]) > 1:
+        notes.append("the profiled window fits at more than one place in the log; the last "
+                     "was taken (timestamps or profiler_start/stop lines remove the doubt)")
+    first = window.index(walk.first)
+    after = [p for p in window[window.index(walk.last) + 1:]]
+    tail: list[int] = []
+    for p in after:  # helpers after the last pair, up to the next unpaired anchor exec
+        if execs.kind[p] in anchors:
+            break
+        tail.append(p)
+    lead_kept: list[int] = []
+    for p in reversed(window[:first]):  # input reorders of the first op, just before it
+        if execs.kind[p] == "reorder" and reorder_direction(execs.mds[p]) == "in":
+            lead_kept.append(p)
+        else:
+            break
+    span = window[first: window.index(walk.last) + 1]
+    return walk.pairs, [*reversed(lead_kept), *span, *tail]
+
+
+def _start_candidates(execs: _Execs, anchor_pos: list[int], anchors: dict[str, np.ndarray],
+                      ops: pd.DataFrame) -> list[int]:
+    """Positions in ``anchor_pos`` where the trace's first anchor op could start."""
+    first_kind = min(anchors, key=lambda k: ops.at[int(anchors[k][0]), "ts_us"])
+    label = int(anchors[first_kind][0])
+    dims = str(ops.at[label, "input_dims"])
+    cands = [i for i, p in enumerate(anchor_pos) if execs.kind[p] == first_kind
+             and shape_fits(first_kind, execs.problem[p], dims) is not False]
+    return cands[-WINDOW_CANDIDATES:] or [0]
+
+
+def _attach_helpers(execs: _Execs, window: list[int], pairs: dict[int, tuple[int, str]],
+                    ops: pd.DataFrame) -> dict[int, tuple[int, str]]:
+    """Reorders and other helpers in the window go to the op before or after them."""
+    out = dict(pairs)
+    paired = [p for p in window if p in pairs]
+    if not paired:
+        return out
+    idx = {p: i for i, p in enumerate(window)}
+    k = 0
+    for p in window:
+        if p in pairs:
+            continue
+        while k < len(paired) and idx[paired[k]] < idx[p]:
+            k += 1
+        prev = pairs[paired[k - 1]][0] if k > 0 else None
+        nxt = pairs[paired[k]][0] if k < len(paired) else None
+        direction = reorder_direction(execs.mds[p]) if execs.kind[p] == "reorder" else "out"
+        target = nxt if (direction == "in" and nxt is not None) or prev is None else prev
+        assert target is not None
+        fits = execs.problem[p].replace("x", ",") in {
+            ",".join(map(str, t)) for t in _tensors(str(ops.at[target, "input_dims"]))}
+        out[p] = (target, "shape" if fits else "order")
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# aggregation
+
+
+def _links_frame(execs: _Execs, links: dict[int, tuple[int, str]],
+                 ops: pd.DataFrame) -> pd.DataFrame:
+    pos = np.array(sorted(links), dtype=np.int64)
+    op = np.array([links[p][0] for p in pos.tolist()], dtype=np.int64)
+    return pd.DataFrame({
+        "event": execs.index[pos] if len(pos) else np.zeros(0, dtype=np.int64),
+        "input": execs.input[pos], "line": execs.line[pos], "kind": execs.kind[pos],
+        "problem": execs.problem[pos], "time_ms": execs.time[pos],
+        "op": op,
+        "op_name": ops["name"].astype(str).reindex(op).to_numpy() if len(op) else [],
+        "method": [links[p][1] for p in pos.tolist()],
+    })
+
+
+def _weakest(methods: Iterable[str]) -> str:
+    present = set(methods)
+    for m in reversed(METHODS):
+        if m in present:
+            return m
+    return "order"
+
+
+_RANK = {m: i for i, m in enumerate(METHODS)}
+
+
+def _instances(links: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
+    """One row per op instance with linked primitives (vectorised: traces can be long)."""
+    columns = ["op", "name", "input_dims", "ts_us", "dur_ms", "primitives", "reorders",
+               "onednn_ms", "reorder_ms", "method"]
+    if links.empty:
+        return pd.DataFrame(columns=columns)
+    reorder = links["kind"] == "reorder"
+    rank = links["method"].map(_RANK)
+    g = pd.DataFrame({
+        "op": links["op"], "reorder": reorder.astype(np.int64),
+        "primitive": (~reorder).astype(np.int64), "time": links["time_ms"],
+        "reorder_time": links["time_ms"].where(reorder, 0.0),
+        "main_rank": rank.where(~reorder, -1), "rank": rank,
+    }).groupby("op", sort=True).agg(
+        primitives=("primitive", "sum"), reorders=("reorder", "sum"),
+        onednn_ms=("time", "sum"), reorder_ms=("reorder_time", "sum"),
+        main_rank=("main_rank", "max"), rank=("rank", "max"))
+    labels = g.index.to_numpy()
+    op = ops.loc[labels]
+    worst = np.where(g["main_rank"] >= 0, g["main_rank"], g["rank"]).astype(int)
+    return pd.DataFrame({
+        "op": labels, "name": op["name"].astype(str).to_numpy(),
+        "input_dims": op["input_dims"].astype(str).to_numpy(),
+        "ts_us": op["ts_us"].to_numpy(), "dur_ms": op["dur_us"].to_numpy() / 1e3,
+        "primitives": g["primitives"].to_numpy(), "reorders": g["reorders"].to_numpy(),
+        "onednn_ms": g["onednn_ms"].to_numpy(), "reorder_ms": g["reorder_ms"].to_numpy(),
+        "method": [METHODS[i] for i in worst],
+    }, columns=columns)
+
+
+def _kind_rows(group: pd.DataFrame) -> list[dict[str, Any]]:
+    by_kind = group.groupby("kind", sort=False)["time_ms"].agg(["count", "sum"])
+    by_kind = by_kind.sort_values("sum", ascending=False)
+    return [{"kind": str(k), "count": int(r["count"]), "time_ms": float(r["sum"])}
+            for k, r in by_kind.iterrows()]
+
+
+def _op_rows(links: pd.DataFrame, instances: pd.DataFrame, ops: pd.DataFrame,
+             source: str) -> list[dict[str, Any]]:
+    names = ops["name"].astype(str)
+    rows = []
+    for name, group in links.groupby("op_name", sort=False):
+        calls = ops[names == name]
+        inst = instances[instances["name"] == name]
+        time_ms = float(calls["dur_us"].sum()) / 1e3
+        onednn_ms = float(group["time_ms"].sum())
+        reorder = group["kind"] == "reorder"
+        main = inst["method"]
+        rows.append({
+            "name": str(name), "calls": int(len(calls)), "time_ms": time_ms,
+            "self_ms": float(calls["self_us"].sum()) / 1e3,
+            "onednn": _kind_rows(group),
+            "link": _weakest(main),
+            "onednn_time_ms": onednn_ms,
+            "onednn_share": onednn_ms / time_ms if time_ms > 0 else None,
+            "calls_with_onednn": int(len(inst)),
+            "primitive_count": int((~reorder).sum()),
+            "reorder_count": int(reorder.sum()),
+            "reorder_time_ms": float(group.loc[reorder, "time_ms"].sum()),
+            "links": {m: int(c) for m, c in Counter(group["method"]).items()},
+            "source": source,
+        })
+    rows.sort(key=lambda r: -r["onednn_time_ms"])
+    return rows
+
+
+def _without_onednn(ops: pd.DataFrame, linked: set[int], have_log: bool) -> list[dict[str, Any]]:
+    """Compute-heavy innermost ops with no primitive linked.
+
+    Without a verbose log only PyTorch's native fallbacks (``aten::_slow_conv2d_forward``
+    ...) can be named: they never call oneDNN.
+    """
+    labels = _innermost_matching(ops, HEAVY)
+    chosen = ops.loc[[label for label in labels if int(label) not in linked]]
+    linked_names = {str(ops.at[label, "name"]) for label in linked}
+    rows = []
+    for name, group in chosen.groupby(chosen["name"].astype(str), sort=False):
+        fallback = bool(NATIVE_FALLBACK.search(name))
+        if name in linked_names or not (have_log or fallback):
+            continue
+        rows.append({"name": name, "calls": int(len(group)),
+                     "time_ms": float(group["dur_us"].sum()) / 1e3,
+                     "self_ms": float(group["self_us"].sum()) / 1e3,
+                     "reason": "native fallback" if fallback else "no primitive linked"})
+    rows.sort(key=lambda r: -r["time_ms"])
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# entry points
+
+
+def link_trace(log: ParsedLog, trace: TraceData) -> LinkResult:
+    """Link the exec events of ``log`` to the ops of ``trace``."""
+    execs = _Execs.of(log)
+    ops = _op_frame(trace)
+    notes: list[str] = []
+    markers = log.framework.markers if log.framework is not None else {}
+    links: dict[int, tuple[int, str]] = {}
+    window: list[int] = []
+    method = ""
+    has_stamps = len(execs) and np.isfinite(execs.stamp).any()
+    if has_stamps and trace.base_time_ms is not None and len(ops):
+        by_time, inside = _by_timestamp(execs, trace, ops)
+        if len(inside) and len(by_time) >= 0.5 * len(inside):
+            links = {p: (op, "timestamp") for p, op in by_time.items()}
+            window, method = [int(p) for p in inside], "timestamp"
+        elif len(inside):
+            notes.append(f"only {len(by_time)} of {len(inside)} timestamped primitives fall "
+                         "inside a framework op: the clocks disagree; linked by shape instead")
+        else:
+            notes.append("no timestamped primitive falls inside the trace's time span (are "
+                         "they from the same run?); linked by shape and order instead")
+    elif len(execs) and trace.base_time_ms is None:
+        notes.append("the trace has no base time: linked by shape and order")
+    elif len(execs) and not has_stamps:
+        notes.append("the verbose log has no timestamps (ONEDNN_VERBOSE_TIMESTAMP=1 gives "
+                     "them): linked by shape and order")
+    if not method and len(execs) and len(ops):
+        pairs, window = _by_sequence(execs, trace, ops, markers, notes)
+        links = _attach_helpers(execs, window, pairs, ops)
+        method = "shape" if any(m == "shape" for _, m in pairs.values()) else "order"
+    if not len(execs) and log.scans:
+        notes.append("the verbose log holds no primitive executions")
+    elif len(execs) and not window:
+        notes.append("no primitive execution of the log falls inside the profiled window")
+    frame = _links_frame(execs, links, ops)
+    instances = _instances(frame, ops)
+    rows = _op_rows(frame, instances, ops, trace.path)
+    without = _without_onednn(ops, set(frame["op"].tolist()), bool(log.scans))
+    fallbacks = [r for r in without if r["reason"] == "native fallback"]
+    if fallbacks:
+        names = ", ".join(f"{r['name']} x{r['calls']}" for r in fallbacks[:4])
+        notes.append(f"PyTorch ran its native kernels instead of oneDNN: {names} (as for bf16 "
+                     "on a CPU without avx512_bf16 / avx_ne_convert, or with "
+                     "torch.backends.mkldnn disabled)")
+    if not log.scans:
+        notes.append("no verbose log among the inputs: nothing to link the ops to")
+    window_lines = execs.line[np.array(window, dtype=np.int64)] if window else []
+    info = {
+        "trace": trace.path, "method": method or None,
+        "primitives_in_window": len(window), "primitives_linked": len(links),
+        "unlinked_in_window": len(set(window) - set(links)),
+        "outside_window": len(execs) - len(window),
+        "by_method": {m: int(c) for m, c in Counter(m for _, m in links.values()).items()},
+        "window_lines": [int(min(window_lines)), int(max(window_lines))] if window else None,
+        "framework_ops_linked": int(len(instances)),
+    }
+    return LinkResult(frame, instances, rows, without, info, notes)
+
+
+def _table_window(log: ParsedLog, execs: _Execs, table: ProfilerTable,
+                  notes: list[str]) -> list[int]:
+    """Exec positions the table's profiled window covers.
+
+    A table inside a log covers that log before it (between the last profiler_start/stop
+    pair before it, when the log has them); a table file covers the other inputs (between
+    their profiler_start/stop lines, when they have them).
+    """
+    markers = log.framework.markers if log.framework is not None else {}
+    own = execs.input == table.source
+    sources = [table.source] if own.any() else sorted(set(execs.input.tolist()))
+    window: list[int] = []
+    for source in sources:
+        pos = np.flatnonzero(execs.input == source)
+        lines = execs.line[pos]
+        limit = table.line if source == table.source else 1 << 62
+        ranges = [r for r in _marker_ranges(markers.get(source, [])) if r[1] <= limit]
+        if ranges:
+            a, b = ranges[-1]
+            window += pos[(lines > a) & (lines < b)].tolist()
+        else:
+            window += pos[lines < limit].tolist()
+            notes.append(f"{source}: no profiler_start/stop lines; the table "
+                         f"{table.source}:{table.line} was linked to all its primitives"
+                         + (" before the table" if source == table.source else ""))
+    return window
+
+
+def link_table(log: ParsedLog, table: ProfilerTable) -> LinkResult:
+    """Link a key_averages table (no per-call data) to the primitives of its profiled window.
+
+    Each primitive kind goes to the innermost table op that calls it (the one with the least
+    CPU total among the matching names); helpers go to the op before or after them.
+    """
+    execs = _Execs.of(log)
+    notes: list[str] = []
+    rows_df = table.rows
+    window = _table_window(log, execs, table, notes)
+    window_sources = {execs.input[p] for p in window}
+    if not window:
+        notes.append(f"{table.source}:{table.line}: no primitive execution to link the "
+                     "table to")
+    needed = {"name", "calls", "cpu_total_ms", "self_cpu_ms"}
+    if not needed <= set(rows_df.columns):
+        notes.append(f"{table.source}:{table.line}: the table lacks the columns "
+                     f"{sorted(needed - set(rows_df.columns))}; not linked")
+        return LinkResult(pd.DataFrame(), pd.DataFrame(), [], [], {}, notes)
+    grouped = rows_df.groupby("name", sort=False).agg(
+        calls=("calls", "sum"), time_ms=("cpu_total_ms", "sum"), self_ms=("self_cpu_ms", "sum"))
+    owner: dict[str, str] = {}
+    for kind in set(execs.kind[window].tolist()) if window else ():
+        if kind not in ANCHORS:
+            continue
+        names = [n for n in grouped.index if ANCHORS[kind].search(str(n))]
+        if names:
+            owner[kind] = min(names, key=lambda n: grouped.at[n, "time_ms"])
+    fake_ops = pd.DataFrame({"name": list(grouped.index), "input_dims": ""})
+    label = {n: i for i, n in enumerate(grouped.index)}
+    pairs = {p: (label[owner[execs.kind[p]]], "order") for p in window
+             if execs.kind[p] in owner}
+    links = _attach_helpers(execs, window, pairs, fake_ops)
+    frame = _links_frame(execs, links, fake_ops)
+    out = []
+    for name, group in frame.groupby("op_name", sort=False):
+        reorder = group["kind"] == "reorder"
+        time_ms = float(grouped.at[name, "time_ms"])
+        onednn_ms = float(group["time_ms"].sum())
+        out.append({
+            "name": str(name), "calls": int(grouped.at[name, "calls"]), "time_ms": time_ms,
+            "self_ms": float(grouped.at[name, "self_ms"]), "onednn": _kind_rows(group),
+            "link": "order", "onednn_time_ms": onednn_ms,
+            "onednn_share": onednn_ms / time_ms if time_ms > 0 else None,
+            "calls_with_onednn": None, "primitive_count": int((~reorder).sum()),
+            "reorder_count": int(reorder.sum()),
+            "reorder_time_ms": float(group.loc[reorder, "time_ms"].sum()),
+            "links": {"order": int(len(group))}, "source": f"{table.source}:{table.line}",
+        })
+    out.sort(key=lambda r: -r["onednn_time_ms"])
+    info = {"table": f"{table.source}:{table.line}", "method": "order" if links else None,
+            "primitives_in_window": len(window), "primitives_linked": len(links),
+            "unlinked_in_window": len(window) - len(links),
+            "outside_window": int(np.isin(execs.input, list(window_sources)).sum()
+                                  - len(window)),
+            "by_method": {"order": len(links)} if links else {}}
+    return LinkResult(frame, pd.DataFrame(), out, [], info, notes)
+
+
+def link_framework(log: ParsedLog) -> list[LinkResult]:
+    """Link every trace of ``log`` (or, without traces, every table) to its primitives."""
+    fw = log.framework
+    if fw is None:
+        return []
+    if fw.traces:
+        return [link_trace(log, t) for t in fw.traces]
+    plain = [t for t in fw.tables if not t.by_input_shape] or fw.tables
+    return [link_table(log, t) for t in plain]
+
+
+def framework_extras(log: ParsedLog) -> dict[str, Any]:
+    """The JSON keys of the linking: ``framework_ops`` and its companions."""
+    results = link_framework(log)
+    if not results:
+        return {}
+    fw = log.framework
+    tables = [t for t in fw.tables if not t.by_input_shape] if fw is not None else []
+    if fw is not None and fw.traces and tables:  # cross-check the trace with the table
+        rows = tables[0].rows.groupby("name").agg(calls=("calls", "sum"),
+                                                  time_ms=("cpu_total_ms", "sum"))
+        for r in (row for res in results for row in res.ops):
+            if r["name"] in rows.index:
+                r["table_calls"] = int(rows.at[r["name"], "calls"])
+                r["table_time_ms"] = float(rows.at[r["name"], "time_ms"])
+    notes = [n for r in results for n in r.notes]
+    if log.framework is not None:
+        notes = list(log.framework.errors) + notes
+    return {
+        "framework_ops": [row for r in results for row in r.ops],
+        "framework_ops_without_onednn": [row for r in results for row in r.without_onednn],
+        "framework_link": {"runs": [r.info for r in results], "notes": notes},
+    }

@@ -1,0 +1,375 @@
+"""Parse the text of torch.profiler's ``key_averages().table()`` into a DataFrame.
+
+The frame of the table goes through ``grammars/torch_table.lark`` (LALR, transformer passed
+in); each cell is put under its column by its position against the dashes of the rule line,
+so any column set works (with or without ``group_by_input_shape``, CUDA, memory, FLOPs or
+``Source Location`` columns), in any sort order, with names cut short by ``...``.
+
+Known columns get fixed names; times are converted to milliseconds:
+
+================== =====================================================
+column             header as printed
+================== =====================================================
+name               Name
+self_cpu_pct       Self CPU %
+self_cpu_ms        Self CPU
+cpu_total_pct      CPU total %
+cpu_total_ms       CPU total
+cpu_time_avg_ms    CPU time avg
+calls              # of Calls
+input_shapes       Input Shapes (``group_by_input_shape=True``)
+truncated          the name ends with ``...`` (cut to the column width)
+================== =====================================================
+
+Other columns become snake case (``Self CUDA`` -> ``self_cuda_ms``, ``CPU Mem`` ->
+``cpu_mem_bytes``, ``Total MFLOPs`` -> ``total_mflops``). The footer lines
+(``Self CPU time total: 20.667ms``) become :attr:`ProfilerTable.totals_ms`.
+
+:class:`TableFinder` finds such tables in a log that holds other lines too (verbose lines
+then the table printed at the end of the run) while the line scanner reads it, and notes the
+``profiler_start`` / ``profiler_stop`` lines some PyTorch builds print, which mark the
+profiled window inside a longer log.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib.resources import files
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from lark import Lark, Token, Transformer
+from lark.exceptions import LarkError
+
+_TIME = re.compile(r"(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(ns|us|ms|s)")
+_PCT = re.compile(r"(-?\d+(?:\.\d+)?)%")
+_MEM = re.compile(r"(-?\d+(?:\.\d+)?)\s*(b|Kb|Mb|Gb|Tb)")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
+_MEM_BYTES = {"b": 1, "Kb": 1024, "Mb": 1024**2, "Gb": 1024**3, "Tb": 1024**4}
+_RULE_LINE = re.compile(r"-{3,}(?: +-{3,})+\s*")
+_DASHES = re.compile(r"-+")
+_MARKER = re.compile(r"\bprofiler_(start|stop)\b")
+
+#: Header -> column name and value kind, for the columns every table has.
+KNOWN_COLUMNS: dict[str, tuple[str, str]] = {
+    "Name": ("name", "text"),
+    "Self CPU %": ("self_cpu_pct", "pct"),
+    "Self CPU": ("self_cpu_ms", "time"),
+    "CPU total %": ("cpu_total_pct", "pct"),
+    "CPU total": ("cpu_total_ms", "time"),
+    "CPU time avg": ("cpu_time_avg_ms", "time"),
+    "# of Calls": ("calls", "int"),
+    "Input Shapes": ("input_shapes", "text"),
+    "Source Location": ("source_location", "text"),
+    "Overload Name": ("overload_name", "text"),
+    "Node ID": ("node_id", "int"),
+}
+MAIN_COLUMNS = (
+    "name", "self_cpu_pct", "self_cpu_ms", "cpu_total_pct", "cpu_total_ms", "cpu_time_avg_ms",
+    "calls", "input_shapes",
+)
+
+
+class TableParseError(ValueError):
+    """The text is not a profiler table; the message says where and why."""
+
+
+@dataclass
+class ProfilerTable:
+    """One parsed ``key_averages().table()``."""
+
+    rows: pd.DataFrame
+    headers: list[str]
+    totals_ms: dict[str, float] = field(default_factory=dict)
+    source: str = ""
+    line: int = 0
+
+    @property
+    def by_input_shape(self) -> bool:
+        """True for a ``group_by_input_shape=True`` table."""
+        return "input_shapes" in self.rows.columns
+
+
+@dataclass
+class _Frame:
+    """What the grammar saw: the rule's column spans, the header and the rows as cells."""
+
+    spans: list[tuple[int, int]]
+    header: list[Token]
+    rows: list[list[Token]]
+    footers: list[str]
+
+
+class _TableTransformer(Transformer):
+    """Keeps tokens (with their columns) and collects the frame of the table."""
+
+    def header(self, c: list[Token]) -> list[Token]:
+        return c
+
+    def row(self, c: list[Token]) -> list[Token]:
+        return c
+
+    def footer(self, c: list[Token]) -> str:
+        return str(c[0])
+
+    def start(self, c: list[Any]) -> _Frame:
+        rule, header = c[0], c[1]
+        rows = [x for x in c[2:] if isinstance(x, list)]
+        footers = [x for x in c if isinstance(x, str) and not isinstance(x, Token)]
+        offset = rule.column - 1
+        spans = [(offset + m.start(), offset + m.end()) for m in _DASHES.finditer(str(rule))]
+        return _Frame(spans, header, rows, footers)
+
+
+@lru_cache(maxsize=1)
+def table_parser() -> Lark:
+    """The LALR parser of the table grammar, with its transformer passed in."""
+    grammar = (files("dnnlens.parsers") / "grammars" / "torch_table.lark").read_text()
+    return Lark(grammar, parser="lalr", transformer=_TableTransformer(), cache=False)
+
+
+def _column_of(token: Token, spans: list[tuple[int, int]]) -> int:
+    """Index of the span that overlaps ``token`` most (cells are right or left aligned)."""
+    start, end = token.column - 1, token.end_column - 1
+    best, best_overlap = -1, 0
+    for i, (a, b) in enumerate(spans):
+        overlap = min(end, b) - max(start, a)
+        if overlap > best_overlap:
+            best, best_overlap = i, overlap
+    if best < 0:  # in a gap: the nearest span
+        best = min(range(len(spans)), key=lambda i: min(abs(spans[i][0] - end),
+                                                        abs(spans[i][1] - start)))
+    return best
+
+
+def _snake(header: str) -> str:
+    text = header.replace("%", " pct").replace("#", "n")
+    return re.sub(r"[^0-9a-z]+", "_", text.lower()).strip("_") or "column"
+
+
+def time_ms(text: str) -> float:
+    """``568.794us`` -> 0.568794; NaN when ``text`` is not a time."""
+    m = _TIME.fullmatch(text.strip())
+    return float(m.group(1)) * _TO_MS[m.group(2)] if m else math.nan
+
+
+def _value(kind: str, text: str | None) -> Any:
+    if text is None:
+        return None if kind == "text" else math.nan
+    if kind == "time":
+        return time_ms(text)
+    if kind == "pct":
+        m = _PCT.fullmatch(text)
+        return float(m.group(1)) if m else math.nan
+    if kind == "int":
+        return int(text) if text.lstrip("-").isdigit() else math.nan
+    if kind == "mem":
+        m = _MEM.fullmatch(text)
+        return float(m.group(1)) * _MEM_BYTES[m.group(2)] if m else math.nan
+    if kind == "number":
+        return float(text) if _NUMBER.fullmatch(text) else math.nan
+    return text
+
+
+def _guess_kind(values: list[str | None]) -> str:
+    """Value kind of a column the table does not name in KNOWN_COLUMNS."""
+    present = [v for v in values if v is not None and v != "--"]
+    for kind, pattern in (("time", _TIME), ("pct", _PCT), ("mem", _MEM), ("number", _NUMBER)):
+        if present and all(pattern.fullmatch(v) for v in present):
+            return kind
+    return "text"
+
+
+def _column_names(headers: list[str], cells: list[list[str | None]]) -> list[tuple[str, str]]:
+    named: list[tuple[str, str]] = []
+    for i, h in enumerate(headers):
+        if h in KNOWN_COLUMNS:
+            named.append(KNOWN_COLUMNS[h])
+            continue
+        kind = _guess_kind([row[i] for row in cells])
+        suffix = {"time": "_ms", "mem": "_bytes"}.get(kind, "")
+        named.append((_snake(h) + suffix, kind))
+    return named
+
+
+def _footer(text: str) -> tuple[str, float]:
+    label, _, value = text.partition(":")
+    return _snake(label) + "_ms", time_ms(value)
+
+
+def _to_table(frame: _Frame, source: str, line: int) -> ProfilerTable:
+    spans = frame.spans
+    headers: list[str] = [""] * len(spans)
+    for tok in frame.header:
+        i = _column_of(tok, spans)
+        headers[i] = f"{headers[i]} {tok}".strip()
+    name_col = headers.index("Name") if "Name" in headers else 0
+    cells: list[list[str | None]] = []
+    for toks in frame.rows:
+        row: list[str | None] = [None] * len(spans)
+        for tok in toks:
+            i = _column_of(tok, spans)
+            row[i] = str(tok) if row[i] is None else f"{row[i]} {tok}"
+        if row[name_col] is None and cells:  # continuation line of a multi-line cell
+            prev = cells[-1]
+            for i, value in enumerate(row):
+                if value is not None:
+                    prev[i] = value if prev[i] is None else f"{prev[i]}\n{value}"
+            continue
+        cells.append(row)
+    named = _column_names(headers, cells)
+    data: dict[str, pd.Series] = {}
+    for i, (name, kind) in enumerate(named):
+        while name in data:
+            name += "_"
+        data[name] = pd.Series([_value(kind, row[i]) for row in cells],
+                               dtype=object if kind == "text" else np.float64)
+    rows = pd.DataFrame(data)
+    if "name" in rows.columns:
+        rows["truncated"] = rows["name"].fillna("").astype(str).str.endswith("...")
+    if "calls" in rows.columns and rows["calls"].notna().all():
+        rows["calls"] = rows["calls"].astype("int64")
+    totals = dict(_footer(f) for f in frame.footers)
+    return ProfilerTable(rows=rows, headers=headers, totals_ms=totals, source=source, line=line)
+
+
+def parse_table(text: str, source: str = "<table>", line: int = 1) -> ProfilerTable:
+    """Parse one table (optionally with its footer lines); raise TableParseError if it is none.
+
+    ``source`` and ``line`` say where the table came from (for messages and reports).
+    """
+    body = text if text.endswith("\n") else text + "\n"
+    try:
+        frame = table_parser().parse(body)
+    except LarkError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TableParseError(f"{source}:{line}: not a profiler table ({first})") from None
+    return _to_table(frame, source, line)
+
+
+def read_table_file(path: str) -> ProfilerTable:
+    """Parse a file holding one table (``prof.key_averages().table()`` written out)."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        tables = find_tables(fh, source=path)
+    if not tables:
+        raise TableParseError(f"{path}: no profiler table found")
+    return tables[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Finding tables inside a longer log
+
+
+class TableFinder:
+    """Collects profiler tables and profiler start/stop lines from a stream of lines.
+
+    Feed it the chunks the line scanner reads (:meth:`watch` passes them through unchanged).
+    A chunk without ``---`` and without ``profiler_st`` costs two substring searches; only
+    chunks holding a table are looked at line by line.
+    """
+
+    def __init__(self, source: str = "<lines>") -> None:
+        self.source = source
+        self.tables: list[ProfilerTable] = []
+        self.errors: list[str] = []
+        #: (line number, "start" | "stop") of the profiler marker lines, in order
+        self.markers: list[tuple[int, str]] = []
+        self._lineno = 0
+        self._block: list[str] = []
+        self._block_line = 0
+        self._state = ""  # "" idle, then header, rule2, rows, footer
+
+    def watch(self, chunks: Iterable[list[str]]) -> Iterator[list[str]]:
+        """Yield ``chunks`` unchanged, collecting tables on the way."""
+        for chunk in chunks:
+            self.feed(chunk)
+            yield chunk
+        self.close()
+
+    def feed(self, lines: list[str]) -> None:
+        """Look at the next lines (with or without their line ends)."""
+        if not self._state:
+            text = "".join(lines)
+            if "---" not in text and "profiler_st" not in text:
+                self._lineno += len(lines)
+                return
+        for line in lines:
+            self._lineno += 1
+            self._line(line.rstrip("\r\n"))
+
+    def close(self) -> None:
+        """End of input: finish a table still being read."""
+        if self._state in ("rows", "footer"):
+            self._emit()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._block, self._state = [], ""
+
+    def _line(self, line: str) -> None:
+        state = self._state
+        is_rule = line[:3] == "---" and _RULE_LINE.fullmatch(line) is not None
+        if not state:
+            if is_rule:
+                self._block, self._block_line, self._state = [line], self._lineno, "header"
+            elif "profiler_st" in line:
+                m = _MARKER.search(line)
+                if m:
+                    self.markers.append((self._lineno, m.group(1)))
+            return
+        if state == "header":
+            if is_rule or not line.strip():
+                self._reset()
+                self._line(line)
+                return
+            self._block.append(line)
+            self._state = "rule2"
+        elif state == "rule2":
+            if not is_rule:
+                self._reset()
+                self._line(line)
+                return
+            self._block.append(line)
+            self._state = "rows"
+        elif state == "rows":
+            self._block.append(line)
+            if is_rule:
+                self._state = "footer"
+        elif state == "footer":
+            if "time total:" in line:
+                self._block.append(line)
+            else:
+                self._emit()
+                self._reset()
+                self._line(line)
+
+    def _emit(self) -> None:
+        if self._state == "rows":  # no closing rule: the table was cut off
+            self.errors.append(f"{self.source}:{self._block_line}: profiler table cut off "
+                               f"after {len(self._block) - 3} rows; they were read")
+            self._block.append(self._block[0])
+        try:
+            self.tables.append(parse_table("\n".join(self._block), self.source,
+                                           self._block_line))
+        except TableParseError as exc:
+            self.errors.append(str(exc))
+
+
+def find_tables(lines: Iterable[str], source: str = "<lines>") -> list[ProfilerTable]:
+    """Every profiler table inside ``lines`` (a log with verbose lines, a table file ...)."""
+    finder = TableFinder(source)
+    chunk: list[str] = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) >= 4096:
+            finder.feed(chunk)
+            chunk = []
+    finder.feed(chunk)
+    finder.close()
+    return finder.tables

@@ -1,0 +1,172 @@
+"""Chrome-trace parser: real torch 2.13 traces, gzip, streaming, truncation."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from dnnlens.load import load
+from dnnlens.parsers import torch_trace
+from dnnlens.parsers.torch_trace import (
+    FrameworkReader,
+    parse_trace_json,
+    parse_trace_stream,
+    read_trace,
+)
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
+NCHW = SAMPLES / "profile_nchw_infer.trace.json"
+
+
+@pytest.fixture(scope="module")
+def nchw():
+    return read_trace(str(NCHW))
+
+
+def test_real_trace(nchw):
+    assert nchw.error is None
+    ops = nchw.ops
+    assert len(ops) == 525  # every cpu_op; the profiler's own span is the window
+    assert set(ops["cat"].astype(str)) == {"cpu_op"}
+    assert nchw.skipped == {"M": 8, "i": 2}
+    assert nchw.base_time_ms == 1790857026000.0  # baseTimeNanoseconds / 1e6
+    assert nchw.window_us == pytest.approx((5153095192223.512, 5153095217330.992))
+    assert nchw.metadata["record_shapes"] == 1
+    first = ops.iloc[0]
+    assert (first["name"], first["external_id"], first["parent"], first["depth"]) == (
+        "aten::conv2d", 1, -1, 0)
+    assert first["input_dims"] == "[[4, 3, 64, 64], [16, 3, 3, 3], [], [], [], [], []]"
+    assert first["ts_us"] == pytest.approx(5153095192747.930)
+    assert first["dur_us"] == pytest.approx(1585.974)
+
+
+def test_nesting_and_self_time_agree_with_the_table(nchw):
+    ops = nchw.ops
+    conv = ops[ops["name"] == "aten::mkldnn_convolution"]
+    assert len(conv) == 20
+    # the key_averages table of the same run says: CPU total 11.376ms, self CPU 11.029ms
+    assert conv["dur_us"].sum() / 1e3 == pytest.approx(11.376, abs=0.001)
+    assert conv["self_us"].sum() / 1e3 == pytest.approx(11.029, abs=0.001)
+    parents = ops.loc[conv["parent"], "name"].astype(str)
+    assert set(parents) == {"aten::_convolution"}
+    assert (conv["depth"] == 3).all()
+    assert (ops["self_us"] <= ops["dur_us"] + 1e-9).all()
+
+
+def test_epoch_axis_matches_onednn_timestamps(nchw):
+    """The first profiled exec line (epoch ms) lies inside the first profiled conv op."""
+    conv = nchw.ops[nchw.ops["name"] == "aten::mkldnn_convolution"].iloc[0]
+    start, end = nchw.epoch_ms(conv["ts_us"]), nchw.epoch_ms(conv["end_us"])
+    log = (SAMPLES / "profile_nchw_infer.log").read_text().splitlines()
+    after = log[log.index(next(x for x in log if "profiler_start" in x)) + 1:]
+    first_exec = next(x for x in after if ",exec," in x)
+    stamp = float(first_exec.split(",")[2])
+    assert start < stamp < end
+
+
+def test_training_trace_has_annotations_and_flows():
+    t = read_trace(str(SAMPLES / "profile_bf16_train.trace.json"))
+    assert t.error is None
+    cats = t.ops["cat"].astype(str).value_counts()
+    assert cats["cpu_op"] == 1620 and cats["user_annotation"] == 6
+    assert t.skipped["s"] == 81 and t.skipped["f"] == 81
+    assert (t.ops["sequence"] >= 0).sum() == 363
+
+
+def test_gzip_by_content(tmp_path, nchw):
+    path = tmp_path / "trace.bin"  # no telling suffix: recognised by the gzip magic
+    path.write_bytes(gzip.compress(NCHW.read_bytes()))
+    t = read_trace(str(path))
+    assert t.error is None
+    assert t.ops.equals(nchw.ops)
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1000])
+def test_small_chunks_give_the_same_table(monkeypatch, nchw, chunk):
+    """Values split across the sliding buffer's edges (numbers too) decode the same."""
+    monkeypatch.setattr(torch_trace, "CHUNK_CHARS", chunk)
+    t = read_trace(str(NCHW))
+    assert t.error is None and t.base_time_ms == nchw.base_time_ms
+    assert t.ops.equals(nchw.ops)
+
+
+def test_streaming_keeps_a_bounded_buffer(monkeypatch, tmp_path):
+    event = {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1,
+             "dur": 1.0, "args": {"External id": 1, "Input Dims": [[64, 64], [64, 64]]}}
+    events = ",".join(json.dumps({**event, "ts": 10.0 * i}) for i in range(20000))
+    path = tmp_path / "big.json"
+    path.write_text('{"baseTimeNanoseconds": 1000000, "traceEvents": [' + events + "]}")
+    monkeypatch.setattr(torch_trace, "CHUNK_CHARS", 4096)
+    longest = 0
+    fill = torch_trace._Reader._fill
+
+    def spy(self):
+        nonlocal longest
+        done = fill(self)
+        longest = max(longest, len(self.buf))
+        return done
+
+    monkeypatch.setattr(torch_trace._Reader, "_fill", spy)
+    t = read_trace(str(path))
+    assert len(t.ops) == 20000 and t.error is None
+    assert path.stat().st_size > 100 * 4096
+    assert longest < 3 * 4096  # the file never sits in memory whole
+
+
+def test_truncated_trace_keeps_what_is_complete():
+    text = NCHW.read_text()
+    previous = -1
+    for cut in (0, 10, 200, 5000, len(text) // 3, len(text) // 2, len(text) - 300,
+                len(text) - 5, len(text) - 1):
+        t = parse_trace_json(text[:cut], "cut.json")
+        assert t.error is not None and t.error.startswith("cut.json: ")
+        assert "ends early" in t.error or "not a chrome trace" in t.error
+        assert len(t.ops) >= previous
+        previous = len(t.ops)
+    assert previous == 525
+
+
+def test_truncated_gzip_trace():
+    data = gzip.compress(NCHW.read_bytes())
+    t = parse_trace_stream(io.BytesIO(data[: len(data) // 2]), "half.json.gz")
+    assert 0 < len(t.ops) < 525
+    assert "truncated gzip stream" in t.error
+
+
+def test_other_shapes_of_json():
+    array = parse_trace_json('[{"ph": "X", "name": "a", "ts": 1, "dur": 2}]')
+    assert list(array.ops["name"]) == ["a"] and array.error is None
+    assert array.base_time_ms is None  # small timestamps and no base: no epoch axis
+    comma = parse_trace_json('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2},]}')
+    assert len(comma.ops) == 1 and comma.error is None
+    epoch = parse_trace_json('[{"ph": "X", "name": "a", "ts": 1.7e15, "dur": 2}]')
+    assert epoch.base_time_ms == 0.0  # old traces: ts are epoch microseconds
+    bad = parse_trace_json('{"traceEvents": [{"ph": "X"} {"ph": "X"}]}')
+    assert "invalid JSON" in bad.error
+    assert "not a chrome trace" in parse_trace_json("hello").error
+
+
+def test_load_routes_traces(tmp_path):
+    renamed = tmp_path / "trace.log"  # a trace whatever its name: its content starts with {
+    renamed.write_bytes(NCHW.read_bytes())
+    log = load([str(SAMPLES / "profile_nchw_infer.log"), str(renamed),
+                str(SAMPLES / "profile_nchw_infer.table.txt")])
+    assert [s.path for s in log.scans] == [str(SAMPLES / "profile_nchw_infer.log"),
+                                           str(SAMPLES / "profile_nchw_infer.table.txt")]
+    assert log.framework is not None
+    assert [t.path for t in log.framework.traces] == [str(renamed)]
+    assert len(log.framework.tables) == 1
+    assert log.framework.markers == {str(SAMPLES / "profile_nchw_infer.log"): [
+        (23, "start"), (99, "stop")]}
+    assert log.input_errors == []
+
+
+def test_plain_logs_have_no_framework_data():
+    assert load([str(SAMPLES / "convnet_nchw_infer.log")]).framework is None
+    reader = FrameworkReader()
+    assert not reader.take_trace(str(SAMPLES / "convnet_nchw_infer.log"))
+    assert reader.result() is None
