@@ -13,4 +13,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "dnnlens.commands.rules",
     "dnnlens.commands.export",
     "dnnlens.commands.diff",
+    "dnnlens.commands.project",
+    "dnnlens.commands.machine",
 )

@@ -1,0 +1,691 @@
+"""FLOPs and bytes of one primitive call, from its problem and memory descriptors.
+
+Every formula is written down, with a hand calculation per kind, in ``docs/cost-model.md``.
+In short:
+
+* **FLOPs** count multiply-adds as 2 and are the ones benchdnn reports where benchdnn has a
+  count: convolution and deconvolution skip kernel taps that fall into padding (the count is
+  separable: a product of per-dimension tap counts, :func:`conv_taps`), matmul/gemm/inner
+  product are ``2 B M N K``, rnn counts only its GEMMs. Memory-bound kinds (eltwise,
+  pooling, normalisations, softmax, binary, sum ...) use a fixed, documented number of
+  operations per element; reorder, concat and shuffle do no arithmetic.
+* **Bytes** are the compulsory traffic: every tensor of the memory-descriptor field that is
+  present is moved once, at its size in memory (dims padded to the inner blocks of its
+  layout tag, times the bits of its data type). Inputs are read and outputs written, so a
+  reorder reads and writes its tensor; a ``sum`` post-op reads ``dst`` too and a
+  ``binary`` post-op reads its second operand. Caches and repeated passes are not modelled.
+
+:func:`primitive_cost` never raises: a kind or descriptor it does not understand gives
+``None``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from dnnlens.parsers.fields import MemDesc, parse_attrs, parse_aux, parse_mds, parse_problem
+
+__all__ = [
+    "DTYPE_BITS",
+    "Cost",
+    "TensorCost",
+    "compute_dtype",
+    "conv_taps",
+    "padded_elements",
+    "primitive_cost",
+    "primitive_flops",
+]
+
+#: Bits per element of each oneDNN data type.
+DTYPE_BITS: dict[str, int] = {
+    "f64": 64, "s64": 64, "f32": 32, "s32": 32, "bf16": 16, "f16": 16, "s16": 16, "u16": 16,
+    "s8": 8, "u8": 8, "f8_e5m2": 8, "f8_e4m3": 8, "e8m0": 8, "boolean": 8,
+    "s4": 4, "u4": 4, "f4_e2m1": 4, "f4_e3m0": 4, "nf4": 4, "bin": 1,
+}  # fmt: skip
+#: Data type assumed when a line prints none (MKL-DNN 0.x convolutions).
+DEFAULT_DTYPE = "f32"
+
+#: Operations per element of the memory-bound kinds (conventions, see the docs).
+OPS_ELTWISE = {"forward": 1, "backward": 2}
+OPS_SOFTMAX = {"forward": 5, "backward": 4}
+OPS_PRELU = {"forward": 2, "backward": 4}
+OPS_NORM_APPLY = 2  # (x - mean) * rsigma * scale + shift, folded to one multiply-add
+OPS_NORM_STATS = 3  # mean: 1 add; variance: 1 subtract + 1 multiply-add (counted 2)
+OPS_NORM_BACKWARD = {"backward": 8, "backward_data": 5}
+RNN_GATES = {
+    "vanilla_rnn": 1, "vanilla_lstm": 4, "vanilla_gru": 3, "lbr_gru": 3,
+    "vanilla_augru": 3, "lbr_augru": 3,
+}  # fmt: skip
+
+_GEMM_KINDS = frozenset({"matmul", "gemm", "gemm_api", "brgemm"})
+_CONV_KINDS = frozenset({"convolution", "deconvolution"})
+_BY_ROLE_KINDS = frozenset(
+    {"convolution", "deconvolution", "pooling", "inner_product", "resampling"}
+)
+_NORM_KINDS = frozenset({"batch_normalization", "layer_normalization", "group_normalization"})
+_DATA_KINDS = frozenset({"eltwise", "softmax", "logsoftmax", "lrn", "shuffle", *_NORM_KINDS})
+_NO_TENSOR = ("scale", "shift", "mean", "var", "stats", "scratchpad")
+_TAG = re.compile(r"([A-Za-z]+)((?:[0-9]+[a-z])*)")
+_BLOCK = re.compile(r"([0-9]+)([a-z])")
+
+Dims = tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TensorCost:
+    """One tensor moved by a call: role, data type, logical dims, padded elements, bytes."""
+
+    arg: str
+    dtype: str
+    dims: Dims
+    elements: int
+    bytes: int
+    access: str = "read"  # read, write (or read+write for a sum post-op's dst)
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """The cost of one call of a primitive.
+
+    ``flops`` and ``bytes`` are per call; ``dtype`` is the data type the arithmetic runs
+    in (what the compute peak is looked up with); ``formula`` is the FLOP formula with its
+    numbers; ``notes`` tell what was assumed or left out.
+    """
+
+    kind: str
+    flops: int
+    bytes: int
+    dtype: str
+    formula: str = ""
+    tensors: tuple[TensorCost, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def intensity(self) -> float | None:
+        """Arithmetic intensity, FLOP per byte (``None`` when nothing is moved)."""
+        return self.flops / self.bytes if self.bytes else None
+
+
+# ---------------------------------------------------------------------------------------
+# helpers
+
+
+def conv_taps(i: int, o: int, k: int, s: int = 1, p: int = 0, d: int = 0) -> int:
+    """Pairs (output position, kernel tap) along one dimension whose input is not padding.
+
+    The input index of output ``x`` and tap ``t`` is ``x*s - p + t*(d+1)`` (``d`` as
+    oneDNN prints it: 0 is a dense kernel); benchdnn counts a tap only when that index is
+    in ``[0, i)``. Example: ``i=o=64, k=3, s=1, p=1``: taps 0 and 2 miss one output each,
+    63 + 64 + 63 = 190.
+    """
+    total = 0
+    for t in range(k):
+        off = t * (d + 1) - p
+        lo = max(0, -(off // s))  # smallest x with x*s + off >= 0
+        hi = min(o - 1, (i - 1 - off) // s)  # largest x with x*s + off <= i - 1
+        total += max(0, hi - lo + 1)
+    return total
+
+
+def padded_elements(dims: Dims, tag: str) -> int:
+    """Elements of a tensor in memory: each dim rounded up to the product of its blocks.
+
+    Letter-coded tags only (``aBcd8b``: dim ``b`` blocked by 8; ``ABcd8b8a``; ``AB16b64a``);
+    a tag that is not letter-coded or does not match the dims gives the logical count.
+    """
+    count = math.prod(dims)
+    m = _TAG.fullmatch(tag or "")
+    if not m or len(m.group(1)) != len(dims) or not m.group(2):
+        return count
+    outer = m.group(1).lower()
+    if any(not "a" <= c <= "l" for c in outer):  # F0 names (nChw8c) are not letter-coded
+        return count
+    block = [1] * len(dims)
+    for size, letter in _BLOCK.findall(m.group(2)):
+        idx = ord(letter) - ord("a")
+        if idx < len(dims):
+            block[idx] *= int(size)
+    return math.prod(-(-d // b) * b for d, b in zip(dims, block, strict=True))
+
+
+def _bits(dtype: str) -> int:
+    return DTYPE_BITS.get(dtype or DEFAULT_DTYPE, 32)
+
+
+def _tensor(arg: str, dtype: str, dims: Dims, tag: str = "", access: str = "read") -> TensorCost:
+    dt = dtype or DEFAULT_DTYPE
+    elements = padded_elements(dims, tag)
+    return TensorCost(arg, dt, dims, elements, -(-elements * _bits(dt) // 8), access)
+
+
+def compute_dtype(mds: list[MemDesc] | tuple[MemDesc, ...], fpmath: str | None = None) -> str:
+    """The data type the arithmetic runs in: the weights' (else the source's) data type.
+
+    Integer weights or sources give ``int8``/``int4``; an f32 primitive allowed to compute
+    in a lower precision (``attr-fpmath:bf16``) gives that precision.
+    """
+    by_arg = {md.arg: md.dtype for md in mds if md.dtype and md.dtype != "undef"}
+    dt = ""
+    for arg in ("wei", "wei_layer", "key", "src_b", "src", "src_layer", "query", "src_a",
+                "data", "diff_dst", "in", "src0"):
+        if by_arg.get(arg):
+            dt = by_arg[arg]
+            break
+    if not dt:
+        dt = next(iter(by_arg.values()), DEFAULT_DTYPE)
+    if dt in ("s8", "u8"):
+        return "int8"
+    if dt in ("s4", "u4", "nf4"):
+        return "int4"
+    if dt == "f32" and fpmath in ("bf16", "f16", "tf32"):
+        return fpmath
+    return dt
+
+
+def _dims_groups(text: str) -> list[list[Dims | None]]:
+    """``A:B C`` -> [[A, B], [C]]: dims lists of a descriptor, space-separated groups."""
+    groups: list[list[Dims | None]] = []
+    for word in text.split():
+        part: list[Dims | None] = []
+        for piece in word.split(":"):
+            try:
+                part.append(tuple(int(x) for x in piece.split("x")))
+            except ValueError:
+                part.append(None)
+        groups.append(part)
+    return groups
+
+
+def _sp(d: dict[str, int | None], prefix: str) -> tuple[int | None, ...]:
+    return tuple(d[f"{prefix}{x}"] for x in "dhw" if f"{prefix}{x}" in d)
+
+
+def _complete(dims: tuple[int | None, ...] | None) -> Dims | None:
+    if dims is None or any(v is None for v in dims):
+        return None
+    return tuple(int(v) for v in dims if v is not None)
+
+
+def _broadcast(a: Dims, b: Dims) -> Dims:
+    n = max(len(a), len(b))
+    a2, b2 = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    return tuple(max(x, y) for x, y in zip(a2, b2, strict=True))
+
+
+def _direction(prop_kind: str) -> str:
+    return "backward" if prop_kind.startswith("backward") else "forward"
+
+
+# ---------------------------------------------------------------------------------------
+# FLOPs per kind: each returns (flops, formula) or None
+
+
+def _conv_flops(kind: str, d: dict[str, int | None]) -> tuple[int, str] | None:
+    mb, ic, oc = d.get("mb"), d.get("ic"), d.get("oc")
+    g = d.get("g") or 1
+    if mb is None or ic is None or oc is None:
+        return None
+    taps = 1
+    parts = []
+    for x in "dhw":
+        if f"k{x}" not in d and f"i{x}" not in d:
+            continue
+        i, o, k = d.get(f"i{x}"), d.get(f"o{x}"), d.get(f"k{x}", 1)
+        s, p, dl = d.get(f"s{x}", 1), d.get(f"p{x}", 0), d.get(f"d{x}", 0)
+        if None in (i, o, k, s, p, dl):
+            return None
+        if kind == "deconvolution":  # the transposed convolution: swap input and output
+            i, o = o, i
+        t = conv_taps(i, o, k, s or 1, p, dl)  # type: ignore[arg-type]
+        taps *= t
+        parts.append(f"taps_{x}={t}")
+    flops = 2 * mb * oc * (ic // g) * taps
+    return flops, f"2*mb*oc*(ic/g)*taps = 2*{mb}*{oc}*({ic}/{g})*{taps} ({', '.join(parts)})"
+
+
+def _gemm_shape(kind: str, prob_dims: dict, groups: list[list[Dims | None]]
+                ) -> tuple[int, int, int, int] | None:
+    """(B, M, N, K) of a matmul / gemm / inner product."""
+    if kind == "inner_product":
+        mb, oc, ic = prob_dims.get("mb"), prob_dims.get("oc"), prob_dims.get("ic")
+        sp = _complete(_sp(prob_dims, "i"))
+        if None in (mb, oc, ic) or sp is None:
+            return None
+        return 1, mb, oc, ic * math.prod(sp)
+    ts = groups[0] if groups else []
+    if len(ts) >= 2 and ts[0] is not None and ts[1] is not None:
+        src, wei = ts[0], ts[1]
+        if len(src) < 2 or len(wei) < 2:
+            return None
+        batch = _broadcast(src[:-2], wei[:-2])
+        return math.prod(batch), src[-2], wei[-1], src[-1]
+    if all(prob_dims.get(k) is not None for k in ("M", "N", "K")):
+        return prob_dims.get("B") or 1, prob_dims["M"], prob_dims["N"], prob_dims["K"]
+    return None
+
+
+def _rnn_flops(d: dict[str, int | None], aux: dict[str, str], prop_kind: str,
+               has_proj: bool) -> tuple[int, str] | None:
+    layers, t, mb = d.get("l", 1), d.get("t"), d.get("mb")
+    sic, slc = d.get("sic"), d.get("slc")
+    dhc = d.get("dhc") if d.get("dhc") is not None else d.get("dic")
+    dic = d.get("dic") if d.get("dic") is not None else dhc
+    if None in (layers, t, mb, sic, slc, dhc, dic):
+        return None
+    gates = RNN_GATES.get(aux.get("alg", ""), 4)
+    dirs = 2 if aux.get("direction", "").startswith("bidirectional") else 1
+    cell = 2 * gates * dhc * mb * (sic + slc)  # type: ignore[operator]
+    if has_proj:
+        cell += 2 * dhc * mb * dic  # type: ignore[operator]
+    mult = 2 if prop_kind.startswith("backward") else 1
+    flops = mult * dirs * layers * t * cell  # type: ignore[operator]
+    return flops, (f"{mult}*dirs*l*t*2*gates*dhc*mb*(sic+slc) = {mult}*{dirs}*{layers}*{t}*2*"
+                   f"{gates}*{dhc}*{mb}*({sic}+{slc})" + (" + projection" if has_proj else ""))
+
+
+# ---------------------------------------------------------------------------------------
+# tensors per kind
+
+
+def _named_tensor_dims(kind: str, d: dict[str, int | None], md: MemDesc, aux: dict[str, str]
+                       ) -> tuple[int | None, ...] | None:
+    base = md.arg.removeprefix("diff_")
+    mb, ic, oc, g = d.get("mb"), d.get("ic"), d.get("oc"), d.get("g")
+    if kind in _CONV_KINDS:
+        if base == "src":
+            return (mb, ic, *_sp(d, "i"))
+        if base == "dst":
+            return (mb, oc, *_sp(d, "o"))
+        if base.startswith("wei"):
+            k = _sp(d, "k")
+            if g is not None and g > 1 and oc is not None and ic is not None:
+                return (g, oc // g, ic // g, *k)
+            return (oc, ic, *k)
+        if base.startswith("bia"):
+            return (oc,)
+    elif kind in ("pooling", "resampling"):
+        if base == "src":
+            return (mb, ic, *_sp(d, "i"))
+        if base in ("dst", "ws"):
+            return (mb, ic, *_sp(d, "o"))
+    elif kind == "inner_product":
+        sp = _sp(d, "i")
+        return {"src": (mb, ic, *sp), "dst": (mb, oc), "bia": (oc,)}.get(
+            base, (oc, ic, *sp) if base.startswith("wei") else None)
+    elif kind == "rnn":
+        return _rnn_dims(base, d, aux)
+    elif kind in _GEMM_KINDS:  # v1.2 - v2.1 `[b<B>]m<M>n<N>k<K>`
+        m, n, k = d.get("M"), d.get("N"), d.get("K")
+        batch = (d["b"],) if d.get("b") is not None else ()
+        shapes = {"src": (*batch, m, k), "wei": (*batch, k, n), "dst": (*batch, m, n)}
+        return shapes.get(base)
+    elif base in ("src", "dst", "data", "diff", "ws"):
+        return (mb, ic, *_sp(d, "i"))
+    return None
+
+
+def _rnn_dims(base: str, d: dict[str, int | None], aux: dict[str, str]
+              ) -> tuple[int | None, ...] | None:
+    direction = aux.get("direction", "")
+    dirs = 2 if direction.startswith("bidirectional") else 1
+    gates = RNN_GATES.get(aux.get("alg", ""), 4)
+    lay, t, mb = d.get("l", 1), d.get("t"), d.get("mb")
+    sic, slc = d.get("sic"), d.get("slc")
+    dhc = d.get("dhc") if d.get("dhc") is not None else d.get("dic")
+    dic = d.get("dic") if d.get("dic") is not None else dhc
+    wide = None if dic is None else dic * (2 if direction.endswith("concat") else 1)
+    table: dict[str, tuple[int | None, ...]] = {
+        "src_layer": (t, mb, slc), "src_iter": (lay, dirs, mb, sic),
+        "src_iter_c": (lay, dirs, mb, dhc), "wei_layer": (lay, dirs, slc, gates, dhc),
+        "wei_iter": (lay, dirs, sic, gates, dhc), "wei_peephole": (lay, dirs, 3, dhc),
+        "wei_proj": (lay, dirs, dhc, dic),
+        "bias": (lay, dirs, gates + (1 if aux.get("alg", "").startswith("lbr") else 0), dhc),
+        "dst_layer": (t, mb, wide), "dst_iter": (lay, dirs, mb, dic),
+        "dst_iter_c": (lay, dirs, mb, dhc),
+    }  # fmt: skip
+    return table.get(base)
+
+
+def _list_tensor_dims(kind: str, groups: list[list[Dims | None]], mds: list[MemDesc],
+                      aux: dict[str, str]) -> list[Dims | None]:
+    """Dims of each md of a dims-list descriptor (``2x16x7x7``, ``A:B``, ``A:B C``)."""
+    flat = [t for grp in groups for t in grp]
+    srcs = groups[0] if groups else []
+    t0 = flat[0] if flat else None
+    out: list[Dims | None] = []
+    src_i = 0
+    for md in mds:
+        base = md.arg.removeprefix("diff_")
+        dims: Dims | None = t0
+        if base.startswith(_NO_TENSOR):
+            dims = None
+        elif kind in ("binary", "concat"):
+            if base.startswith("src"):
+                dims = srcs[src_i] if src_i < len(srcs) else None
+                src_i += 1
+            else:
+                dims = _list_dst(kind, groups, aux)
+        elif kind in _GEMM_KINDS:
+            dims = {"src": t0, "src_a": t0, "wei": flat[1] if len(flat) > 1 else None,
+                    "dst": _list_dst(kind, groups, aux)}.get(base)
+            dims = flat[1] if base == "src_b" and len(flat) > 1 else dims
+            if base.startswith("bia"):
+                dims = _bias_dims(_list_dst(kind, groups, aux), md.mask)
+        elif kind == "sdpa":
+            dims = _sdpa_dims(base, flat, aux)
+        elif kind in ("prelu", "reduction"):
+            second = base.startswith("wei") if kind == "prelu" else base == "dst"
+            dims = flat[1] if second and len(flat) > 1 else t0
+        elif base.startswith(("bia", "wei")):
+            dims = None
+        out.append(dims)
+    return out
+
+
+def _bias_dims(dst: Dims | None, mask: str | None) -> Dims | None:
+    """Matmul bias: the dst dims whose bit is set in ``_mask<m>`` (else the last dim)."""
+    if dst is None:
+        return None
+    if not mask or not mask.isdigit():
+        return (dst[-1],)
+    m = int(mask)
+    return tuple(v if m >> i & 1 else 1 for i, v in enumerate(dst))
+
+
+def _list_dst(kind: str, groups: list[list[Dims | None]], aux: dict[str, str]) -> Dims | None:
+    if len(groups) >= 2 and groups[1] and groups[1][0] is not None:
+        return groups[1][0]  # v2.0 binary: `src0:src1 dst`
+    srcs = groups[0] if groups else []
+    if not srcs or any(s is None for s in srcs):
+        return None
+    ts = [s for s in srcs if s is not None]
+    if kind == "binary":
+        out = ts[0]
+        for t in ts[1:]:
+            out = _broadcast(out, t)
+        return out
+    if kind in _GEMM_KINDS:
+        if len(ts) > 2:
+            return ts[2]  # v1.8, v2.2 - v3.1: src:wei:dst
+        a, b = ts[0], ts[1]
+        return (*_broadcast(a[:-2], b[:-2]), a[-2], b[-1])
+    if kind == "concat":
+        axis = aux.get("axis", "")
+        if axis.lstrip("-").isdigit() and all(len(t) == len(ts[0]) for t in ts):
+            ax = int(axis) % len(ts[0])
+            return (*ts[0][:ax], sum(t[ax] for t in ts), *ts[0][ax + 1 :])
+        return (sum(math.prod(t) for t in ts),)
+    return None
+
+
+def _sdpa_dims(base: str, flat: list[Dims | None], aux: dict[str, str]) -> Dims | None:
+    if len(flat) < 3 or any(t is None for t in flat[:3]):
+        return None
+    q, k, v = flat[0], flat[1], flat[2]
+    assert q is not None and k is not None and v is not None
+    if base == "query":
+        return q
+    if base == "key":
+        return k
+    if base == "val":
+        return v
+    if base == "dst":
+        return (*_broadcast(q[:-2], v[:-2]), q[-2], v[-1])
+    if base == "msk":
+        mask = aux.get("msk", "")
+        if "causal" in mask:
+            return None
+        return (k[-1],) if "1d" in mask else (q[-2], k[-1])
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# the model
+
+
+def _default_mds(kind: str, groups: list[list[Dims | None]]) -> list[MemDesc]:
+    """Plain f32 descriptors for a line given without its md field (FLOP-only callers)."""
+    if kind == "rnn":
+        args = ["src_layer", "src_iter", "wei_layer", "wei_iter", "dst_layer", "dst_iter"]
+    elif kind in _CONV_KINDS or kind in _GEMM_KINDS or kind == "inner_product":
+        args = ["src", "wei", "dst"]
+    elif kind == "sdpa":
+        args = ["query", "key", "val", "dst"]
+    elif kind in ("binary", "concat", "sum"):
+        n = len(groups[0]) if groups and kind != "sum" else 1
+        args = ["src"] * n + ["dst"]
+    else:
+        args = ["src", "dst"]
+    return [MemDesc(a, "f32", "", "blocked", "", "", "0", "", None) for a in args]
+
+
+def _access(kind: str, prop_kind: str, arg: str) -> str:
+    """``read`` or ``write``: whether a call reads or writes the tensor of an md slot."""
+    base = arg.removeprefix("diff_")
+    if arg == "out":
+        return "write"
+    if not prop_kind.startswith("backward"):
+        return "write" if base.startswith(("dst", "ws")) else "read"
+    if prop_kind == "backward_weights":
+        return "write" if base.startswith(("wei", "bia")) else "read"
+    if arg.startswith("diff_") and base.startswith(("src", "wei", "bia", "data", "scale",
+                                                     "shift")):
+        return "write"
+    if arg == "src" and kind in _BY_ROLE_KINDS:
+        return "write"  # backward data names its diff_src `src` (format doc §3.5)
+    return "read"
+
+
+def _norm_extra(kind: str, prob: dict[str, int | None], elements_dims: Dims,
+                aux: dict[str, str], prop_kind: str) -> tuple[list[TensorCost], bool]:
+    """Statistics and scale/shift tensors of a normalisation; and whether stats are computed."""
+    flags = aux.get("flags", "")
+    if flags.isdigit():  # v1.x - v2.x numeric flags
+        n = int(flags)
+        letters = ("G" if n & 1 else "") + ("CH" if n & 2 else "") + ("R" if n & 4 else "")
+        letters += ("C" if n & 8 else "") + ("H" if n & 16 else "")
+    else:
+        letters = flags.replace("S", "CH")
+    glob = "G" in letters
+    if kind == "batch_normalization":
+        channels, stats = elements_dims[1] if len(elements_dims) > 1 else 1, None
+        stats = channels
+    elif kind == "layer_normalization":
+        channels, stats = elements_dims[-1], math.prod(elements_dims[:-1])
+    else:
+        channels = elements_dims[1] if len(elements_dims) > 1 else 1
+        stats = (prob.get("mb") or 1) * (prob.get("g") or 1)
+    computes = not glob and not prop_kind.startswith("backward")
+    stat_access = "write" if computes and prop_kind == "forward_training" else "read"
+    out = []
+    if not (computes and prop_kind == "forward_inference"):
+        out += [_tensor("mean", "f32", (stats,), access=stat_access),
+                _tensor("variance", "f32", (stats,), access=stat_access)]
+    for letter, name in (("C", "scale"), ("H", "shift")):
+        if letter in letters:
+            out.append(_tensor(name, "f32", (channels,)))
+            if prop_kind == "backward":
+                out.append(_tensor(f"diff_{name}", "f32", (channels,), access="write"))
+    if "R" in letters and prop_kind == "forward_training" and kind == "batch_normalization":
+        out.append(_tensor("ws", "u8", elements_dims, access="write"))
+    return out, computes
+
+
+def _post_op_tensors(attrs: str, dst: TensorCost | None) -> tuple[list[TensorCost], int]:
+    """Extra tensors read by post-ops, and their operation count (1 per dst element each)."""
+    if dst is None:
+        return [], 0
+    extra: list[TensorCost] = []
+    ops = 0
+    for po in parse_attrs(attrs).post_ops:
+        if po.kind == "sum":
+            extra.append(_tensor("dst(sum)", po.dtype or dst.dtype, dst.dims, access="read"))
+        elif po.kind in ("binary", "prelu"):
+            mask = next((a for a in po.args if a.isdigit()), "")
+            keep = int(mask) if mask else 0
+            dims = tuple(v if keep >> i & 1 else 1 for i, v in enumerate(dst.dims))
+            extra.append(_tensor(f"{po.alg}(src1)", po.dtype or "f32", dims))
+        if po.kind in ("sum", "eltwise", "binary", "prelu"):
+            ops += math.prod(dst.dims)
+    return extra, ops
+
+
+@lru_cache(maxsize=1 << 14)
+def primitive_cost(kind: str, problem: str, mds: str = "", prop_kind: str = "", aux: str = "",
+                   attrs: str = "") -> Cost | None:
+    """The cost of one call of a primitive line, or ``None`` (unknown kind or descriptor)."""
+    try:
+        return _cost(kind, problem, mds, prop_kind, aux, attrs)
+    except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError, AttributeError):
+        return None
+
+
+def primitive_flops(kind: str, problem: str, prop_kind: str = "", aux: str = "",
+                    mds: str = "") -> float | None:
+    """FLOPs of one call (drop-in for ``rules.flops.FLOP_FUNCTION``), ``None`` if unknown."""
+    cost = primitive_cost(kind, problem, mds, prop_kind, aux, "")
+    return None if cost is None else float(cost.flops)
+
+
+def _cost(kind: str, problem: str, mds_text: str, prop_kind: str, aux_text: str,
+          attrs: str) -> Cost | None:
+    k = (kind or "").strip().lower().removesuffix("_v2")
+    if not k or k == "graph_partition" or k == "zero_pad":
+        return None
+    prob = parse_problem(k, problem)
+    if prob.overflow or not (problem or "").strip():
+        return None
+    d = dict(prob.dims)
+    aux = parse_aux(aux_text)
+    mdl = [md for md in parse_mds(mds_text) if not md.is_absent and md.arg not in _NO_TENSOR]
+    fpmath = parse_attrs(attrs).fpmath if attrs else None
+    groups = _dims_groups(problem) if prob.form == "dims" or prob.error else []
+    direction = _direction(prop_kind)
+    notes: list[str] = []
+    if mdl and all(not md.dtype for md in mdl):
+        notes.append("no data types printed: f32 assumed")
+    if not mdl:
+        mdl = _default_mds(k, groups)
+        notes.append("no memory descriptors: f32 tensors in plain layouts assumed")
+
+    # tensors
+    if groups:
+        dims_list = _list_tensor_dims(k, groups, mdl, aux)
+    else:
+        dims_list = [_named_tensor_dims(k, d, md, aux) for md in mdl]
+    tensors: list[TensorCost] = []
+    for md, dims in zip(mdl, dims_list, strict=True):
+        full = _complete(dims)
+        if full is None:
+            continue
+        tensors.append(_tensor(md.arg, md.dtype, full, md.tag if md.ndims == len(full)
+                               else "", _access(k, prop_kind, md.arg)))
+    if not tensors:
+        return None
+    data = tensors[0]
+
+    # kinds whose only md is `data` read it and write it back (eltwise/bnorm/lrn/softmax).
+    if k in _DATA_KINDS and not any(t.access == "write" for t in tensors):
+        if direction == "forward":
+            tensors.append(TensorCost("dst(=data)", data.dtype, data.dims, data.elements,
+                                      data.bytes, "write"))
+        else:
+            diff = next((t for t in tensors if t.arg.startswith("diff")), data)
+            tensors.append(TensorCost("diff_src(=diff)", diff.dtype, diff.dims, diff.elements,
+                                      diff.bytes, "write"))
+    # sum (F0: one `in` md and aux num:<n>)
+    n_src = sum(1 for t in tensors if t.arg.startswith("src") or t.arg == "in")
+    if k == "sum" and aux.get("num", "").isdigit() and int(aux["num"]) > n_src:
+        for _ in range(int(aux["num"]) - n_src):
+            tensors.insert(0, TensorCost("in", data.dtype, data.dims, data.elements, data.bytes))
+        n_src = int(aux["num"])
+
+    elems = math.prod(data.dims)
+    flops, formula = 0, "0 (data movement only)"
+    if k in _CONV_KINDS:
+        r = _conv_flops(k, d)
+        if r is None:
+            return None
+        flops, formula = r
+    elif k in _GEMM_KINDS or k == "inner_product":
+        shape = _gemm_shape(k, d, groups)
+        if shape is None:
+            return None
+        b, m, n, kk = shape
+        flops, formula = 2 * b * m * n * kk, f"2*B*M*N*K = 2*{b}*{m}*{n}*{kk}"
+    elif k == "rnn":
+        has_proj = any(md.arg.removeprefix("diff_") == "wei_proj" for md in mdl)
+        r = _rnn_flops(d, aux, prop_kind, has_proj)
+        if r is None:
+            return None
+        flops, formula = r
+        notes.append("rnn: GEMM FLOPs only (benchdnn convention); gate math not counted")
+    elif k == "sdpa":
+        q, key, v = (groups[0] + [None, None, None])[:3] if groups else (None, None, None)
+        if q is None or key is None or v is None:
+            return None
+        bh = math.prod(_broadcast(q[:-2], key[:-2]))
+        sq, dk, sk, dv = q[-2], q[-1], key[-1], v[-1]
+        flops = 2 * bh * sq * sk * (dk + dv) + OPS_SOFTMAX["forward"] * bh * sq * sk
+        formula = (f"2*BH*Sq*Sk*(D+Dv) + 5*BH*Sq*Sk = 2*{bh}*{sq}*{sk}*({dk}+{dv}) "
+                   f"+ 5*{bh}*{sq}*{sk}")
+    elif k == "eltwise":
+        flops, formula = OPS_ELTWISE[direction] * elems, f"{OPS_ELTWISE[direction]}*{elems}"
+    elif k in ("softmax", "logsoftmax"):
+        flops, formula = OPS_SOFTMAX[direction] * elems, f"{OPS_SOFTMAX[direction]}*{elems}"
+    elif k == "prelu":
+        flops, formula = OPS_PRELU[direction] * elems, f"{OPS_PRELU[direction]}*{elems}"
+    elif k in _NORM_KINDS:
+        extra, computes = _norm_extra(k, d, data.dims, aux, prop_kind)
+        tensors.extend(extra)
+        per = (OPS_NORM_BACKWARD.get(prop_kind, 8) if direction == "backward"
+               else OPS_NORM_APPLY + (OPS_NORM_STATS if computes else 0))
+        flops, formula = per * elems, f"{per}*{elems}"
+    elif k == "lrn":
+        ls = d.get("ls") or 5
+        nsp = max(len(data.dims) - 2, 0)
+        window = ls ** nsp if "within" in aux.get("alg", "") else ls
+        per = 2 * window + 3
+        flops, formula = per * elems, f"(2*{window}+3)*{elems}"
+    elif k == "pooling":
+        mb, ic = d.get("mb"), d.get("ic")
+        taps = 1
+        for x in "dhw":
+            if f"i{x}" in d:
+                taps *= conv_taps(d[f"i{x}"], d[f"o{x}"], d.get(f"k{x}", 1), d.get(f"s{x}", 1)
+                                  or 1, d.get(f"p{x}", 0), d.get(f"d{x}", 0) or 0)
+        flops, formula = mb * ic * taps, f"mb*ic*taps = {mb}*{ic}*{taps}"
+    elif k == "binary":
+        dst = next((t for t in tensors if t.access == "write"), data)
+        flops, formula = math.prod(dst.dims), f"1*{math.prod(dst.dims)}"
+    elif k == "sum":
+        per = 2 * n_src - 1
+        flops, formula = per * elems, f"(2*{n_src}-1)*{elems}"
+    elif k == "reduction":
+        flops, formula = elems, f"1*{elems}"
+    elif k == "resampling":
+        dst = next((t for t in tensors if t.arg.endswith("dst")), data)
+        if "linear" in aux.get("alg", ""):
+            per = 2 * 2 ** max(len(dst.dims) - 2, 0)
+            flops, formula = per * math.prod(dst.dims), f"{per}*{math.prod(dst.dims)}"
+    elif k not in ("reorder", "concat", "shuffle"):
+        return None
+
+    dst_t = next((t for t in tensors if t.access == "write"), None)
+    extra, po_ops = _post_op_tensors(attrs, dst_t)
+    if extra or po_ops:
+        tensors.extend(extra)
+        flops += po_ops
+        formula += f" + post-ops {po_ops}"
+    return Cost(
+        kind=k,
+        flops=int(flops),
+        bytes=int(sum(t.bytes for t in tensors)),
+        dtype=compute_dtype(mdl, fpmath),
+        formula=formula,
+        tensors=tuple(tensors),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,623 @@
+"""What-if projection: the iteration time after removing reorders, fusing eltwise, or bf16.
+
+The unit is one steady iteration (:mod:`dnnlens.analysis.iterations`): its primitives in
+order (*steps*), each with a typical time per iteration, the median (default) or the mean
+over the steady iterations. The baseline is their sum: oneDNN time per iteration (framework
+time between primitives is not in the log). A change rewrites some steps; every rewritten
+number says where it came from:
+
+* ``log``: a time measured in this log (the removed reorder's own time);
+* ``measured``: the same primitive (kind, problem, direction) measured in another layout
+  or data type, in this log or in a log passed with ``measured`` (``--measured``);
+* ``roofline``: scaled by the roofline, keeping the primitive's current efficiency:
+  ``t_new = t_old x roof_new / roof_old`` (``roof = max(flops/peak, bytes/bandwidth)``);
+* ``assumed``: nothing measured or modelled it: the time is kept, and the assumption says so.
+
+Changes: ``remove:reorders``, ``remove:activation-reorders``, ``remove:weight-reorders``,
+``fuse:eltwise``, ``dtype:bf16``. Each is projected alone, then all selected ones together
+(removals, then fusion, then the data type, each on the result of the previous).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dnnlens.analysis.costmodel import primitive_cost
+from dnnlens.analysis.iterations import Iterations, find_iterations
+from dnnlens.analysis.machine import Machine, isa_gain, machine_for_log
+from dnnlens.parsers.fields import parse_attrs, parse_aux, parse_mds
+
+__all__ = [
+    "CHANGES",
+    "Adjustment",
+    "ChangeResult",
+    "Projection",
+    "Step",
+    "StepTable",
+    "iteration_steps",
+    "project",
+]
+
+CHANGES = ("remove:reorders", "remove:activation-reorders", "remove:weight-reorders",
+           "fuse:eltwise", "dtype:bf16")
+#: Kinds that take an eltwise post-op (oneDNN attribute ``post_ops``).
+FUSABLE = frozenset({"convolution", "deconvolution", "inner_product", "matmul", "binary",
+                     "gemm_api", "pooling", "batch_normalization", "sum", "eltwise"})
+_LAYOUT_NOTE = (
+    "a layout change can change the implementation oneDNN dispatches for a convolution "
+    "(e.g. jit:avx2 on blocked aBcd8b vs brg_conv_fwd:avx2 on channels_last acdb in oneDNN "
+    "3.x) and so its speed, either way"
+)
+
+
+@dataclass
+class Step:
+    """One primitive of the steady iteration, at its position, with its typical time."""
+
+    position: int
+    record: int
+    kind: str
+    impl: str
+    prop_kind: str
+    problem: str
+    mds: str
+    attrs: str
+    aux: str
+    time_ms: float
+    samples: int
+    tensor: str = ""  # reorders: activation or weight
+    producers: list[int] = field(default_factory=list)
+    consumers: list[int] = field(default_factory=list)
+    example: str = ""
+
+    @property
+    def direction(self) -> str:
+        """forward / backward_data / backward_weights / backward / '' (prop kind, grouped)."""
+        return "forward" if self.prop_kind.startswith("forward") else (
+            "" if self.prop_kind == "undef" else self.prop_kind)
+
+    @property
+    def src_layout(self) -> str:
+        """Layout tag of the source (``src``, ``data``, ``src_layer``, ``in``)."""
+        mds = parse_mds(self.mds)
+        for arg in ("src", "data", "src_layer", "in", "query"):
+            md = mds.get(arg)
+            if md is not None:
+                return md.layout
+        return mds[0].layout if len(mds) else ""
+
+    @property
+    def dst_layout(self) -> str:
+        """Layout tag of the destination (``dst``, ``out``, last md)."""
+        mds = parse_mds(self.mds)
+        md = mds.get("dst") or mds.get("out") or (mds[-1] if len(mds) else None)
+        return md.layout if md is not None else ""
+
+    @property
+    def dtype(self) -> str:
+        """Compute data type (:func:`dnnlens.analysis.costmodel.compute_dtype`)."""
+        c = primitive_cost(self.kind, self.problem, self.mds, self.prop_kind, self.aux,
+                           self.attrs)
+        return c.dtype if c else ""
+
+    @property
+    def name(self) -> str:
+        """Node name as in the op graph (``n3_reorder``)."""
+        return f"n{self.position}_{self.kind or 'op'}"
+
+
+@dataclass
+class StepTable:
+    """The steps of one input's steady iteration, and per-record times over those iterations."""
+
+    source: str
+    steps: list[Step]
+    iterations_used: int
+    statistic: str
+    iteration_ms: float | None  # the statistic over the used iterations' totals
+    record_times: dict[int, list[float]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total_ms(self) -> float:
+        """Baseline: sum of the steps' typical times."""
+        return float(sum(s.time_ms for s in self.steps))
+
+
+@dataclass
+class Adjustment:
+    """One step rewritten by a change: its time before and after, and why."""
+
+    position: int
+    node: str
+    kind: str
+    problem: str
+    before_ms: float
+    after_ms: float
+    source: str
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data."""
+        return dict(self.__dict__)
+
+
+@dataclass
+class ChangeResult:
+    """A projected iteration time, with every rewritten step and what was assumed."""
+
+    change: str
+    baseline_ms: float
+    projected_ms: float
+    adjustments: list[Adjustment] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def saving_ms(self) -> float:
+        """Baseline minus projection."""
+        return self.baseline_ms - self.projected_ms
+
+    @property
+    def speedup(self) -> float | None:
+        """Baseline over projection."""
+        return self.baseline_ms / self.projected_ms if self.projected_ms > 0 else None
+
+    @property
+    def sources(self) -> list[str]:
+        """The kinds of source its numbers come from (log, measured, roofline, assumed)."""
+        order = ("log", "measured", "roofline", "assumed")
+        found = {k for a in self.adjustments for k in a.source.split("+")}
+        return [s for s in order if s in found]
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data."""
+        return {
+            "change": self.change, "baseline_ms": self.baseline_ms,
+            "projected_ms": self.projected_ms, "saving_ms": self.saving_ms,
+            "speedup": self.speedup, "sources": self.sources,
+            "assumptions": self.assumptions, "warnings": self.warnings,
+            "adjustments": [a.to_json() for a in self.adjustments],
+        }  # fmt: skip
+
+
+@dataclass
+class Projection:
+    """Each change alone and all together, against the baseline of one log."""
+
+    table: StepTable
+    machine: Machine
+    changes: list[ChangeResult]
+    combined: ChangeResult | None
+    measured: list[StepTable] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``project --format json`` document."""
+        t = self.table
+        return {
+            "log": t.source, "statistic": t.statistic, "iterations_used": t.iterations_used,
+            "baseline_ms": t.total_ms, "iteration_ms": t.iteration_ms, "notes": t.notes,
+            "steps": [{"position": s.position, "node": s.name, "kind": s.kind,
+                       "impl": s.impl, "problem": s.problem, "time_ms": s.time_ms,
+                       "tensor": s.tensor} for s in t.steps],
+            "machine": self.machine.to_dict(),
+            "measured_logs": [{"log": m.source, "baseline_ms": m.total_ms,
+                               "iteration_ms": m.iteration_ms,
+                               "iterations_used": m.iterations_used} for m in self.measured],
+            "changes": [c.to_json() for c in self.changes],
+            "combined": self.combined.to_json() if self.combined else None,
+        }  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------
+# the steps of a steady iteration
+
+
+def _stat(values: list[float] | np.ndarray, statistic: str) -> float:
+    arr = np.asarray(values, dtype=float)
+    arr = arr[~np.isnan(arr)]
+    if arr.size == 0:
+        return 0.0
+    return float(np.median(arr) if statistic == "median" else arr.mean())
+
+
+def iteration_steps(log: Any, iterations: Iterations | None = None,
+                    statistic: str = "median") -> StepTable:
+    """The steps of ``log``'s steady iteration with their typical (median/mean) times."""
+    ev = log.events
+    source = ", ".join(s.path for s in log.scans) or "<log>"
+    if ev.empty:
+        return StepTable(source, [], 0, statistic, None, notes=["no primitive executions"])
+    iters = iterations if iterations is not None else find_iterations(ev)
+    is_exec = ((ev["operation"].astype(str) == "exec")
+               & (ev["kind"].astype(str) != "graph_partition")).to_numpy()
+    itr = iters.iteration if len(iters.iteration) == len(ev) else np.full(len(ev), -1)
+    times = iters.times
+    notes: list[str] = []
+    chosen = times[(~times["warmup"]) & times["regular"]]
+    if chosen.empty:
+        chosen = times[times["regular"]]
+        if not chosen.empty:
+            notes.append("no steady iteration: warm-up iterations used")
+    if chosen.empty and len(times):
+        chosen = times.iloc[:1]
+        notes.append("no regular iteration: the first iteration used as it is")
+    rows_by_iter = [np.flatnonzero(is_exec & (itr == g)) for g in chosen["iteration"]]
+    if not rows_by_iter:
+        rows_by_iter = [np.flatnonzero(is_exec)]
+        notes.append("no iterations found: the whole log is one iteration")
+    p = min(len(r) for r in rows_by_iter)
+    rows_by_iter = [r[:p] for r in rows_by_iter if len(r) >= p]
+    t_all = ev["time_ms"].to_numpy(dtype=float)
+    rec_all = ev["record"].to_numpy(dtype=np.int64)
+    line_all = ev["line"].to_numpy()
+    matrix = np.vstack([t_all[r] for r in rows_by_iter]) if p else np.zeros((0, 0))
+    first = rows_by_iter[0]
+    steps: list[Step] = []
+    for k in range(p):
+        rec = log.records[int(rec_all[first[k]])]
+        steps.append(Step(
+            position=k, record=int(rec_all[first[k]]), kind=rec.kind, impl=rec.impl,
+            prop_kind=rec.prop_kind, problem=rec.problem, mds=rec.mds, attrs=rec.attrs,
+            aux=rec.aux, time_ms=_stat(matrix[:, k], statistic),
+            samples=int(np.count_nonzero(~np.isnan(matrix[:, k]))),
+            example=f"{ev['input'].iloc[first[k]]}:{int(line_all[first[k]])}",
+        ))  # fmt: skip
+    record_times: dict[int, list[float]] = defaultdict(list)
+    for r in rows_by_iter:
+        for i in r:
+            record_times[int(rec_all[i])].append(float(t_all[i]))
+    untimed = sum(1 for s in steps if s.samples == 0)
+    if untimed:
+        notes.append(f"{untimed} of {len(steps)} primitives print no time: counted as 0 ms")
+    totals = [float(np.nansum(t_all[r])) for r in rows_by_iter]
+    table = StepTable(source, steps, len(rows_by_iter), statistic,
+                      _stat(totals, statistic) if totals else None, dict(record_times), notes)
+    _link(log, iters, table)
+    return table
+
+
+def _link(log: Any, iters: Iterations, table: StepTable) -> None:
+    """Reorder classes and producer/consumer positions, from the op graph when it builds."""
+    steps = table.steps
+    try:
+        from dnnlens.analysis.graph import build_graph
+
+        g = build_graph(log, iters)
+        pos = {str(r.node): int(r.position) for r in g.nodes.itertuples() if r.position >= 0}
+        if len(pos) != len(steps):
+            raise ValueError("op graph positions do not match the iteration")
+        for r in g.reorders.itertuples():
+            if 0 <= int(r.position) < len(steps):
+                steps[int(r.position)].tensor = str(r.tensor)
+        for a, b in g.graph.edges():
+            if a in pos and b in pos:
+                steps[pos[a]].consumers.append(pos[b])
+                steps[pos[b]].producers.append(pos[a])
+        return
+    except Exception as exc:  # the graph is optional: fall back to sequence neighbours
+        table.notes.append(f"op graph unavailable ({type(exc).__name__}): reorders classified "
+                           "by weight dims, neighbours taken in sequence")
+    weight_dims = set()
+    for s in steps:
+        c = primitive_cost(s.kind, s.problem, s.mds, s.prop_kind, s.aux, s.attrs)
+        if c and s.kind != "reorder":
+            weight_dims |= {t.dims for t in c.tensors if t.arg.startswith(("wei", "diff_wei"))}
+    for i, s in enumerate(steps):
+        if s.kind == "reorder":
+            c = primitive_cost(s.kind, s.problem, s.mds, s.prop_kind, s.aux, s.attrs)
+            dims = c.tensors[0].dims if c and c.tensors else None
+            s.tensor = "weight" if dims in weight_dims else "activation"
+        if i > 0:
+            s.producers.append(i - 1)
+            steps[i - 1].consumers.append(i)
+
+
+# ---------------------------------------------------------------------------------------
+# alternatives measured elsewhere
+
+
+@dataclass
+class _Alt:
+    time_ms: float
+    detail: str
+    layout: str
+    dtype: str
+    impl: str
+
+
+def _key(s: Step) -> tuple[str, str, str]:
+    return (s.kind.removesuffix("_v2"), s.problem, s.direction)
+
+
+def _alternatives(step: Step, occurrence: int, tables: list[StepTable],
+                  want: Callable[[Step], bool]) -> _Alt | None:
+    """The best measured alternative of ``step`` satisfying ``want(candidate_step)``.
+
+    Candidates are steps of the same kind, problem and direction. A candidate at the same
+    occurrence (k-th step of that key in its iteration) is preferred; tables are searched in
+    order (the ``--measured`` logs first, then the log itself).
+    """
+    for table in tables:
+        same = [c for c in table.steps if _key(c) == _key(step) and want(c)]
+        if not same:
+            continue
+        c = same[occurrence] if occurrence < len(same) else same[-1]
+        how = (f"{table.statistic} of {c.samples} steady calls at the same position"
+               if occurrence < len(same) else f"{table.statistic} of a later call")
+        return _Alt(c.time_ms, f"measured in {c.example} ({c.impl}, src {c.src_layout}, "
+                    f"{c.dtype}): {how}", c.src_layout, c.dtype, c.impl)
+    return None
+
+
+def _occurrences(steps: list[Step]) -> dict[int, int]:
+    seen: dict[tuple, int] = defaultdict(int)
+    out = {}
+    for s in steps:
+        out[s.position] = seen[_key(s)]
+        seen[_key(s)] += 1
+    return out
+
+
+_BLOCKED = re.compile(r"[0-9]+[a-z]")
+
+
+def _plain(layout: str) -> bool:
+    return bool(layout) and not _BLOCKED.search(layout) and layout.isalpha()
+
+
+# ---------------------------------------------------------------------------------------
+# the changes
+
+
+class _State:
+    """Per-step times while changes are applied, with the adjustments made so far."""
+
+    def __init__(self, table: StepTable) -> None:
+        self.table = table
+        self.times = {s.position: s.time_ms for s in table.steps}
+        self.adjustments: dict[int, Adjustment] = {}
+        self.assumptions: list[str] = []
+        self.warnings: list[str] = []
+
+    def set(self, s: Step, after: float, source: str, detail: str) -> None:
+        prev = self.adjustments.get(s.position)
+        before = prev.before_ms if prev else self.times[s.position]
+        if prev:  # a later change of the same step: keep both reasons and both sources
+            detail = f"{prev.detail}; then {detail}"
+            source = "+".join(dict.fromkeys((*prev.source.split("+"), source)))
+        self.times[s.position] = after
+        self.adjustments[s.position] = Adjustment(s.position, s.name, s.kind, s.problem,
+                                                  before, after, source, detail)
+
+    def note(self, text: str, warning: bool = False) -> None:
+        target = self.warnings if warning else self.assumptions
+        if text not in target:
+            target.append(text)
+
+    def result(self, change: str) -> ChangeResult:
+        adj = sorted(self.adjustments.values(), key=lambda a: a.position)
+        return ChangeResult(change, self.table.total_ms, float(sum(self.times.values())), adj,
+                            list(self.assumptions), list(self.warnings))
+
+
+def _reachable_primitives(steps: list[Step], start: int, removed: set[int]) -> set[int]:
+    """Non-reorder steps reached from a removed reorder through removed reorders only."""
+    out: set[int] = set()
+    seen = {start}
+    stack = [start]
+    while stack:
+        i = stack.pop()
+        for j in (*steps[i].producers, *steps[i].consumers):
+            if j in seen:
+                continue
+            seen.add(j)
+            if steps[j].kind == "reorder":
+                if j in removed:
+                    stack.append(j)
+            else:
+                out.add(j)
+    return out
+
+
+def _remove(state: _State, which: str, ctx: _Context) -> None:
+    steps = state.table.steps
+    wanted = {"reorders": ("activation", "weight"), "activation-reorders": ("activation",),
+              "weight-reorders": ("weight",)}[which]
+    removed = {s.position for s in steps if s.kind == "reorder" and (s.tensor or "activation")
+               in wanted and state.times[s.position] > 0}
+    if not removed:
+        state.note(f"the iteration has no {which.replace('-', ' ')}: nothing to remove", True)
+        return
+    for i in sorted(removed):
+        s = steps[i]
+        state.set(s, 0.0, "log", f"removed {s.tensor or 'activation'} reorder "
+                  f"{s.src_layout}->{s.dst_layout}: measured {state.times[i]:.4f} ms per "
+                  "iteration in this log")
+    if "weight" in wanted:
+        state.note("weights are converted once ahead of time (prepacked: torch.jit.freeze, "
+                   "ipex.optimize or a weight cache); that one-time cost is not counted")
+    if "activation" not in wanted:
+        return
+    affected: set[int] = set()
+    for i in removed:
+        if steps[i].tensor != "weight":
+            affected |= _reachable_primitives(steps, i, removed)
+    state.note("the framework and oneDNN agree on one activation layout (e.g. the model and "
+               "its input in channels_last): the producers' output is read as it is; "
+               "framework time between primitives is not in the log")
+    state.note(_LAYOUT_NOTE)
+    occ = _occurrences(steps)
+    for i in sorted(affected):
+        s = steps[i]
+        alt = _alternatives(s, occ[i], ctx.measured + [state.table],
+                            lambda c, s=s: _plain(c.src_layout) and c.src_layout != s.src_layout
+                            and c.dtype == s.dtype)
+        if alt is not None:
+            state.set(s, alt.time_ms, "measured", f"layout {s.src_layout} -> {alt.layout}: "
+                      f"{alt.detail}")
+            if alt.impl != s.impl:
+                state.note(f"{s.kind} {s.problem}: implementation {s.impl} -> {alt.impl} "
+                           "in the measured layout")
+        else:
+            state.set(s, state.times[i], "assumed",
+                      f"no {s.kind} of this shape measured in a plain layout: time kept "
+                      f"({s.impl} on {s.src_layout}); pass a log of the other layout with "
+                      "--measured")
+
+
+def _fuse(state: _State, ctx: _Context) -> None:
+    steps = state.table.steps
+    elt = [s for s in steps if s.kind == "eltwise"]
+    if not elt:
+        state.note("the iteration has no oneDNN eltwise primitive: nothing to fuse (an "
+                   "activation the framework runs itself prints no oneDNN line and its time is "
+                   "not in the log)", True)
+        return
+    occ = _occurrences(steps)
+    fused = 0
+    for s in elt:
+        prods = [steps[j] for j in s.producers if steps[j].kind in FUSABLE]
+        if len(s.producers) != 1 or not prods:
+            state.note(f"{s.name}: no single producer that takes an eltwise post-op: kept", True)
+            continue
+        p = prods[0]
+        alg = parse_aux(s.aux).get("alg", "eltwise")
+        alt = _alternatives(p, occ[p.position], ctx.measured + [state.table],
+                            lambda c, alg=alg: any(po.alg == alg for po in
+                                                   parse_attrs(c.attrs).post_ops))
+        state.set(s, 0.0, "log", f"fused into {p.name} as post-op {alg}: its own pass "
+                  f"(measured {state.times[s.position]:.4f} ms) disappears")
+        fused += 1
+        if alt is not None:
+            state.set(p, alt.time_ms, "measured", f"with post-op {alg}: {alt.detail}")
+            continue
+        cost = primitive_cost(s.kind, s.problem, s.mds, s.prop_kind, s.aux, s.attrs)
+        extra = cost.flops / ctx.machine.peak(cost.dtype) / 1e6 if cost else 0.0
+        state.set(p, state.times[p.position] + extra, "roofline",
+                  f"+ post-op {alg}: {cost.flops if cost else '?'} FLOPs at the compute peak "
+                  f"({extra:.3g} ms), applied in registers before the store (no extra traffic)")
+    if fused:
+        state.note("the eltwise is applied as a post-op of its producer (oneDNN attribute "
+                   "post_ops), so its tensor is not written and read again")
+
+
+def _to_bf16(text: str) -> str:
+    """An md string with every f32 tensor in bf16 (``src:f32:`` and ``src_f32:`` forms)."""
+    return re.sub(r"(?<=[:_])f32(?=:)", "bf16", text)
+
+
+def _dtype(state: _State, ctx: _Context, target: str = "bf16") -> None:
+    steps = state.table.steps
+    m = ctx.machine
+    gain = isa_gain(m.isa, target)
+    occ = _occurrences(steps)
+    changed = 0
+    for s in steps:
+        if "f32" not in s.mds or state.times[s.position] <= 0:
+            continue
+        alt = _alternatives(s, occ[s.position], ctx.measured + [state.table],
+                            lambda c: c.dtype == target)
+        if alt is not None:
+            state.set(s, alt.time_ms, "measured", f"in {target}: {alt.detail}")
+            changed += 1
+            continue
+        old = primitive_cost(s.kind, s.problem, s.mds, s.prop_kind, s.aux, s.attrs)
+        new = primitive_cost(s.kind, s.problem, _to_bf16(s.mds), s.prop_kind, s.aux, s.attrs)
+        if old is None or new is None:
+            state.set(s, state.times[s.position], "assumed",
+                      f"no cost model for {s.kind}: time kept")
+            continue
+        r_old = max(old.flops / m.peak(old.dtype), old.bytes / m.bandwidth_gbs)
+        r_new = max(new.flops / m.peak(new.dtype), new.bytes / m.bandwidth_gbs)
+        factor = r_new / r_old if r_old > 0 else 1.0
+        bound = "compute" if old.flops / m.peak(old.dtype) >= old.bytes / m.bandwidth_gbs \
+            else "memory"
+        state.set(s, state.times[s.position] * factor, "roofline",
+                  f"{bound}-bound: roof time x {factor:.2f} (bytes {old.bytes} -> {new.bytes}, "
+                  f"peak {m.peak(old.dtype):.0f} -> {m.peak(new.dtype):.0f} GFLOP/s)")
+        changed += 1
+    if not changed:
+        state.note("no f32 primitive in the iteration: nothing to convert", True)
+        return
+    state.note(f"every f32 tensor becomes {target}; a primitive keeps its current fraction of "
+               "its roof (efficiency); conversion reorders at the edges of the bf16 region and "
+               "accuracy are not counted")
+    if gain <= 1.0:
+        state.note(f"{m.isa} has no {target} arithmetic (peak gain {gain:g}): compute-bound "
+                   f"primitives gain nothing, memory-bound ones move half the bytes. oneDNN has "
+                   f"no {target} jit kernels below AVX-512 BF16 / AVX2-VNNI-2 (it runs reference "
+                   "code or refuses), and PyTorch autocast refuses its mkldnn bf16 path on such "
+                   "CPUs: expect slower, not faster", True)
+
+
+@dataclass
+class _Context:
+    machine: Machine
+    measured: list[StepTable]
+
+
+def _apply(table: StepTable, changes: list[str], ctx: _Context) -> ChangeResult:
+    state = _State(table)
+    for change in changes:
+        verb, _, what = change.partition(":")
+        if verb == "remove":
+            _remove(state, what, ctx)
+        elif verb == "fuse":
+            _fuse(state, ctx)
+        elif verb == "dtype":
+            _dtype(state, ctx, what)
+    return state.result(" + ".join(changes))
+
+
+def normalize_changes(remove: list[str] | None = None, fuse: list[str] | None = None,
+                      dtype: str | None = None) -> list[str]:
+    """The change ids of the command-line options, validated, in application order."""
+    out: list[str] = []
+    for r in remove or []:
+        if f"remove:{r}" not in CHANGES:
+            raise ValueError(f"--remove {r}: expected reorders, activation-reorders or "
+                             "weight-reorders")
+        out.append(f"remove:{r}")
+    for f in fuse or []:
+        if f != "eltwise":
+            raise ValueError(f"--fuse {f}: only eltwise is supported")
+        out.append("fuse:eltwise")
+    if dtype:
+        if dtype != "bf16":
+            raise ValueError(f"--dtype {dtype}: only bf16 is supported")
+        out.append("dtype:bf16")
+    return list(dict.fromkeys(out))
+
+
+def project(log: Any, changes: list[str], machine: Machine | None = None,
+            measured: list[Any] | None = None, statistic: str = "median") -> Projection:
+    """Project each change alone and all together (see the module docstring).
+
+    ``log`` and each of ``measured`` are :class:`~dnnlens.model.ParsedLog`; ``machine``
+    defaults to the nominal machine of the log's header.
+    """
+    header = machine_for_log(log)
+    m = machine or header
+    table = iteration_steps(log, statistic=statistic)
+    if machine is not None and header.sources.get("threads") == "header" \
+            and header.threads != machine.threads:
+        table.notes.append(f"the log ran with {header.threads} threads, the machine profile "
+                           f"describes {machine.threads}: its peaks may not apply")
+    others = [iteration_steps(x, statistic=statistic) for x in (measured or [])]
+    ctx = _Context(m, others)
+    order = {c: i for i, c in enumerate(CHANGES)}
+    chosen = sorted(dict.fromkeys(changes), key=lambda c: order.get(c, 99))
+    alone = [_apply(table, [c], ctx) for c in chosen]
+    together = chosen
+    if "remove:reorders" in chosen:  # it includes the other two removals
+        together = [c for c in chosen if c not in ("remove:activation-reorders",
+                                                   "remove:weight-reorders")]
+    combined = _apply(table, together, ctx) if len(chosen) > 1 else None
+    return Projection(table, m, alone, combined, others)

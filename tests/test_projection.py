@@ -1,0 +1,264 @@
+"""What-if projections on the real NCHW / channels_last samples and on small synthetic logs.
+
+The expected numbers are computed here without dnnlens: the exec lines of each sample, cut
+into its 11 passes (MANIFEST.json: 1 warm-up + 10 timed; 165 = 11 x 15 exec lines for NCHW,
+88 = 11 x 8 for channels_last), the warm-up pass dropped, the median time per position.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dnnlens.analysis.machine import machine_from_isa
+from dnnlens.analysis.projection import (
+    CHANGES,
+    iteration_steps,
+    normalize_changes,
+    project,
+)
+from dnnlens.cli import app
+from dnnlens.load import load, load_text
+
+ROOT = Path(__file__).resolve().parent.parent / "sample_logs"
+NCHW = ROOT / "convnet_nchw_infer.log"
+CL = ROOT / "convnet_cl_infer.log"
+# positions in one NCHW pass (read off the log): weight reorders feed a conv's wei slot
+NCHW_WEIGHT = (0, 4, 8, 12)
+NCHW_ACT = (2, 3, 6, 7, 10, 11, 14)
+NCHW_CONV = (1, 5, 9, 13)
+CL_CONV = (1, 3, 5, 7)  # channels_last pass: reorder(wei), conv, ... (no activation reorders)
+
+
+def hand_medians(path: Path, period: int) -> list[float]:
+    """Median per position over passes 2..11 of a sample, from the raw lines."""
+    times = [float(line.rsplit(",", 1)[1]) for line in path.read_text().splitlines()
+             if ",exec," in line]
+    passes = [times[i : i + period] for i in range(0, len(times), period)]
+    assert len(passes) == 11
+    return [statistics.median(p[k] for p in passes[1:]) for k in range(period)]
+
+
+@pytest.fixture(scope="module")
+def nchw():
+    return load([str(NCHW)])
+
+
+@pytest.fixture(scope="module")
+def cl():
+    return load([str(CL)])
+
+
+def test_steps_and_baseline_match_hand_medians(nchw):
+    med = hand_medians(NCHW, 15)
+    t = iteration_steps(nchw)
+    assert t.iterations_used == 10
+    assert [s.time_ms for s in t.steps] == pytest.approx(med)
+    assert t.total_ms == pytest.approx(sum(med))
+    assert [s.position for s in t.steps if s.tensor == "weight"] == list(NCHW_WEIGHT)
+    assert [s.position for s in t.steps if s.tensor == "activation"] == list(NCHW_ACT)
+
+
+def test_remove_activation_reorders_without_measurement(nchw):
+    med = hand_medians(NCHW, 15)
+    r = project(nchw, ["remove:activation-reorders"]).changes[0]
+    assert r.projected_ms == pytest.approx(sum(med) - sum(med[i] for i in NCHW_ACT))
+    assert r.sources == ["log", "assumed"]
+    kept = [a for a in r.adjustments if a.kind == "convolution"]
+    assert [a.position for a in kept] == list(NCHW_CONV)
+    assert all(a.source == "assumed" and a.after_ms == a.before_ms for a in kept)
+    assert any("can change the implementation" in x for x in r.assumptions)
+
+
+def test_remove_activation_reorders_with_channels_last_measured(nchw, cl):
+    med, cl_med = hand_medians(NCHW, 15), hand_medians(CL, 8)
+    r = project(nchw, ["remove:activation-reorders"], measured=[cl]).changes[0]
+    # NCHW pass - activation reorders - NCHW convs + CL convs (k-th conv of a shape <-> k-th)
+    expected = (sum(med) - sum(med[i] for i in NCHW_ACT) - sum(med[i] for i in NCHW_CONV)
+                + sum(cl_med[i] for i in CL_CONV))
+    assert r.projected_ms == pytest.approx(expected)
+    assert r.sources == ["log", "measured"]
+    convs = {a.position: a for a in r.adjustments if a.kind == "convolution"}
+    assert convs[1].after_ms == pytest.approx(cl_med[1])
+    assert "convnet_cl_infer.log" in convs[1].detail and "brg_conv_fwd:avx2" in convs[1].detail
+    assert any("jit:avx2 -> brg_conv_fwd:avx2" in x for x in r.assumptions)
+
+
+def test_remove_weight_reorders(nchw):
+    med = hand_medians(NCHW, 15)
+    r = project(nchw, ["remove:weight-reorders"]).changes[0]
+    assert r.projected_ms == pytest.approx(sum(med) - sum(med[i] for i in NCHW_WEIGHT))
+    assert r.sources == ["log"]
+    assert any("prepacked" in x for x in r.assumptions)
+
+
+def test_fuse_eltwise_nothing_to_fuse_in_pytorch_sample(nchw):
+    r = project(nchw, ["fuse:eltwise"]).changes[0]
+    assert r.projected_ms == pytest.approx(r.baseline_ms)
+    assert r.adjustments == [] and "nothing to fuse" in r.warnings[0]
+
+
+def test_bf16_on_avx2_by_roofline(nchw):
+    med = hand_medians(NCHW, 15)
+    r = project(nchw, ["dtype:bf16"]).changes[0]
+    # avx2: no bf16 arithmetic; convolutions are compute bound (x1), reorders move half
+    expected = sum(med[i] for i in NCHW_CONV) + 0.5 * sum(
+        med[i] for i in (*NCHW_WEIGHT, *NCHW_ACT))
+    assert r.projected_ms == pytest.approx(expected)
+    assert r.sources == ["roofline"]
+    assert any("no bf16 arithmetic" in w for w in r.warnings)
+
+
+def test_combined_is_applied_in_order(nchw, cl):
+    cl_med = hand_medians(CL, 8)
+    p = project(nchw, list(CHANGES), measured=[cl])
+    assert [c.change for c in p.changes] == list(CHANGES)
+    assert p.combined is not None
+    # every reorder removed, convs from the CL log, then bf16 (x1 for compute-bound convs)
+    assert p.combined.projected_ms == pytest.approx(sum(cl_med[i] for i in CL_CONV))
+    assert p.combined.change == "remove:reorders + fuse:eltwise + dtype:bf16"
+    doc = p.to_json()
+    json.dumps(doc)
+    assert doc["baseline_ms"] == pytest.approx(sum(hand_medians(NCHW, 15)))
+    assert doc["measured_logs"][0]["baseline_ms"] == pytest.approx(sum(cl_med))
+
+
+def test_mean_statistic(nchw):
+    t = iteration_steps(nchw, statistic="mean")
+    times = [float(x.rsplit(",", 1)[1]) for x in NCHW.read_text().splitlines() if ",exec," in x]
+    # mean per position over the steady passes sums to the mean steady pass total
+    assert t.total_ms == pytest.approx(sum(times[15:]) / 10)
+    assert t.iteration_ms == pytest.approx(t.total_ms)
+
+
+# ---------------------------------------------------------------------------------------
+# synthetic logs: fusion and measured dtype
+
+
+HEADER = ["onednn_verbose,v1,info,oneDNN v3.12.0 (commit x)",
+          "onednn_verbose,v1,info,cpu,runtime:OpenMP,nthr:2",
+          "onednn_verbose,v1,info,cpu,isa:Intel AVX2"]
+CONV = ("onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx2,forward_inference,"
+        "src:{dt}::blocked:acdb::f0 wei:{dt}::blocked:Acdb8a::f0 bia:undef::undef::: "
+        "dst:{dt}::blocked:acdb::f0,{attrs},alg:convolution_direct,"
+        "mb1_ic8oc8_ih8oh8kh3sh1dh0ph1_iw8ow8kw3sw1dw0pw1,{t}")
+ELT = ("onednn_verbose,v1,primitive,exec,cpu,eltwise,jit:avx2,forward_inference,"
+       "src:f32::blocked:acdb::f0 dst:f32::blocked:acdb::f0,,alg:eltwise_relu alpha:0 beta:0,"
+       "1x8x8x8,{t}")
+
+
+def synthetic(passes: int, fused: bool = False, dt: str = "f32", conv_ms: float = 0.5):
+    lines = list(HEADER)
+    for _ in range(passes):
+        if fused:
+            lines.append(CONV.format(dt=dt, attrs="attr-post-ops:eltwise_relu", t=conv_ms))
+        else:
+            lines += [CONV.format(dt=dt, attrs="", t=conv_ms), ELT.format(t=0.1)]
+    return load_text("\n".join(lines))
+
+
+def test_fuse_eltwise_by_roofline():
+    r = project(synthetic(6), ["fuse:eltwise"]).changes[0]
+    assert r.baseline_ms == pytest.approx(0.6)
+    elt = next(a for a in r.adjustments if a.kind == "eltwise")
+    conv = next(a for a in r.adjustments if a.kind == "convolution")
+    assert (elt.after_ms, elt.source) == (0.0, "log")
+    # + 1*8*8*8 = 512 FLOPs at 160 GFLOP/s = 3.2e-6 ms
+    assert conv.source == "roofline"
+    assert conv.after_ms == pytest.approx(0.5 + 512 / 160e6)
+    assert r.projected_ms == pytest.approx(0.5 + 512 / 160e6)
+
+
+def test_fuse_eltwise_measured_in_other_log():
+    other = synthetic(6, True, conv_ms=0.55)
+    r = project(synthetic(6), ["fuse:eltwise"], measured=[other]).changes[0]
+    conv = next(a for a in r.adjustments if a.kind == "convolution")
+    assert conv.source == "measured" and conv.after_ms == pytest.approx(0.55)
+    assert r.projected_ms == pytest.approx(0.55)
+
+
+def test_bf16_measured_in_other_log_wins_over_roofline():
+    other = synthetic(6, dt="bf16", conv_ms=0.2)
+    r = project(synthetic(6), ["dtype:bf16"], measured=[other]).changes[0]
+    conv = next(a for a in r.adjustments if a.kind == "convolution")
+    assert conv.source == "measured" and conv.after_ms == pytest.approx(0.2)
+    elt = next(a for a in r.adjustments if a.kind == "eltwise")
+    assert elt.source == "roofline" and elt.after_ms == pytest.approx(0.05)  # memory bound
+
+
+def test_machine_profile_thread_mismatch_is_noted():
+    m = machine_from_isa("avx2", 8)
+    p = project(synthetic(4), ["dtype:bf16"], machine=m)
+    assert any("2 threads" in n and "8" in n for n in p.table.notes)
+
+
+def test_normalize_changes():
+    assert normalize_changes(["weight-reorders"], ["eltwise"], "bf16") == [
+        "remove:weight-reorders", "fuse:eltwise", "dtype:bf16"]
+    for bad in ((["nothing"], None, None), (None, ["relu"], None), (None, None, "f16")):
+        with pytest.raises(ValueError):
+            normalize_changes(*bad)
+
+
+def test_empty_log_projects_to_zero():
+    p = project(load_text("\n".join(HEADER)), ["remove:reorders"])
+    assert p.table.total_ms == 0.0 and p.changes[0].projected_ms == 0.0
+
+
+# ---------------------------------------------------------------------------------------
+# command line
+
+
+runner = CliRunner()
+
+
+def test_cli_project_json():
+    res = runner.invoke(app, ["project", str(NCHW), "--remove", "activation-reorders",
+                              "--measured", str(CL), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert [c["change"] for c in doc["changes"]] == ["remove:activation-reorders"]
+    assert doc["changes"][0]["sources"] == ["log", "measured"]
+    assert doc["combined"] is None
+
+
+def test_cli_project_terminal_all_changes():
+    res = runner.invoke(app, ["project", str(NCHW)])
+    assert res.exit_code == 0, res.output
+    for text in ("remove:activation-reorders", "dtype:bf16", "assumes:", "warning:", "baseline"):
+        assert text in res.output
+
+
+def test_cli_project_errors(tmp_path):
+    assert runner.invoke(app, ["project", str(NCHW), "--remove", "x"]).exit_code == 2
+    assert runner.invoke(app, ["project", str(tmp_path / "none.log")]).exit_code == 2
+    bad = tmp_path / "m.json"
+    bad.write_text("{")
+    assert runner.invoke(app, ["project", str(NCHW), "--machine", str(bad)]).exit_code == 2
+
+
+def test_cli_machine_show(tmp_path):
+    res = runner.invoke(app, ["machine", "show", str(NCHW), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["isa"] == "avx2" and doc["threads"] == 2
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({**doc, "bandwidth_gbs": 7.0}))
+    res = runner.invoke(app, ["machine", "show", "--machine", str(path)])
+    assert res.exit_code == 0 and "7.0" in res.output
+    res = runner.invoke(app, ["project", str(NCHW), "--machine", str(path), "-f", "json"])
+    assert json.loads(res.output)["machine"]["bandwidth_gbs"] == 7.0
+
+
+def test_cli_machine_probe_writes_profile(tmp_path):
+    out = tmp_path / "box.toml"
+    res = runner.invoke(app, ["machine", "probe", "-o", str(out), "--seconds", "0.2",
+                              "--format", "json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["peak_gflops"]["f32"] > 0 and doc["bandwidth_gbs"] > 0
+    assert "gemm_f32_gflops" in doc["measured"] and out.exists()
