@@ -611,16 +611,12 @@ def test_never_raises(junk):
         primitive_cost(kind, junk, junk, junk, junk, junk)
 
 
-def test_primitive_flops_is_a_drop_in_for_the_rules():
-    from dnnlens.analysis.rules.flops import primitive_flops as minimal
+def test_the_rules_count_flops_with_the_cost_model():
+    from dnnlens.analysis.rules.flops import FLOP_FUNCTION
 
-    # matmul and inner product: both models count 2*B*M*N*K
-    for kind, problem in (("matmul", "256x4096:4096x11008"), ("inner_product",
-                                                              "mb2ic16ih7iw7oc10")):
-        assert primitive_flops(kind, problem) == minimal(kind, problem)
-    # convolution: padding taps are not counted here (benchdnn), they are in the minimal one
+    assert FLOP_FUNCTION is primitive_flops
+    # padding taps are not counted (as benchdnn): 13,862,400 < 2*4*16*3*64*64*9 dense
     ours = primitive_flops("convolution", "mb4_ic3oc16_ih64oh64kh3sh1dh0ph1_iw64ow64kw3sw1dw0pw1")
     assert ours == 13_862_400.0
-    assert minimal("convolution", "mb4_ic3oc16_ih64oh64kh3sh1dh0ph1_iw64ow64kw3sw1dw0pw1") \
-        == 2 * 4 * 16 * 3 * 64 * 64 * 9
+    assert ours < 2 * 4 * 16 * 3 * 64 * 64 * 9
     assert primitive_flops("nothing", "1x1") is None

@@ -15,7 +15,7 @@ from collections import Counter
 import numpy as np
 
 from dnnlens.analysis.aggregate import StatsAccumulator
-from dnnlens.analysis.result import Analysis
+from dnnlens.analysis.result import Analysis, add_primitives
 from dnnlens.analysis.summary import Summary, summarize_stats
 from dnnlens.model import ParsedLog, build_diagnostics, build_events
 from dnnlens.parsers.merge import merge_header
@@ -135,6 +135,7 @@ class StreamAnalyzer:
         )
         summary = self.summary()
         analysis = Analysis(log=log, summary=summary)
+        add_primitives(analysis, stats=self.stats.frame())
         analysis.extras["stream"] = {
             "window_events": self.window_events,
             "events_in_window": len(window.event_line),

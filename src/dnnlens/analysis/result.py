@@ -27,4 +27,16 @@ def analyze_log(log: ParsedLog) -> Analysis:
         from dnnlens.analysis.linking import framework_extras
 
         analysis.extras.update(framework_extras(log))
+    add_primitives(analysis)
     return analysis
+
+
+def add_primitives(analysis: Analysis, stats: Any = None) -> None:
+    """``primitives`` in the JSON: each distinct primitive on the roofline (issue 9).
+
+    ``stats`` are per-record statistics when the event table holds only a window of the
+    events (streaming); by default they are computed from the event table.
+    """
+    from dnnlens.analysis.roofline import primitives_json
+
+    analysis.extras["primitives"] = primitives_json(analysis, stats=stats)

@@ -481,6 +481,26 @@ def _breakdowns(f: _Facts) -> str:
             + hbar_chart(impls, label="time by implementation") + "</section></div>")
 
 
+def _roofline(analysis: Analysis) -> str:
+    """Every distinct primitive on the roofline of the machine in the log's header."""
+    from dnnlens.analysis.machine import machine_for_log
+    from dnnlens.report.roofline_svg import roofline_svg
+
+    points = analysis.extras.get("primitives")
+    if not points:
+        return ""
+    machine = machine_for_log(analysis.log)
+    src = machine.sources
+    about = (f"Machine: {machine.isa}, {machine.threads} threads at {machine.freq_ghz:g} GHz "
+             f"({src.get('freq_ghz', '')}), f32 peak {machine.peak('f32'):,.0f} GFLOP/s, "
+             f"{machine.bandwidth_gbs:g} GB/s ({src.get('bandwidth_gbs', '')}); override with "
+             "dnnlens machine probe")
+    return ("<section><h2>Roofline</h2>" + roofline_svg(points, machine)
+            + f'<p class="note">{esc(about)}. Each point is one distinct '
+            "primitive: its FLOPs per call times its calls over its time (docs/cost-model.md)."
+            " Reorders do no arithmetic and sit on the memory roof.</p></section>")
+
+
 def _top_table(f: _Facts) -> str:
     rows = f.analysis.summary.top_primitives[:TOP_ROWS]
     if not rows:
@@ -605,6 +625,7 @@ def render_html(analysis: Analysis) -> str:
         _per_iteration(f),
         _reorder_section(f),
         _breakdowns(f),
+        _roofline(analysis),
         _top_table(f),
         _findings(f),
         _inputs(f),
