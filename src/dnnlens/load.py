@@ -3,23 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from dnnlens.io.inputs import InputError, InputSource, ReadStats, expand_inputs, iter_chunks
 from dnnlens.model import ParsedLog, build_diagnostics, build_events
 from dnnlens.parsers.scanner import InputScan, Scanner
 from dnnlens.parsers.torch_table import TableFinder
 
+if TYPE_CHECKING:
+    from dnnlens.report.console import InputProgress
+
 
 def scan_source(
-    scanner: Scanner, source: InputSource, finder: TableFinder | None = None
+    scanner: Scanner,
+    source: InputSource,
+    finder: TableFinder | None = None,
+    progress: InputProgress | None = None,
 ) -> InputScan:
     """Scan one source; an unreadable source gives an empty scan carrying its error.
 
-    ``finder`` (issue 3) sees the same chunks and collects profiler tables inside the log.
+    ``finder`` (issue 3) sees the same chunks and collects profiler tables inside the log;
+    ``progress`` advances a progress bar as chunks are read.
     """
     stats = ReadStats()
     try:
         chunks = iter_chunks(source, stats)
+        if progress is not None:
+            chunks = progress.track(source, chunks)
         if finder is not None:
             chunks = finder.watch(chunks)
         scan = scanner.scan_chunks(source.path, chunks)
@@ -45,16 +55,28 @@ def finish(scanner: Scanner, scans: list[InputScan], errors: list[str]) -> Parse
     )
 
 
-def load(specs: list[str]) -> ParsedLog:
-    """Parse every input named by ``specs`` (paths, globs, directories, ``-``)."""
+def load(
+    specs: list[str], progress: InputProgress | None = None, jobs: int = 1
+) -> ParsedLog:
+    """Parse every input named by ``specs`` (paths, globs, directories, ``-``).
+
+    With ``jobs`` > 1, log files are scanned in that many processes (large files split into
+    byte ranges, see :mod:`dnnlens.parallel`); profiler tables printed inside a log are
+    then not looked for (give the trace file instead).
+    """
     sources, errors = expand_inputs(specs)
     scanner = Scanner()
     # issue 3: chrome traces go to the trace parser, logs are also searched for tables
     from dnnlens.parsers.torch_trace import FrameworkReader
 
     framework = FrameworkReader()
-    scans = [scan_source(scanner, s, framework.finder(s.path))
-             for s in sources if not framework.take_trace(s.path)]
+    logs = [s for s in sources if not framework.take_trace(s.path)]
+    if jobs > 1 and logs and not any(s.is_stdin for s in logs):
+        from dnnlens.parallel import scan_parallel
+
+        scans = scan_parallel([s.path for s in logs], jobs, scanner)
+    else:
+        scans = [scan_source(scanner, s, framework.finder(s.path), progress) for s in logs]
     log = finish(scanner, scans, errors)
     log.framework = framework.result()
     log.input_errors += [t.error for t in framework.data.traces if t.error]
