@@ -20,14 +20,35 @@ class Analysis:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
-def analyze_log(log: ParsedLog) -> Analysis:
-    """Summarise ``log``; rules are run by the caller (see ``dnnlens.analysis.rules``)."""
+#: Events the sequence analyses (iterations, op graph, rules, charts) look at by default.
+DEFAULT_WINDOW_EVENTS = 200_000
+
+
+def analyze_log(log: ParsedLog, window_events: int | None = DEFAULT_WINDOW_EVENTS) -> Analysis:
+    """Summarise ``log``; rules are run by the caller (see ``dnnlens.analysis.rules``).
+
+    The summary, the framework links and ``primitives`` use every event. When the log has
+    more than ``window_events`` events, the event table is then cut to its last
+    ``window_events`` rows, so that iterations, the op graph, the rules and the charts cost
+    the same on a log of any length: a steady-state window (``extras["window"]`` says which).
+    ``None`` or 0 keeps every event.
+    """
     analysis = Analysis(log=log, summary=summarize(log))
     if log.framework is not None:  # issue 3: framework ops linked to their primitives
         from dnnlens.analysis.linking import framework_extras
 
         analysis.extras.update(framework_extras(log))
     add_primitives(analysis)
+    total = len(log.events)
+    if window_events and total > window_events:
+        log.events = log.events.iloc[total - window_events :].reset_index(drop=True)
+        analysis.extras["window"] = {
+            "events_total": total,
+            "events_analysed": window_events,
+            "first_line": int(log.events["line"].iloc[0]),
+            "note": "iterations, graph, rules and charts use the last events only; "
+                    "the summary and primitives use all of them",
+        }
     return analysis
 
 
