@@ -242,7 +242,7 @@ def test_load_inputs_hands_a_progress_to_a_loader_that_takes_one(monkeypatch, tm
     path.write_text("hello\n")
     seen = {}
 
-    def fake_load(specs, progress=None):
+    def fake_load(specs, progress=None, jobs=1):
         seen["progress"] = progress
         return load_text("x\n")
 

@@ -1,12 +1,16 @@
 """The ``dnnlens`` command line: wiring only, no analysis of its own.
 
-Exit codes: 0 analysed; 1 findings at or above ``--fail-on``; 2 usage or input error.
+Exit codes: 0 analysed; 1 findings at or above ``--fail-on``; 2 usage or input error; 3 an
+internal error of dnnlens (a bug; ``analyze``); 141 standard output closed early (``| head``).
+See ``docs/input-policy.md``.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 
@@ -18,6 +22,8 @@ from dnnlens import __version__
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that went away
 
 app = typer.Typer(
     name="dnnlens",
@@ -67,6 +73,52 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_USAGE)
 
 
+def _last_resort(command: Callable[..., None]) -> Callable[..., None]:
+    """No traceback ever: an unexpected exception becomes one line and exit code 3.
+
+    Exit 3, not 2: 2 says "fix your input or command line", 3 says "dnnlens failed; please
+    report it" (``DNNLENS_TRACEBACK=1`` shows the traceback). A reader that closes standard
+    output early (``| head``) ends the run quietly with 141. An ``OSError`` naming a file
+    (an unwritable ``--output``) is a usage error: 2.
+    """
+
+    @functools.wraps(command)
+    def run(*args: object, **kwargs: object) -> None:
+        try:
+            try:
+                command(*args, **kwargs)
+            finally:
+                sys.stdout.flush()
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, sys.stdout.fileno())
+            except (OSError, ValueError):  # not a real file descriptor (tests)
+                pass
+            raise typer.Exit(EXIT_BROKEN_PIPE) from None
+        except SystemExit as exc:
+            # rich ends the program with SystemExit(1) when standard output's reader goes
+            # away (Console.on_broken_pipe); nothing in dnnlens calls sys.exit, and 1 would
+            # read as "findings"
+            if exc.code == EXIT_FINDINGS:
+                raise typer.Exit(EXIT_BROKEN_PIPE) from None
+            raise
+        except Exception as exc:  # noqa: BLE001 - the last resort
+            # exits, aborts and usage errors of typer and click are how commands end
+            if type(exc).__module__.split(".")[0] in ("typer", "click"):
+                raise
+            if os.environ.get("DNNLENS_TRACEBACK"):
+                raise
+            if isinstance(exc, OSError) and exc.filename is not None:
+                raise _fail(f"{exc.filename}: {exc.strerror or exc}") from None
+            detail = (str(exc).strip().splitlines() or [""])[0][:300]
+            _say("internal error", f"{type(exc).__name__}: {detail} (please report this at "
+                 "the dnnlens issue tracker; DNNLENS_TRACEBACK=1 shows where it happened)")
+            raise typer.Exit(EXIT_INTERNAL) from None
+
+    return run
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"dnnlens {__version__}")
@@ -83,6 +135,7 @@ def _root(
 
 
 @app.command()
+@_last_resort
 def analyze(
     paths: list[str] = typer.Argument(
         ..., help="Log files, globs, directories, or - for standard input (.gz is read too)."
@@ -112,31 +165,41 @@ def analyze(
     live: bool = typer.Option(
         True, "--live/--no-live", help="With -: a live view on stderr while lines arrive."
     ),
-    window: int | None = typer.Option(
-        None, "--window", min=0,
-        help="With -: raw events kept for sequence rules (totals are always exact).",
+    window: int = typer.Option(
+        200_000, "--window", min=0,
+        help="Events (the last ones) that iterations, graph, rules and charts look at; "
+        "0 for all. Totals are always exact.",
+    ),
+    jobs: int = typer.Option(
+        1, "--jobs", "-j", min=0, help="Processes scanning log files (0: one per CPU)."
+    ),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress bar, no live view, no notes on stderr."
     ),
 ) -> None:
     """Parse oneDNN verbose logs and show where the time went."""
     from dnnlens.analysis.findings import severity_rank
     from dnnlens.analysis.result import analyze_log
     from dnnlens.analysis.rules.engine import RuleOptions, RuleSetupError, run_rules
-    from dnnlens.load import load
 
     if paths == ["-"]:
         from dnnlens.live import analyze_stream
 
-        live_console = Console(stderr=True) if live and sys.stderr.isatty() else None
+        show_live = live and not quiet and sys.stderr.isatty()
+        live_console = Console(stderr=True) if show_live else None
         analysis, _ = analyze_stream(
             sys.stdin.buffer, tee=sys.stdout.buffer if tee else None,
-            window_events=window, live_console=live_console,
+            window_events=window or None, live_console=live_console,
         )
         log = analysis.log
     else:
-        log = load(paths)
+        from dnnlens.parallel import default_jobs
+        from dnnlens.report.console import load_inputs
+
+        log = load_inputs(paths, quiet, jobs=jobs or default_jobs())
         if not log.scans and log.framework is None:  # issue 3: a trace alone is an input
             raise _fail("; ".join(log.input_errors) or "no input")
-        analysis = analyze_log(log)
+        analysis = analyze_log(log, window_events=window or None)
     options = RuleOptions(
         rule_paths=list(rules), select=list(select), ignore=list(ignore),
         config_path=str(config) if config else None,
@@ -164,15 +227,17 @@ def analyze(
         from dnnlens.report.terminal import render_terminal
 
         render_terminal(analysis, _console(output), top=top)
-    errors = list(log.input_errors) + [s.read_error for s in log.scans if s.read_error]
-    err = Console(stderr=True)
-    for message in errors:
-        err.print(f"[red]dnnlens: error:[/red] {message}", highlight=False)
-    if errors:
+    from dnnlens.io.problems import input_problems, strict_problem
+
+    problems = input_problems(log)
+    for message in problems.notes if not quiet else []:
+        _say("note", message)
+    for message in problems.errors:
+        _say("error", message)
+    if problems.errors:
         raise typer.Exit(EXIT_USAGE)
-    malformed = sum(s.malformed for s in log.scans)
-    if strict and malformed:
-        raise _fail(f"{malformed} malformed verbose lines (--strict)")
+    if strict and strict_problem(log):
+        raise _fail(strict_problem(log))
     if fail_on is not FailOn.never:
         threshold = severity_rank(fail_on.value)
         if any(severity_rank(f.severity) >= threshold for f in analysis.findings):

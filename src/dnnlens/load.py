@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from dnnlens.io.inputs import InputError, InputSource, ReadStats, expand_inputs, iter_chunks
+from dnnlens.io.inputs import InputSource, expand_inputs
 from dnnlens.model import ParsedLog, build_diagnostics, build_events
 from dnnlens.parsers.scanner import InputScan, Scanner
 from dnnlens.parsers.torch_table import TableFinder
@@ -25,22 +25,16 @@ def scan_source(
     ``finder`` (issue 3) sees the same chunks and collects profiler tables inside the log;
     ``progress`` advances a progress bar as chunks are read.
     """
-    stats = ReadStats()
-    try:
-        chunks = iter_chunks(source, stats)
+
+    def wrap(chunks: Iterator[list[str]]) -> Iterable[list[str]]:
+        out: Iterable[list[str]] = chunks
         if progress is not None:
-            chunks = progress.track(source, chunks)
+            out = progress.track(source, out)
         if finder is not None:
-            chunks = finder.watch(chunks)
-        scan = scanner.scan_chunks(source.path, chunks)
-    except InputError as exc:
-        scan = InputScan(source.path)
-        scan.read_error = str(exc)
-        return scan
-    scan.read_error = stats.error
-    scan.gzip = stats.gzip
-    scan.invalid_utf8_bytes = stats.invalid_utf8_bytes
-    return scan
+            out = finder.watch(out)
+        return out
+
+    return scanner.scan_source(source, wrap=wrap)
 
 
 def finish(scanner: Scanner, scans: list[InputScan], errors: list[str]) -> ParsedLog:

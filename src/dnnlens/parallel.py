@@ -16,7 +16,7 @@ from multiprocessing import get_context
 
 import numpy as np
 
-from dnnlens.io.inputs import GZIP_MAGIC, InputError, InputSource, ReadStats, iter_chunks
+from dnnlens.io.inputs import GZIP_MAGIC, InputSource
 from dnnlens.parsers.merge import merge_header
 from dnnlens.parsers.records import LineRecord
 from dnnlens.parsers.scanner import MALFORMED_TEXT_KEPT, InputScan, Scanner
@@ -79,15 +79,7 @@ def _scan_range(path: str, start: int, end: int) -> Part:
 
 def _scan_file(path: str) -> Part:
     scanner = Scanner()
-    stats = ReadStats()
-    try:
-        scan = scanner.scan_chunks(path, iter_chunks(InputSource(path), stats))
-    except InputError as exc:
-        scan = InputScan(path)
-        scan.read_error = str(exc)
-        return scan, [], []
-    scan.read_error, scan.gzip = stats.error, stats.gzip
-    scan.invalid_utf8_bytes = stats.invalid_utf8_bytes
+    scan = scanner.scan_source(InputSource(path))
     return scan, scanner.records, scanner.reasons
 
 
@@ -150,26 +142,27 @@ def merge_parts(path: str, parts: list[Part], scanner: Scanner) -> InputScan:
         if len(out.foreign_examples) < 5:
             out.foreign_examples.extend((k + offset, s) for k, s in scan.foreign_examples)
         for name in ("parsed", "foreign", "malformed", "prefixed", "slow_events",
-                     "invalid_utf8_bytes"):
+                     "invalid_utf8_bytes", "nul_lines"):
             setattr(out, name, getattr(out, name) + getattr(scan, name))
         out.families.update(scan.families)
         out.info_families.update(scan.info_families)
         scan.header.version_lines = [k + offset for k in scan.header.version_lines]
         merge_header(out.header, scan.header)
+        out.read_notes.extend(n for n in scan.read_notes if n not in out.read_notes)
         out.read_error = out.read_error or scan.read_error
         out.gzip = out.gzip or scan.gzip
         offset += scan.lines
     out.lines = offset
     out.event_line = _as_array("q", np.concatenate(lines))
-    out.event_record = _as_array("l", np.concatenate(recs))
+    out.event_record = _as_array("q", np.concatenate(recs))
     out.event_time = _as_array("d", np.concatenate(times))
     if stamped:
         out.has_timestamps = True
         out.event_timestamp = _as_array("d", np.concatenate(stamps))
     out.diag_line = _as_array("q", np.concatenate(dlines))
-    out.diag_record = _as_array("l", np.concatenate(drecs))
+    out.diag_record = _as_array("q", np.concatenate(drecs))
     out.malformed_line = _as_array("q", np.concatenate(mlines))
-    out.malformed_reason = _as_array("l", np.concatenate(mreasons))
+    out.malformed_reason = _as_array("q", np.concatenate(mreasons))
     return out
 
 

@@ -21,8 +21,8 @@ from dnnlens.model import ParsedLog, build_diagnostics, build_events
 from dnnlens.parsers.merge import merge_header
 from dnnlens.parsers.scanner import MALFORMED_TEXT_KEPT, InputScan, Scanner
 
-#: Raw events kept for sequence-based analysis, by default.
-DEFAULT_WINDOW_EVENTS = 1_000_000
+#: Raw events kept for sequence-based analysis, by default (as for files).
+DEFAULT_WINDOW_EVENTS = 200_000
 #: Malformed and diagnostic lines kept with their line numbers (all are counted).
 KEPT_LINES = 10_000
 
@@ -57,6 +57,7 @@ class StreamAnalyzer:
         t.foreign += chunk.foreign
         t.malformed += chunk.malformed
         t.prefixed += chunk.prefixed
+        t.nul_lines += chunk.nul_lines
         t.families.update(chunk.families)
         t.info_families.update(chunk.info_families)
         chunk.header.version_lines = [n + offset for n in chunk.header.version_lines]
@@ -113,7 +114,7 @@ class StreamAnalyzer:
                                                                                  strict=True))
             keep = slice(max(0, len(lines) - self.window_events), None)
             w.event_line = array("q", lines[keep].tolist())
-            w.event_record = array("l", recs[keep].tolist())
+            w.event_record = array("q", recs[keep].tolist())
             w.event_time = array("d", times[keep].tolist())
             w.event_timestamp = array("d", stamps[keep].tolist())
         w.diag_line, w.diag_record = self.total.diag_line, self.total.diag_record

@@ -10,9 +10,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "dnnlens.commands.run",
     "dnnlens.commands.capture",
     "dnnlens.commands.graph",
-    "dnnlens.commands.rules",
     "dnnlens.commands.export",
     "dnnlens.commands.diff",
+    "dnnlens.commands.rules",
     "dnnlens.commands.project",
     "dnnlens.commands.machine",
 )

@@ -9,7 +9,7 @@ _VERSION = re.compile(
     r"(?:oneDNN|DNNL|MKL-DNN)\s+v(?P<version>\d+\.\d+(?:\.\d+)?[^\s,(]*)"
     r"(?:\s*\((?:commit|Git Hash)\s*(?P<commit>[^)]*)\))?"
 )
-_NTHR = re.compile(r"nthr:(\d+)")
+_NTHR = re.compile(r"nthr:(\d{1,9})(?!\d)")
 
 
 @dataclass

@@ -18,11 +18,18 @@ import math
 import re
 from array import array
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from dnnlens.io.inputs import (
+    MAX_LINE_CHARS,
+    InputError,
+    InputSource,
+    ReadStats,
+    iter_chunks,
+)
 from dnnlens.parsers.header import Header
 from dnnlens.parsers.onednn_line import parse_line
 from dnnlens.parsers.records import LINE_DIAGNOSTIC, LINE_EVENT, LineRecord, MalformedLine
@@ -30,11 +37,19 @@ from dnnlens.parsers.records import LINE_DIAGNOSTIC, LINE_EVENT, LineRecord, Mal
 _MARK = "_verbose,"
 _MARK_LEN = len(_MARK)
 _NAN = math.nan
+_isfinite = math.isfinite
 _NEEDS_FULL = -1  # memo value: the last field was not a time, parse the whole key
 # A verbose marker cut short at the end of a line (``mkldnn_ve``, ``onednn_verb``).
 _CUT_MARKER = re.compile(
     r"(?:^|[\s>`\]:])(?:onednn|mkldnn|dnnl)_(?:v|ve|ver|verb|verbo|verbos|verbose)?$"
 )
+
+# A time followed by pasted prose or markdown: "0.5.", "0.5 ms", "0.5`", "0.5**".
+_TIME_THEN_TEXT = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)[\s.`*)\]\"']")
+
+_REASON_GLUED = "two verbose lines glued together (interleaved output of threads or processes)"
+_REASON_TOO_LONG = f"line too long: over {MAX_LINE_CHARS:,} characters, not parsed"
+_REASON_BAD_TIME = "time field is negative or infinite"
 
 #: How many malformed lines keep their text (all are counted and keep line and reason).
 MALFORMED_TEXT_KEPT = 200
@@ -56,15 +71,15 @@ class InputScan:
     info_families: Counter = field(default_factory=Counter)
     # events, one entry per event line
     event_line: array = field(default_factory=lambda: array("q"))
-    event_record: array = field(default_factory=lambda: array("l"))
+    event_record: array = field(default_factory=lambda: array("q"))
     event_time: array = field(default_factory=lambda: array("d"))
     event_timestamp: array = field(default_factory=lambda: array("d"))
     # diagnostics (check, dispatch, error, warning), one entry per line
     diag_line: array = field(default_factory=lambda: array("q"))
-    diag_record: array = field(default_factory=lambda: array("l"))
+    diag_record: array = field(default_factory=lambda: array("q"))
     # malformed lines: line number and reason id (into Scanner.reasons) for all of them
     malformed_line: array = field(default_factory=lambda: array("q"))
-    malformed_reason: array = field(default_factory=lambda: array("l"))
+    malformed_reason: array = field(default_factory=lambda: array("q"))
     malformed_text: dict[int, str] = field(default_factory=dict)
     foreign_examples: list[tuple[int, str]] = field(default_factory=list)
     read_error: str | None = None
@@ -72,6 +87,10 @@ class InputScan:
     slow_events: int = 0
     gzip: bool = False
     invalid_utf8_bytes: int = 0
+    #: Lines that held NUL bytes; the NULs were removed before the line was classified.
+    nul_lines: int = 0
+    #: Notes from reading (compression, encoding, cut lines), one line each.
+    read_notes: list[str] = field(default_factory=list)
 
     @property
     def family_names(self) -> list[str]:
@@ -118,7 +137,24 @@ class Scanner:
             self._reason_ids[reason] = rid
         return -2 - rid
 
+    def _damage(self, key: str, timed: bool) -> str | None:
+        """Why ``key`` (marker onwards) is not read at all: too long, or two lines glued.
+
+        Checked once per distinct key, on a memo miss; a timed key is the line without its
+        last field, so a second marker just before that field is looked for too.
+        """
+        if len(key) > MAX_LINE_CHARS:
+            return _REASON_TOO_LONG
+        text = key + "," if timed else key
+        j = text.find(_MARK, text.find(_MARK) + _MARK_LEN)
+        if j >= 0 and self._find_marker(text, j)[0] >= 0:
+            return _REASON_GLUED
+        return None
+
     def _parse(self, key: str, timed: bool) -> int:
+        damage = self._damage(key, timed)
+        if damage is not None:
+            return self._intern_reason(damage)
         try:
             record = parse_line(key)
         except MalformedLine as exc:
@@ -136,7 +172,8 @@ class Scanner:
             if rid >= 0 and key.endswith(",") and self.records[rid].line_kind == LINE_EVENT:
                 rid = self._intern_reason("event line ends with an empty field (cut before "
                                           "its time)")
-            self._memo_full[key] = rid
+            if len(key) <= MAX_LINE_CHARS:  # huge keys are not kept
+                self._memo_full[key] = rid
         return rid
 
     # -- hot path -------------------------------------------------------------------------
@@ -180,22 +217,101 @@ class Scanner:
         scan.prefixed += prefixed
         fast_events = len(ev_line) - scan.slow_events
         scan.parsed += fast_events
-        self._count_families(scan)
         if scan.has_timestamps:
             pad = len(ev_line) - len(scan.event_timestamp)
             scan.event_timestamp.extend([_NAN] * pad)
+        self._reject_bad_times(scan)
+        self._count_families(scan)
         return scan
+
+    def scan_source(
+        self,
+        source: InputSource,
+        wrap: Callable[[Iterator[list[str]]], Iterable[list[str]]] | None = None,
+    ) -> InputScan:
+        """Read and scan one source; an unreadable source gives an empty scan with its error.
+
+        Everything learnt while reading (compression, invalid bytes, notes, a read error)
+        lands on the scan. ``wrap`` may wrap the chunk iterator (a progress bar).
+        """
+        stats = ReadStats()
+        chunks: Iterable[list[str]] = iter_chunks(source, stats)
+        if wrap is not None:
+            chunks = wrap(chunks)  # type: ignore[arg-type]
+        try:
+            scan = self.scan_chunks(source.path, chunks)
+        except InputError as exc:
+            scan = InputScan(source.path)
+            scan.read_error = str(exc)
+            return scan
+        scan.read_error = stats.error
+        scan.gzip = stats.gzip
+        scan.invalid_utf8_bytes = stats.invalid_utf8_bytes
+        scan.read_notes = list(stats.notes)
+        return scan
+
+    def _reject_bad_times(self, scan: InputScan) -> None:
+        """Events whose time is negative or infinite become malformed lines.
+
+        Done once per input over the whole time column (numpy), so neither path of the loop
+        pays for it per line; both paths accept what ``float`` accepts.
+        """
+        if not len(scan.event_time):
+            return
+        times = np.frombuffer(scan.event_time, dtype=np.float64)
+        bad = (times < 0.0) | (times == np.inf)
+        if not bad.any():
+            return
+        keep = ~bad
+        lines = np.frombuffer(scan.event_line, dtype=np.int64)[bad]
+        for name in ("event_line", "event_record", "event_time", "event_timestamp"):
+            old = getattr(scan, name)
+            if len(old) != len(times):
+                continue
+            kept = array(old.typecode)
+            kept.frombytes(np.frombuffer(old, dtype=np.dtype(old.typecode))[keep].tobytes())
+            setattr(scan, name, kept)
+        reason = -2 - self._intern_reason(_REASON_BAD_TIME)
+        scan.parsed -= len(lines)
+        scan.malformed += len(lines)
+        scan.malformed_line.extend(lines.tolist())
+        scan.malformed_reason.extend([reason] * len(lines))
+        order = np.argsort(np.frombuffer(scan.malformed_line, dtype=np.int64), kind="stable")
+        for name in ("malformed_line", "malformed_reason"):
+            old = getattr(scan, name)
+            ordered = array(old.typecode)
+            ordered.frombytes(np.frombuffer(old, dtype=np.dtype(old.typecode))[order].tobytes())
+            setattr(scan, name, ordered)
 
     def _count_families(self, scan: InputScan) -> None:
         records = self.records
         for ids in (scan.event_record, scan.diag_record):
             if len(ids):
-                counts = np.bincount(np.frombuffer(ids, dtype=np.int64))
+                counts = np.bincount(np.frombuffer(ids, dtype=np.dtype(ids.typecode)))
                 for rid in np.flatnonzero(counts):
                     scan.families[records[rid].family] += int(counts[rid])
 
+    def _find_marker(self, line: str, i: int) -> tuple[int, int]:
+        """The first real marker at or after ``_MARK`` position ``i``: (start, mark index).
+
+        ``(-1, -1)`` when there is none (``ov_cpu_verbose,`` and other look-alikes are not
+        oneDNN).
+        """
+        while i >= 0:
+            if i >= 6 and line[i - 6 : i] in ("onednn", "mkldnn"):
+                return i - 6, i
+            if i >= 4 and line[i - 4 : i] == "dnnl":
+                return i - 4, i
+            i = line.find(_MARK, i + 1)
+        return -1, -1
+
     def _classify(self, scan: InputScan, lineno: int, line: str) -> None:
-        """The full path for one line: marker, timestamp, time, memo, parse."""
+        """The full path for one line: NUL bytes, marker, timestamp, time, memo, parse."""
+        clean = True
+        if "\x00" in line:  # preallocated or copytruncate'd files; never part of a line
+            line = line.replace("\x00", "")
+            scan.nul_lines += 1
+            clean = False
         i = line.find(_MARK)
         if i < 0:
             self._foreign_or_cut(scan, lineno, line)
@@ -205,38 +321,55 @@ class Scanner:
             start = i - 6
         elif line[i - 4 : i] == "dnnl":
             start = i - 4
-        else:  # ov_cpu_verbose and other look-alikes are not oneDNN
-            self._foreign(scan, lineno, line)
-            return
+        else:  # ov_cpu_verbose and other look-alikes are not oneDNN; a real one may follow
+            start, i = self._find_marker(line, i)
+            if start < 0:
+                self._foreign(scan, lineno, line)
+                return
         body = line[start:].rstrip()
         p = i - start + _MARK_LEN
         c = body[p : p + 1]
-        if c == "v":
-            q = body.find(",", p)
-            p = q + 1 if q > 0 else p
-            c = body[p : p + 1]
-        ts = _NAN
-        if c.isdigit():
+        if c == "v":  # the format version, v1 since 3.6 (any field starting with v)
             q = body.find(",", p)
             if q > 0:
-                try:
-                    ts = float(body[p:q])
-                    body = body[:p] + body[q + 1 :]
-                except ValueError:
-                    pass
+                p = q + 1
+                c = body[p : p + 1]
+        ts = _NAN
+        while c.isdigit():  # the timestamp (and any further number field, see the docs)
+            q = body.find(",", p)
+            if q < 0:
+                break
+            try:
+                value = float(body[p:q])
+            except ValueError:
+                break
+            if not _isfinite(value):
+                break
+            if ts != ts:
+                ts = value
+            body = body[:p] + body[q + 1 :]
+            c = body[p : p + 1]
         head, _, last = body.rpartition(",")
+        timed = True
         try:
             t = float(last)
         except ValueError:
-            t = _NAN
-        if t == t:
+            m = _TIME_THEN_TEXT.match(last)  # "0.5." / "0.5 ms" / "0.5`": pasted prose
+            if m is not None:
+                t = float(m.group(1))
+            else:
+                t = _NAN
+                timed = False
+        if timed:
             rid = self._memo.get(head)
             if rid is None:
                 rid = self._parse(head, timed=True)
-                self._memo[head] = rid
+                if len(head) <= MAX_LINE_CHARS:  # huge keys are not kept
+                    self._memo[head] = rid
             if rid == _NEEDS_FULL:
                 rid = self._lookup_full(body)
                 t = _NAN
+                timed = False
         else:
             rid = self._lookup_full(body)
         if rid < 0:
@@ -260,8 +393,9 @@ class Scanner:
             scan.event_record.append(rid)
             scan.event_time.append(t)
             # Memoise the raw line's head for the fast path: only when the line has no
-            # timestamp (else the head never repeats) and its last field was the time.
-            if ts != ts and t == t:
+            # timestamp (else the head never repeats), its last field was the time, and the
+            # line needed no cleaning (the fast path sees raw lines).
+            if ts != ts and timed and clean:
                 raw_head = line.rpartition(",")[0]
                 self._fast[raw_head] = ~rid if start else rid
         elif record.line_kind == LINE_DIAGNOSTIC:
@@ -274,11 +408,17 @@ class Scanner:
             scan.info_families[record.family] += 1
 
     def _foreign_or_cut(self, scan: InputScan, lineno: int, line: str) -> None:
-        if "dnn" in line and _CUT_MARKER.search(line.rstrip()):
+        if "dnn" in line and self._cut_marker_at_end(line):
             reason = self._intern_reason("verbose marker cut off (truncated line)")
             self._malformed(scan, lineno, line, -2 - reason)
             return
         self._foreign(scan, lineno, line)
+
+    @staticmethod
+    def _cut_marker_at_end(line: str) -> bool:
+        """Whether ``line`` ends in a verbose marker cut short (only its tail is searched)."""
+        text = line.rstrip()
+        return _CUT_MARKER.search(text, max(0, len(text) - 20)) is not None
 
     @staticmethod
     def _foreign(scan: InputScan, lineno: int, line: str) -> None:

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -140,21 +139,15 @@ class InputProgress:
         self._progress.remove_task(task)
 
 
-def load_inputs(specs: list[str], quiet: bool = False) -> ParsedLog:
-    """:func:`dnnlens.load.load`, with a progress bar on long inputs once ``load`` takes one.
+def load_inputs(specs: list[str], quiet: bool = False, jobs: int = 1) -> ParsedLog:
+    """:func:`dnnlens.load.load` with a progress bar on long inputs (unless ``quiet``)."""
+    from dnnlens.load import load
 
-    ``load(specs, progress=...)`` is expected to pass each source's chunk iterator through
-    ``progress.track(source, chunks)``; until it accepts that keyword, inputs load without
-    a bar (and with everything else ``load`` does).
-    """
-    from dnnlens import load as load_module
-
-    loader = load_module.load
-    if progress_enabled(quiet) and "progress" in inspect.signature(loader).parameters:
+    if jobs == 1 and progress_enabled(quiet):
         sources, _ = expand_inputs(specs)
         with InputProgress(sources, True) as progress:
-            return loader(specs, progress=progress)  # type: ignore[call-arg]
-    return loader(specs)
+            return load(specs, progress=progress)
+    return load(specs, jobs=jobs)
 
 
 def note(message: str, quiet: bool = False) -> None:

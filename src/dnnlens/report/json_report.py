@@ -52,6 +52,8 @@ def input_json(scan: InputScan, reasons: list[str]) -> dict[str, Any]:
         "prefixed_lines": scan.prefixed,
         "gzip": scan.gzip,
         "invalid_utf8_bytes": scan.invalid_utf8_bytes,
+        "nul_lines": scan.nul_lines,
+        "read_notes": list(scan.read_notes),
         "read_error": scan.read_error,
         "malformed": malformed,
     }

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from dnnlens.analysis.result import Analysis
+from dnnlens.io.inputs import display_path
 from dnnlens.report.framework_terminal import render_framework
 
 MALFORMED_SHOWN = 10
@@ -50,7 +51,7 @@ def _inputs(console: Console, analysis: Analysis) -> None:
     for s in analysis.log.scans:
         h = s.header
         table.add_row(
-            escape(s.path), ", ".join(s.family_names) or "-", h.version or "-",
+            escape(display_path(s.path)), ", ".join(s.family_names) or "-", h.version or "-",
             escape(h.isa or "-"), str(h.threads or "-"), f"{s.lines:,}", f"{s.parsed:,}",
             f"{s.foreign:,}",
             f"[red]{s.malformed:,}[/red]" if s.malformed else "0",
@@ -65,7 +66,7 @@ def _inputs(console: Console, analysis: Analysis) -> None:
         if s.malformed:
             shown = list(zip(s.malformed_line, s.malformed_reason, strict=True))[:MALFORMED_SHOWN]
             for line, reason in shown:
-                console.print(f"  [red]malformed[/red] {escape(s.path)}:{line}: "
+                console.print(f"  [red]malformed[/red] {escape(display_path(s.path))}:{line}: "
                               f"{escape(analysis.log.reasons[reason])}")
             if s.malformed > MALFORMED_SHOWN:
                 console.print(f"  ... and {s.malformed - MALFORMED_SHOWN} more malformed lines "
