@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dnnlens.parsers.fields import (
@@ -32,6 +32,7 @@ KINDS = ["convolution", "matmul", "inner_product", "gemm_api", "rnn", "pooling_v
 
 @FAST
 @given(texts)
+@example("**")  # only markdown damage: nothing left to parse (found by CI)
 def test_mds_never_raise(text):
     r = parse_mds(text)
     assert r.raw == text

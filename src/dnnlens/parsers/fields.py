@@ -530,6 +530,8 @@ def _parse_mds_cached(text: str) -> MdList:
         return MdList(overflow=True, raw=raw)
     body, notes = _repair(body)
     entries = body.split()
+    if not entries:  # nothing left once the damage is removed (``**``)
+        return MdList(notes=notes, raw=raw)
     primary = _md_family_guess(entries[0])
     starts = (primary,) + tuple(s for s in _MD_STARTS if s != primary)
     parsed, _ = _parse_md_entries(" ".join(entries), starts)
