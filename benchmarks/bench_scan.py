@@ -8,6 +8,7 @@ by default) and then, each in a fresh subprocess so peak memory is its own:
 
 * ``floor``: plain Python reading of the same file (``for line in f: n += 1``);
 * ``parse``: ``dnnlens.load.load`` (every line accounted for, event table built);
+* ``parse-j2``: the same with ``jobs=2`` (the file split into two byte ranges, two processes);
 * ``analyze``: parse + summary + rules, i.e. what ``dnnlens analyze --format json`` does;
 * ``stream``: the streaming path of ``dnnlens analyze -`` (exact totals, a window of 100,000
   raw events): its peak memory must not grow with the log;
@@ -46,7 +47,7 @@ PARSE = """
 import resource, sys, time
 from dnnlens.load import load
 t = time.perf_counter()
-log = load([sys.argv[1]])
+log = load([sys.argv[1]], jobs=int(sys.argv[2]) if len(sys.argv) > 2 else 1)
 dt = time.perf_counter() - t
 print({"seconds": dt, "lines": log.scans[0].lines, "events": len(log.events),
        "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
@@ -95,10 +96,11 @@ def build_log(source: Path, lines: int, path: Path) -> None:
             written += len(take)
 
 
-def run_child(code: str, path: Path) -> dict:
+def run_child(code: str, path: Path, *extra: str) -> dict:
     """Run ``code`` in a fresh interpreter; it prints one dict."""
     out = subprocess.run(
-        [sys.executable, "-c", code, str(path)], check=True, capture_output=True, text=True
+        [sys.executable, "-c", code, str(path), *extra], check=True, capture_output=True,
+        text=True,
     ).stdout
     return eval(out.strip().splitlines()[-1], {})  # our own child's repr of a dict
 
@@ -137,6 +139,7 @@ def main() -> None:
         results = {
             "floor": run_child(FLOOR, path),
             "parse": run_child(PARSE, path),
+            "parse-j2": run_child(PARSE, path, "2"),
             "analyze": run_child(ANALYZE, path),
             "stream": run_child(STREAM, path),
             "cli": run_cli(path),
@@ -147,13 +150,13 @@ def main() -> None:
     floor = results["floor"]
     print(f"{args.lines:,} lines, {size_mib:,.0f} MiB, built from {args.source.name}; "
           f"{os.cpu_count()} CPUs")
-    print(f"{'stage':<8} {'seconds':>8} {'lines/s':>12} {'x floor':>8} {'peak MiB':>9} "
+    print(f"{'stage':<9} {'seconds':>8} {'lines/s':>12} {'x floor':>8} {'peak MiB':>9} "
           f"{'x floor':>8}")
     for name, r in results.items():
         rate = args.lines / r["seconds"]
         t_ratio = r["seconds"] / floor["seconds"]
         m_ratio = r["rss_mib"] / floor["rss_mib"]
-        print(f"{name:<8} {r['seconds']:>8.2f} {rate:>12,.0f} {t_ratio:>8.1f}"
+        print(f"{name:<9} {r['seconds']:>8.2f} {rate:>12,.0f} {t_ratio:>8.1f}"
               f" {r['rss_mib']:>9.0f} {m_ratio:>8.1f}")
     if args.json:
         print(json.dumps({"lines": args.lines, "results": results}, indent=2))
