@@ -15,6 +15,8 @@ from typing import Any
 
 import typer
 
+from dnnlens.report.json_safe import json_safe
+
 EXIT_SLOWER = 1
 EXIT_USAGE = 2
 
@@ -288,7 +290,7 @@ def diff(
         doc["verdict"] = verdict(d)
         if limit is not None:
             doc["fail_if_slower_pct"] = 100 * limit
-        sys.stdout.write(json.dumps(_clean(doc), indent=2) + "\n")
+        sys.stdout.write(json.dumps(json_safe(doc), indent=2) + "\n")
     elif fmt is DiffFormat.markdown:
         sys.stdout.write(render_markdown(d, top) + "\n")
     else:
@@ -299,16 +301,6 @@ def diff(
         error(f"NEW is {100 * d.slower_fraction:.1f}% slower than BASE {where} "
               f"(--fail-if-slower {100 * limit:g}%)")
         raise typer.Exit(EXIT_SLOWER)
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return value
 
 
 def register(app: typer.Typer) -> None:

@@ -13,6 +13,8 @@ from typing import Any
 
 import typer
 
+from dnnlens.report.json_safe import json_safe
+
 #: Adjustments listed per change in the terminal report.
 SHOWN_ADJUSTMENTS = 12
 
@@ -77,7 +79,7 @@ def register(app: typer.Typer) -> None:
             raise fail("; ".join(errors) or f"cannot read {log}")
         result = run_projection(parsed, changes, model, others, statistic)
         if fmt == "json":
-            text = json.dumps(_clean(result.to_json()), indent=2) + "\n"
+            text = json.dumps(json_safe(result.to_json()), indent=2) + "\n"
             if output:
                 output.write_text(text, encoding="utf-8")
             else:
@@ -86,18 +88,6 @@ def register(app: typer.Typer) -> None:
         console = (Console(file=output.open("w", encoding="utf-8"), no_color=True, width=160)
                    if output else Console())
         render_projection(result, console)
-
-
-def _clean(value: Any) -> Any:
-    import math
-
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return value
 
 
 def render_projection(result: Any, console: Any) -> None:

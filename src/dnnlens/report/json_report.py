@@ -3,26 +3,15 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict
 from typing import Any
 
 from dnnlens import __version__
 from dnnlens.analysis.result import Analysis
 from dnnlens.parsers.scanner import InputScan
+from dnnlens.report.json_safe import json_safe
 
 MALFORMED_LISTED = 100
-
-
-def _clean(value: Any) -> Any:
-    """NaN and infinities are not JSON: they become null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return value
 
 
 def input_json(scan: InputScan, reasons: list[str]) -> dict[str, Any]:
@@ -71,7 +60,7 @@ def to_json_dict(analysis: Analysis) -> dict[str, Any]:
         "findings": [f.to_json() for f in analysis.findings],
     }
     doc.update(analysis.extras)
-    return _clean(doc)
+    return json_safe(doc)
 
 
 def render_json(analysis: Analysis) -> str:
