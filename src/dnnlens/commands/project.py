@@ -41,6 +41,12 @@ def register(app: typer.Typer) -> None:
         statistic: str = typer.Option(
             "median", "--statistic", help="median (robust to outliers) or mean per step."
         ),
+        benchdnn: Path | None = typer.Option(
+            None, "--benchdnn", help="A benchdnn binary: run the top primitives alone and "
+            "show isolated beside in-workload times."
+        ),
+        benchdnn_top: int = typer.Option(5, "--benchdnn-top", min=1,
+                                         help="How many top primitives to run in benchdnn."),
         fmt: str = typer.Option("terminal", "--format", "-f", help="terminal or json."),
         output: Path | None = typer.Option(None, "--output", "-o", help="Write here."),
     ) -> None:
@@ -78,8 +84,19 @@ def register(app: typer.Typer) -> None:
         if errors or not parsed.scans:
             raise fail("; ".join(errors) or f"cannot read {log}")
         result = run_projection(parsed, changes, model, others, statistic)
+        bench: list[Any] = []
+        if benchdnn is not None:
+            from dnnlens.analysis.benchdnn_bridge import run_benchdnn
+
+            try:
+                bench = run_benchdnn(str(benchdnn), parsed, top=benchdnn_top)
+            except OSError as exc:
+                raise fail(f"cannot run benchdnn {benchdnn}: {exc.strerror or exc}") from None
         if fmt == "json":
-            text = json.dumps(json_safe(result.to_json()), indent=2) + "\n"
+            doc = result.to_json()
+            if benchdnn is not None:
+                doc["benchdnn"] = [b.to_json() for b in bench]
+            text = json.dumps(json_safe(doc), indent=2) + "\n"
             if output:
                 output.write_text(text, encoding="utf-8")
             else:
@@ -88,6 +105,33 @@ def register(app: typer.Typer) -> None:
         console = (Console(file=output.open("w", encoding="utf-8"), no_color=True, width=160)
                    if output else Console())
         render_projection(result, console)
+        if benchdnn is not None:
+            render_bench(bench, console)
+
+
+def render_bench(results: list[Any], console: Any) -> None:
+    """Isolated (benchdnn) beside in-workload times of the top primitives."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="Top primitives alone in benchdnn (--mode=P) vs in the workload",
+                  title_justify="left")
+    for col in ("kind", "impl", "problem", "calls", "workload mean ms", "benchdnn best ms",
+                "benchdnn avg ms", "workload / best"):
+        table.add_column(col, overflow="fold")
+    for r in results:
+        best = "-" if r.isolated_min_ms is None else f"{r.isolated_min_ms:.4f}"
+        avg = "-" if r.isolated_avg_ms is None else f"{r.isolated_avg_ms:.4f}"
+        ratio = "-" if r.slowdown is None else f"{r.slowdown:.1f}x"
+        table.add_row(escape(r.kind), escape(r.impl or "-"), escape(r.problem[:60]),
+                      f"{r.count:,}", f"{r.workload_mean_ms:.4f}", best, avg, ratio)
+    console.print(table)
+    for r in results:
+        if r.error:
+            console.print(f"  {escape(r.kind)} {escape(r.problem[:60])}: {escape(r.error)}",
+                          highlight=False)
+    console.print("The difference is what the kernel alone does not explain: cold caches, "
+                  "framework work between primitives, thread contention.", highlight=False)
 
 
 def render_projection(result: Any, console: Any) -> None:
