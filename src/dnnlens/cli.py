@@ -170,6 +170,10 @@ def analyze(
         help="Events (the last ones) that iterations, graph, rules and charts look at; "
         "0 for all. Totals are always exact.",
     ),
+    skip: int = typer.Option(
+        0, "--skip-iterations", min=0,
+        help="Leave out the first N iterations (warm-up), found in the exec stream.",
+    ),
     jobs: int = typer.Option(
         1, "--jobs", "-j", min=0, help="Processes scanning log files (0: one per CPU)."
     ),
@@ -199,7 +203,7 @@ def analyze(
         log = load_inputs(paths, quiet, jobs=jobs or default_jobs())
         if not log.scans and log.framework is None:  # issue 3: a trace alone is an input
             raise _fail("; ".join(log.input_errors) or "no input")
-        analysis = analyze_log(log, window_events=window or None)
+        analysis = analyze_log(log, window_events=window or None, skip=skip)
     options = RuleOptions(
         rule_paths=list(rules), select=list(select), ignore=list(ignore),
         config_path=str(config) if config else None,

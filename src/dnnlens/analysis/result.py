@@ -24,16 +24,39 @@ class Analysis:
 DEFAULT_WINDOW_EVENTS = 200_000
 
 
-def analyze_log(log: ParsedLog, window_events: int | None = DEFAULT_WINDOW_EVENTS) -> Analysis:
+def skip_iterations(log: ParsedLog, count: int) -> dict[str, Any]:
+    """Drop the events before the ``count``-th iteration (warm-up) from ``log.events``.
+
+    Iterations are found in the exec stream (:mod:`dnnlens.analysis.iterations`); every
+    event from the first row of iteration ``count`` on is kept. Returns what was dropped.
+    """
+    from dnnlens.analysis.iterations import find_iterations
+
+    events = log.events
+    it = find_iterations(events)
+    later = (it.iteration >= count).nonzero()[0]
+    first = int(later[0]) if len(later) else len(events)
+    log.events = events.iloc[first:].reset_index(drop=True)
+    return {"iterations": count, "found": it.count, "events_dropped": first,
+            "first_line": int(events["line"].iloc[first]) if first < len(events) else None}
+
+
+def analyze_log(
+    log: ParsedLog, window_events: int | None = DEFAULT_WINDOW_EVENTS, skip: int = 0
+) -> Analysis:
     """Summarise ``log``; rules are run by the caller (see ``dnnlens.analysis.rules``).
 
     The summary, the framework links and ``primitives`` use every event. When the log has
     more than ``window_events`` events, the event table is then cut to its last
     ``window_events`` rows, so that iterations, the op graph, the rules and the charts cost
     the same on a log of any length: a steady-state window (``extras["window"]`` says which).
-    ``None`` or 0 keeps every event.
+    ``None`` or 0 keeps every event. ``skip`` drops the first ``skip`` iterations (warm-up)
+    before anything is computed, the summary included.
     """
+    skipped = skip_iterations(log, skip) if skip > 0 and len(log.events) else None
     analysis = Analysis(log=log, summary=summarize(log))
+    if skipped is not None:
+        analysis.extras["skipped"] = skipped
     if log.framework is not None:  # issue 3: framework ops linked to their primitives
         from dnnlens.analysis.linking import framework_extras
 
