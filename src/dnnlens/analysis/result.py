@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dnnlens.analysis.aggregate import stats_from_events
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.summary import Summary, summarize
 from dnnlens.model import ParsedLog
@@ -54,14 +55,15 @@ def analyze_log(
     before anything is computed, the summary included.
     """
     skipped = skip_iterations(log, skip) if skip > 0 and len(log.events) else None
-    analysis = Analysis(log=log, summary=summarize(log))
+    stats = stats_from_events(log.events)  # once, for the summary and the primitives
+    analysis = Analysis(log=log, summary=summarize(log, stats))
     if skipped is not None:
         analysis.extras["skipped"] = skipped
     if log.framework is not None:  # issue 3: framework ops linked to their primitives
         from dnnlens.analysis.linking import framework_extras
 
         analysis.extras.update(framework_extras(log))
-    add_primitives(analysis)
+    add_primitives(analysis, stats=stats)
     total = len(log.events)
     if window_events and total > window_events:
         log.events = log.events.iloc[total - window_events :].reset_index(drop=True)

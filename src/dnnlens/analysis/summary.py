@@ -97,14 +97,20 @@ def _top_primitives(execs: pd.DataFrame, total: float) -> list[dict[str, Any]]:
     return rows
 
 
-def summarize(log: ParsedLog) -> Summary:
-    """Totals and breakdowns of the primitive executions in ``log``."""
+def summarize(log: ParsedLog, stats: pd.DataFrame | None = None) -> Summary:
+    """Totals and breakdowns of the primitive executions in ``log``.
+
+    ``stats`` are the per-record statistics of ``log.events`` when the caller has them
+    already (:func:`~dnnlens.analysis.aggregate.stats_from_events`).
+    """
     diag = log.diagnostics
     counts: dict[str, int] = {}
     if not diag.empty:
         sizes = diag.groupby("operation", observed=True).size()
         counts = {str(k): int(v) for k, v in sizes.items()}
-    return summarize_stats(stats_from_events(log.events), log.records, counts)
+    if stats is None:
+        stats = stats_from_events(log.events)
+    return summarize_stats(stats, log.records, counts)
 
 
 def summarize_stats(
