@@ -170,3 +170,18 @@ def test_plain_logs_have_no_framework_data():
     reader = FrameworkReader()
     assert not reader.take_trace(str(SAMPLES / "convnet_nchw_infer.log"))
     assert reader.result() is None
+
+
+def test_json_that_is_no_trace_is_read_as_lines(tmp_path):
+    """A JSON file without trace events (sample_logs/MANIFEST.json is one) is not a trace:
+    its lines are accounted for like any other input's, and the note says it looks like JSON."""
+    from dnnlens.io.problems import input_problems
+    from dnnlens.load import load
+
+    path = tmp_path / "manifest.json"
+    path.write_text('{\n  "files": [\n    {"file": "a.log"}\n  ]\n}\n')
+    log = load([str(path)])
+    assert log.framework is None or not log.framework.traces
+    (scan,) = log.scans
+    assert (scan.lines, scan.foreign) == (5, 5)
+    assert "looks like JSON" in input_problems(log).errors[0]

@@ -578,6 +578,10 @@ class FrameworkReader:
                 if not (has_trace_suffix(path) or sniff(raw)):
                     return False
                 trace = parse_trace_stream(raw, path)
+            if trace.events == 0 and trace.error is None:
+                # JSON, but no trace event in it (a manifest, a config): read it as lines,
+                # so that every line is accounted for and the user is told what it is
+                return False
         self.data.traces.append(trace)
         if trace.error:
             self.data.errors.append(trace.error)
