@@ -85,3 +85,23 @@ def test_run_of_a_missing_program_is_one_line_and_exit_2(tmp_path: Path) -> None
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0
     assert "cannot run 'no-such-program-dnnlens'" in proc.stderr
+
+
+def test_a_large_file_is_analysed_by_streaming(monkeypatch, tmp_path: Path) -> None:
+    import gzip
+
+    import dnnlens.stream as stream
+
+    monkeypatch.setattr(stream, "STREAM_FILE_MIN_BYTES", 1)
+    packed = tmp_path / "run.log.gz"
+    packed.write_bytes(gzip.compress(NCHW.read_bytes()))
+    for path in (NCHW, packed):
+        result = CliRunner().invoke(app, ["analyze", str(path), "--format", "json"])
+        assert result.exit_code == 0, result.output
+        doc = json.loads(result.stdout)
+        assert "stream" in doc  # the streaming path ran
+        assert doc["inputs"][0]["lines"] == NCHW_LINES
+        assert doc["inputs"][0]["gzip"] is (path == packed)
+        assert doc["summary"]["exec_count"] == NCHW_EXECS
+        assert doc["summary"]["total_time_ms"] == pytest.approx(NCHW_MS, abs=1e-6)
+        assert {f["rule"] for f in doc["findings"]} >= {"layout-round-trip"}

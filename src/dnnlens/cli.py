@@ -196,6 +196,11 @@ def analyze(
             window_events=window or None, live_console=live_console,
         )
         log = analysis.log
+    elif _stream_file(paths, jobs, skip):
+        from dnnlens.stream import analyze_file_streaming
+
+        analysis = analyze_file_streaming(paths[0], window_events=window or None)
+        log = analysis.log
     else:
         from dnnlens.parallel import default_jobs
         from dnnlens.report.console import load_inputs
@@ -246,6 +251,18 @@ def analyze(
         threshold = severity_rank(fail_on.value)
         if any(severity_rank(f.severity) >= threshold for f in analysis.findings):
             raise typer.Exit(EXIT_FINDINGS)
+
+
+def _stream_file(paths: list[str], jobs: int, skip: int) -> bool:
+    """One large plain log file, read serially: analyse it by streaming (bounded memory)."""
+    from dnnlens.stream import STREAM_FILE_MIN_BYTES
+
+    if len(paths) != 1 or jobs != 1 or skip or not os.path.isfile(paths[0]):
+        return False
+    try:
+        return os.path.getsize(paths[0]) >= STREAM_FILE_MIN_BYTES
+    except OSError:
+        return False
 
 
 def _register_commands() -> None:

@@ -143,3 +143,30 @@ class StreamAnalyzer:
             "events_total": int(self.stats.frame()["count"].sum()),
         }
         return analysis
+
+
+#: A single log file at least this large is analysed by streaming (bounded memory).
+STREAM_FILE_MIN_BYTES = 64 << 20
+
+
+def analyze_file_streaming(path: str, window_events: int | None = None) -> Analysis:
+    """Analyse one log file chunk by chunk, in the memory of the window, not of the file.
+
+    Totals, breakdowns and ``primitives`` are exact; iterations, the op graph, the rules and
+    the charts see the last ``window_events`` events (as for a long file in bulk). What
+    reading learnt (compression, invalid bytes, a read error) is kept on the input's scan.
+    Profiler tables printed inside the log are not looked for on this path.
+    """
+    from dnnlens.io.inputs import InputSource, ReadStats, iter_chunks
+
+    analyzer = StreamAnalyzer(path, DEFAULT_WINDOW_EVENTS if window_events is None
+                              else window_events)
+    stats = ReadStats()
+    for chunk in iter_chunks(InputSource(path), stats):
+        analyzer.feed(chunk)
+    t = analyzer.total
+    t.read_error = t.read_error or stats.error
+    t.gzip = stats.gzip
+    t.invalid_utf8_bytes += stats.invalid_utf8_bytes
+    t.read_notes.extend(stats.notes)
+    return analyzer.analysis()
