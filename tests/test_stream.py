@@ -105,3 +105,11 @@ def test_a_large_file_is_analysed_by_streaming(monkeypatch, tmp_path: Path) -> N
         assert doc["summary"]["exec_count"] == NCHW_EXECS
         assert doc["summary"]["total_time_ms"] == pytest.approx(NCHW_MS, abs=1e-6)
         assert {f["rule"] for f in doc["findings"]} >= {"layout-round-trip"}
+
+
+def test_run_error_with_markup_in_the_command_is_printed_as_is(tmp_path: Path) -> None:
+    # before errors went through one module, this line went through rich markup and crashed
+    proc = _run("--log", str(tmp_path / "k.log"), "--", "[/x]no-such")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("dnnlens: error: cannot run '[/x]no-such': "
+                                   "No such file or directory")

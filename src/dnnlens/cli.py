@@ -18,11 +18,10 @@ import typer
 from rich.console import Console
 
 from dnnlens import __version__
+from dnnlens.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
+from dnnlens.errors import fail as _fail
+from dnnlens.errors import say as _say
 
-EXIT_OK = 0
-EXIT_FINDINGS = 1
-EXIT_USAGE = 2
-EXIT_INTERNAL = 3
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that went away
 
 app = typer.Typer(
@@ -49,28 +48,6 @@ class FailOn(str, Enum):
     warning = "warning"
     error = "error"
     never = "never"
-
-
-def _console(output: Path | None) -> Console:
-    no_color = bool(os.environ.get("NO_COLOR"))
-    if output is not None:
-        return Console(file=output.open("w", encoding="utf-8"), no_color=True, width=160)
-    console = Console(no_color=no_color)
-    if not console.is_terminal:
-        console = Console(no_color=True, width=140)
-    return console
-
-
-def _say(kind: str, message: str) -> None:
-    """One line on stderr: never wrapped, never read as markup, no control characters."""
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(message))
-    color = "red" if kind != "note" else "yellow"
-    typer.echo(typer.style(f"dnnlens: {kind}:", fg=color) + f" {text}", err=True)
-
-
-def _fail(message: str) -> typer.Exit:
-    _say("error", message)
-    return typer.Exit(EXIT_USAGE)
 
 
 def _last_resort(command: Callable[..., None]) -> Callable[..., None]:
@@ -217,25 +194,12 @@ def analyze(
         analysis.findings = run_rules(analysis, options)
     except RuleSetupError as exc:
         raise _fail(str(exc)) from None
-    if fmt is OutputFormat.html:
-        from dnnlens.report.html import render_html
+    from dnnlens.report.output import render_analysis
 
-        text = render_html(analysis)
-        if output is None:
-            raise _fail("--format html needs --output FILE")
-        output.write_text(text, encoding="utf-8")
-    elif fmt is OutputFormat.json:
-        from dnnlens.report.json_report import render_json
-
-        text = render_json(analysis)
-        if output is not None:
-            output.write_text(text + "\n", encoding="utf-8")
-        else:
-            sys.stdout.write(text + "\n")
-    else:
-        from dnnlens.report.terminal import render_terminal
-
-        render_terminal(analysis, _console(output), top=top)
+    try:
+        render_analysis(analysis, fmt.value, output, top=top)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
     from dnnlens.io.problems import input_problems, strict_problem
 
     problems = input_problems(log)

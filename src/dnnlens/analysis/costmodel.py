@@ -26,7 +26,14 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from dnnlens.parsers.fields import MemDesc, parse_attrs, parse_aux, parse_mds, parse_problem
+from dnnlens.parsers.fields import (
+    MemDesc,
+    parse_attrs,
+    parse_aux,
+    parse_mds,
+    parse_problem,
+    spatial_dims,
+)
 
 __all__ = [
     "DTYPE_BITS",
@@ -199,10 +206,6 @@ def _dims_groups(text: str) -> list[list[Dims | None]]:
     return groups
 
 
-def _sp(d: dict[str, int | None], prefix: str) -> tuple[int | None, ...]:
-    return tuple(d[f"{prefix}{x}"] for x in "dhw" if f"{prefix}{x}" in d)
-
-
 def _complete(dims: tuple[int | None, ...] | None) -> Dims | None:
     if dims is None or any(v is None for v in dims):
         return None
@@ -251,7 +254,7 @@ def _gemm_shape(kind: str, prob_dims: dict, groups: list[list[Dims | None]]
     """(B, M, N, K) of a matmul / gemm / inner product."""
     if kind == "inner_product":
         mb, oc, ic = prob_dims.get("mb"), prob_dims.get("oc"), prob_dims.get("ic")
-        sp = _complete(_sp(prob_dims, "i"))
+        sp = _complete(spatial_dims(prob_dims, "i"))
         if None in (mb, oc, ic) or sp is None:
             return None
         return 1, mb, oc, ic * math.prod(sp)
@@ -296,11 +299,11 @@ def _named_tensor_dims(kind: str, d: dict[str, int | None], md: MemDesc, aux: di
     mb, ic, oc, g = d.get("mb"), d.get("ic"), d.get("oc"), d.get("g")
     if kind in _CONV_KINDS:
         if base == "src":
-            return (mb, ic, *_sp(d, "i"))
+            return (mb, ic, *spatial_dims(d, "i"))
         if base == "dst":
-            return (mb, oc, *_sp(d, "o"))
+            return (mb, oc, *spatial_dims(d, "o"))
         if base.startswith("wei"):
-            k = _sp(d, "k")
+            k = spatial_dims(d, "k")
             if g is not None and g > 1 and oc is not None and ic is not None:
                 return (g, oc // g, ic // g, *k)
             return (oc, ic, *k)
@@ -308,11 +311,11 @@ def _named_tensor_dims(kind: str, d: dict[str, int | None], md: MemDesc, aux: di
             return (oc,)
     elif kind in ("pooling", "resampling"):
         if base == "src":
-            return (mb, ic, *_sp(d, "i"))
+            return (mb, ic, *spatial_dims(d, "i"))
         if base in ("dst", "ws"):
-            return (mb, ic, *_sp(d, "o"))
+            return (mb, ic, *spatial_dims(d, "o"))
     elif kind == "inner_product":
-        sp = _sp(d, "i")
+        sp = spatial_dims(d, "i")
         return {"src": (mb, ic, *sp), "dst": (mb, oc), "bia": (oc,)}.get(
             base, (oc, ic, *sp) if base.startswith("wei") else None)
     elif kind == "rnn":
@@ -323,7 +326,7 @@ def _named_tensor_dims(kind: str, d: dict[str, int | None], md: MemDesc, aux: di
         shapes = {"src": (*batch, m, k), "wei": (*batch, k, n), "dst": (*batch, m, n)}
         return shapes.get(base)
     elif base in ("src", "dst", "data", "diff", "ws"):
-        return (mb, ic, *_sp(d, "i"))
+        return (mb, ic, *spatial_dims(d, "i"))
     return None
 
 

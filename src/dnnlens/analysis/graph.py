@@ -77,7 +77,14 @@ import pandas as pd
 
 from dnnlens.analysis.iterations import Iterations, category_mask, find_iterations
 from dnnlens.model import ParsedLog
-from dnnlens.parsers.fields import MemDesc, parse_attrs, parse_aux, parse_mds, parse_problem
+from dnnlens.parsers.fields import (
+    MemDesc,
+    parse_attrs,
+    parse_aux,
+    parse_mds,
+    parse_problem,
+    spatial_dims,
+)
 
 __all__ = ["NODE_COLUMNS", "REORDER_COLUMNS", "OpGraph", "Tensor", "build_graph", "op_tensors"]
 
@@ -153,10 +160,6 @@ def _kind(kind: str) -> str:
     return (kind or "").strip().lower().removesuffix("_v2")
 
 
-def _sp(d: dict[str, int | None], prefix: str) -> tuple[int | None, ...]:
-    return tuple(d[f"{prefix}{x}"] for x in "dhw" if f"{prefix}{x}" in d)
-
-
 def _div(a: int | None, b: int | None) -> int | None:
     if a is None or b is None or b == 0:
         return None
@@ -183,11 +186,11 @@ def _named_dims(
     mb, ic, oc = d.get("mb"), d.get("ic"), d.get("oc")
     if kind in ("convolution", "deconvolution"):
         if base == "src":
-            return (mb, ic, *_sp(d, "i"))
+            return (mb, ic, *spatial_dims(d, "i"))
         if base == "dst":
-            return (mb, oc, *_sp(d, "o"))
+            return (mb, oc, *spatial_dims(d, "o"))
         if base.startswith("wei"):
-            k = _sp(d, "k")
+            k = spatial_dims(d, "k")
             g = d.get("g")
             grouped = md.ndims == len(k) + 3 if md.ndims else g is not None
             if grouped:
@@ -199,27 +202,27 @@ def _named_dims(
         return None
     if kind == "pooling":
         if base == "src":
-            return (mb, ic, *_sp(d, "i"))
+            return (mb, ic, *spatial_dims(d, "i"))
         if base in ("dst", "ws"):
-            return (mb, ic, *_sp(d, "o"))
+            return (mb, ic, *spatial_dims(d, "o"))
         return None
     if kind == "inner_product":
         if base == "src":
-            return (mb, ic, *_sp(d, "i"))
+            return (mb, ic, *spatial_dims(d, "i"))
         if base.startswith("wei"):
-            return (oc, ic, *_sp(d, "i"))
+            return (oc, ic, *spatial_dims(d, "i"))
         if base.startswith("bia"):
             return (oc,)
         if base == "dst":
             return (mb, oc)
         return None
     if kind == "resampling":
-        return (mb, ic, *(_sp(d, "o") if base == "dst" else _sp(d, "i")))
+        return (mb, ic, *(spatial_dims(d, "o") if base == "dst" else spatial_dims(d, "i")))
     if kind == "rnn":
         return _rnn_dims(base, d, aux)
     if kind in _DATA_KINDS or base in ("src", "dst", "data"):
         if base in ("src", "dst", "data", "") and mb is not None:
-            return (mb, ic, *_sp(d, "i"))
+            return (mb, ic, *spatial_dims(d, "i"))
     return None
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import typer
 
+from dnnlens.errors import say
+
 ENV_ACTIVE = "DNNLENS_CAPTURE_ACTIVE"
 ENV_PREFIX = "DNNLENS_CAPTURE_PREFIX"
 EXIT_NOT_FOUND = 127
@@ -45,8 +47,7 @@ def run_captured(command: list[str], prefix: str, level: str = "1") -> int:
         try:
             proc = subprocess.Popen(command, stdout=subprocess.PIPE, env=env)
         except OSError as exc:
-            sys.stderr.write(f"dnnlens: error: cannot run {command[0]!r}: "
-                             f"{exc.strerror or exc}\n")
+            say("error", f"cannot run {command[0]!r}: {exc.strerror or exc}")
             return EXIT_NOT_FOUND
         assert proc.stdout is not None
         out = sys.stdout.buffer

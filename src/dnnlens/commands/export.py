@@ -82,7 +82,7 @@ def perfetto(
     note(f"wrote {output}: {stats.executions:,} executions, {stats.events:,} events"
          f"{where} ({', '.join(sorted(set(stats.timing.values()))) or 'no events'})", quiet)
     if stats.truncated:
-        note(f"note: cut at {max_events:,} events; use --iterations to choose the window",
+        note(f"cut at {max_events:,} events; use --iterations to choose the window",
              quiet)
 
 
@@ -141,7 +141,7 @@ def _tables(fmt: str, paths: list[str], output: Path, quiet: bool) -> None:
     except ExportError as exc:
         raise _fail(str(exc)) from None
     for message in result.notes:
-        note(f"note: {message}", quiet)
+        note(message, quiet)
     note(f"wrote {result.rows:,} events of {len(result.runs)} run(s) to {output}/events "
          f"({len(result.files)} {fmt} file(s))", quiet)
 

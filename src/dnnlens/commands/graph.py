@@ -7,17 +7,12 @@ Formats: ``json`` (the contract of :mod:`dnnlens.report.graph_export`), ``graphm
 
 from __future__ import annotations
 
-import sys
 from enum import Enum
 from pathlib import Path
 
 import typer
 
-
-def _fail(message: str) -> typer.Exit:
-    """One unwrapped ``dnnlens: error:`` line on stderr; exit code 2 (usage/input error)."""
-    typer.echo(f"dnnlens: error: {' '.join(message.split())}", err=True)
-    return typer.Exit(2)
+from dnnlens.errors import fail as _fail
 
 
 class GraphFormat(str, Enum):
@@ -63,6 +58,7 @@ def register(app: typer.Typer) -> None:
         from dnnlens.analysis.graph import build_graph
         from dnnlens.analysis.iterations import find_iterations, marker_lines
         from dnnlens.report.graph_export import render
+        from dnnlens.report.output import emit_text
 
         markers = None
         if pattern is not None:
@@ -71,10 +67,7 @@ def register(app: typer.Typer) -> None:
             except (ValueError, InputError, OSError) as exc:
                 raise _fail(f"--marker: {exc}") from None
         text = render(build_graph(log, find_iterations(log.events, markers)), fmt.value)
-        if output is not None:
-            try:
-                output.write_text(text, encoding="utf-8")
-            except OSError as exc:
-                raise _fail(f"cannot write {output}: {exc.strerror or exc}") from None
-        else:
-            sys.stdout.write(text)
+        try:
+            emit_text(text, output)
+        except OSError as exc:
+            raise _fail(f"cannot write {output}: {exc.strerror or exc}") from None

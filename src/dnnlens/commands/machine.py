@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from dnnlens.errors import fail
+
 if TYPE_CHECKING:
     from dnnlens.analysis.machine import Machine
 
@@ -67,7 +69,6 @@ def show(
     fmt: str = typer.Option("terminal", "--format", "-f", help="terminal or json."),
 ) -> None:
     """Show a machine model: a profile file, a log header's, or this machine's (not probed)."""
-    from rich.console import Console
 
     from dnnlens.analysis.machine import load_machine, local_machine, machine_for_log
 
@@ -84,8 +85,7 @@ def show(
         else:
             m = local_machine()
     except ValueError as exc:
-        Console(stderr=True).print(f"[red]dnnlens: error:[/red] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        raise fail(str(exc)) from None
     if fmt == "json":
         typer.echo(json.dumps(m.to_dict(), indent=2))
     else:

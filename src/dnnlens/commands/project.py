@@ -7,12 +7,12 @@ and the assumptions behind it (see :mod:`dnnlens.analysis.projection`).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from dnnlens.errors import fail
 from dnnlens.report.json_safe import json_safe
 
 #: Adjustments listed per change in the terminal report.
@@ -55,18 +55,12 @@ def register(app: typer.Typer) -> None:
         Without a change option every change is projected. Each change is shown alone,
         then all of them together.
         """
-        from rich.console import Console
 
         from dnnlens.analysis.machine import load_machine
         from dnnlens.analysis.projection import CHANGES, normalize_changes
         from dnnlens.analysis.projection import project as run_projection
         from dnnlens.load import load
-
-        err = Console(stderr=True)
-
-        def fail(message: str) -> typer.Exit:
-            err.print(f"[red]dnnlens: error:[/red] {message}", highlight=False)
-            return typer.Exit(2)
+        from dnnlens.report.output import emit_text, report_console
 
         if fmt not in ("terminal", "json"):
             raise fail(f"--format {fmt}: expected terminal or json")
@@ -96,14 +90,9 @@ def register(app: typer.Typer) -> None:
             doc = result.to_json()
             if benchdnn is not None:
                 doc["benchdnn"] = [b.to_json() for b in bench]
-            text = json.dumps(json_safe(doc), indent=2) + "\n"
-            if output:
-                output.write_text(text, encoding="utf-8")
-            else:
-                sys.stdout.write(text)
+            emit_text(json.dumps(json_safe(doc), indent=2) + "\n", output)
             return
-        console = (Console(file=output.open("w", encoding="utf-8"), no_color=True, width=160)
-                   if output else Console())
+        console = report_console(output)
         render_projection(result, console)
         if benchdnn is not None:
             render_bench(bench, console)

@@ -11,12 +11,10 @@ from pathlib import Path
 
 import typer
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from dnnlens.errors import EXIT_OK
+from dnnlens.errors import fail as _error
 
-
-def _error(message: str) -> typer.Exit:
-    typer.echo(f"dnnlens: error: {message}", err=True)
-    return typer.Exit(EXIT_USAGE)
+EXIT_FAILED = 1
 
 
 def _registry(rules: list[str], config: Path | None):  # noqa: ANN202 - lazy import

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import typer
 
+from dnnlens.errors import fail, say
+
 #: Variables set for the program unless the user already set them: every release family's
 #: switch (MKLDNN_* for 0.x/1.0, DNNL_* for 1.1+, ONEDNN_* for 2.5+) and timestamps.
 VERBOSE_ENV = {
@@ -62,24 +64,20 @@ def register(app: typer.Typer) -> None:
 
         from dnnlens.analysis.rules.engine import RuleOptions, run_rules
         from dnnlens.live import analyze_stream
+        from dnnlens.report.output import render_analysis
 
         command = list(ctx.args)
         if command and command[0] == "--":
             command = command[1:]
         if not command:
-            Console(stderr=True).print("[red]dnnlens: error:[/red] no command given: "
-                                       "dnnlens run -- python train.py")
-            raise typer.Exit(2)
+            raise fail("no command given: dnnlens run -- python train.py")
         log_path = log or Path(f"dnnlens-run-{time.strftime('%Y%m%d-%H%M%S')}.log")
         env = verbose_environment(dict(os.environ), level, timestamps)
         try:
             proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     env=env)
         except OSError as exc:
-            Console(stderr=True).print(
-                f"[red]dnnlens: error:[/red] cannot run {command[0]!r}: {exc.strerror or exc}",
-                highlight=False)
-            raise typer.Exit(2) from None
+            raise fail(f"cannot run {command[0]!r}: {exc.strerror or exc}") from None
         assert proc.stdout is not None
         live_console = Console(stderr=True) if live and sys.stderr.isatty() else None
         with log_path.open("wb") as kept:
@@ -89,26 +87,7 @@ def register(app: typer.Typer) -> None:
         code = proc.wait()
         analysis.findings = run_rules(analysis, RuleOptions())
         analysis.extras["run"] = {"command": command, "exit_code": code, "log": str(log_path)}
-        _report(analysis, fmt, output)
-        Console(stderr=True).print(f"dnnlens: log kept in {log_path}; the program exited "
-                                   f"with {code}", highlight=False)
+        render_analysis(analysis, fmt, output)
+        say("note", f"log kept in {log_path}; the program exited with {code}")
         raise typer.Exit(code)
 
-
-def _report(analysis, fmt: str, output: Path | None) -> None:  # noqa: ANN001
-    from rich.console import Console
-
-    if fmt == "json":
-        from dnnlens.report.json_report import render_json
-
-        text = render_json(analysis) + "\n"
-        if output:
-            output.write_text(text, encoding="utf-8")
-        else:
-            sys.stdout.write(text)
-        return
-    from dnnlens.report.terminal import render_terminal
-
-    console = (Console(file=output.open("w", encoding="utf-8"), no_color=True, width=140)
-               if output else Console())
-    render_terminal(analysis, console)

@@ -1038,6 +1038,16 @@ def _int_or_none(tok: str) -> int | None:
         return None
 
 
+def spatial_dims(dims: Mapping[str, int | None], prefix: str) -> tuple[int | None, ...]:
+    """The depth, height and width values of ``prefix`` present in ``dims``, in that order.
+
+    ``spatial_dims(p.dims, "i")`` gives (id, ih, iw) of a 3D problem, (ih, iw) of a 2D one;
+    prefixes are ``i``/``o`` (input/output sizes), ``k``, ``s``, ``d``, ``p`` (kernel, stride,
+    dilation, padding).
+    """
+    return tuple(dims[f"{prefix}{x}"] for x in "dhw" if f"{prefix}{x}" in dims)
+
+
 def parse_problem(kind: str, text: str) -> Problem:
     """Parse a ``problem_desc`` field (format doc §4.3) of a primitive of ``kind``.
 

@@ -27,6 +27,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
+from dnnlens.errors import say
 from dnnlens.io.inputs import GZIP_MAGIC, InputSource, expand_inputs
 from dnnlens.model import ParsedLog
 
@@ -153,11 +154,9 @@ def load_inputs(specs: list[str], quiet: bool = False, jobs: int = 1) -> ParsedL
 def note(message: str, quiet: bool = False) -> None:
     """An informational line on standard error, unless ``--quiet``."""
     if not quiet:
-        make_console(stderr=True).print(message, highlight=False, markup=False)
+        say("note", message)
 
 
 def error(message: str) -> None:
     """``dnnlens: error: ...`` on standard error (always shown)."""
-    console = make_console(stderr=True)
-    console.print("[red]dnnlens: error:[/red] ", end="")
-    console.print(message, highlight=False, markup=False)
+    say("error", message)

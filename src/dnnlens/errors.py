@@ -1,0 +1,28 @@
+"""One-line messages on stderr and the exit codes every command uses.
+
+Light on purpose (typer only): command modules import it at start-up. Messages are never
+read as markup, never wrapped, and control characters are shown as escapes, so a path or
+command holding ``[/x]`` or a newline prints as it is.
+"""
+
+from __future__ import annotations
+
+import typer
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+
+
+def say(kind: str, message: str) -> None:
+    """``dnnlens: <kind>: <message>`` as one line on stderr (kind: error, note, ...)."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(message))
+    color = "yellow" if kind == "note" else "red"
+    typer.echo(typer.style(f"dnnlens: {kind}:", fg=color) + f" {text}", err=True)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    """Say ``message`` as an error and return the ``typer.Exit`` to raise (exit 2)."""
+    say("error", message)
+    return typer.Exit(code)
