@@ -72,12 +72,13 @@ print({"seconds": dt, "lines": log.scans[0].lines, "findings": len(analysis.find
 
 STREAM = """
 import resource, sys, time
-from dnnlens.io.inputs import InputSource, ReadStats, iter_chunks
+from dnnlens.io.inputs import InputSource, ReadStats, open_blocks
 from dnnlens.stream import StreamAnalyzer
 t = time.perf_counter()
 analyzer = StreamAnalyzer(sys.argv[1], window_events=100_000)
-for chunk in iter_chunks(InputSource(sys.argv[1]), ReadStats()):
-    analyzer.feed(chunk)
+stats = ReadStats()
+for block in open_blocks(InputSource(sys.argv[1]), stats):
+    analyzer.feed_block(block, stats)
 summary = analyzer.summary()
 dt = time.perf_counter() - t
 print({"seconds": dt, "lines": analyzer.lines, "events": summary.exec_count,

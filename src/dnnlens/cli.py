@@ -174,9 +174,13 @@ def analyze(
         )
         log = analysis.log
     elif _stream_file(paths, jobs, skip):
+        from dnnlens.io.inputs import InputError
         from dnnlens.stream import analyze_file_streaming
 
-        analysis = analyze_file_streaming(paths[0], window_events=window or None)
+        try:
+            analysis = analyze_file_streaming(paths[0], window_events=window or None)
+        except InputError as exc:  # a large file that is not a text log
+            raise _fail(str(exc)) from None
         log = analysis.log
     else:
         from dnnlens.parallel import default_jobs

@@ -1,10 +1,10 @@
 """Reading a stream as it arrives, and the live view shown while it runs.
 
-A reader thread takes lines from a binary stream (a pipe, standard input, a child process),
-optionally copies them unchanged to a ``tee`` stream (the user still sees their program's
-output) and to a log file, and hands them over in batches: a batch closes after
-``BATCH_SECONDS`` or ``BATCH_LINES``, whichever comes first, so figures stay live on a slow
-stream and cheap on a fast one.
+A reader thread takes bytes from a binary stream (a pipe, standard input, a child process),
+copies them unchanged to a ``tee`` stream (the user still sees their program's output) and
+to a log file, and hands them over in blocks of whole lines for the bulk scanner: a block
+closes after ``BATCH_SECONDS`` or at about ``BLOCK_BYTES``, whichever comes first, so figures
+stay live on a slow stream and cheap on a fast one.
 """
 
 from __future__ import annotations
@@ -21,52 +21,75 @@ from rich.table import Table
 
 from dnnlens.analysis.result import Analysis
 from dnnlens.analysis.summary import Summary
+from dnnlens.io import inputs
+from dnnlens.io.inputs import ReadStats
 from dnnlens.stream import DEFAULT_WINDOW_EVENTS, StreamAnalyzer
 
 BATCH_SECONDS = 0.25
-BATCH_LINES = 50_000
 REFRESH_SECONDS = 0.5
 _END = object()
 
 
-def read_batches(
-    stream: BinaryIO, tee: BinaryIO | None = None, copy_to: BinaryIO | None = None
-) -> Iterator[list[str]]:
-    """Yield lists of decoded lines from ``stream`` as they arrive, until EOF."""
+def read_blocks(
+    stream: BinaryIO,
+    tee: BinaryIO | None = None,
+    copy_to: BinaryIO | None = None,
+    stats: ReadStats | None = None,
+    name: str = "-",
+) -> Iterator[bytes]:
+    """Yield blocks of whole lines from ``stream`` as they arrive, until EOF.
+
+    A reader thread copies every byte unchanged to ``tee`` and ``copy_to`` as soon as it is
+    read (the program's own output is not held back waiting for a line end). Blocks close
+    after ``BATCH_SECONDS`` or at about ``BLOCK_BYTES``; lines longer than ``MAX_LINE_BYTES``
+    are cut as in files (counted into ``stats``).
+    """
     q: queue.Queue = queue.Queue(maxsize=64)
+    read = getattr(stream, "read1", None) or stream.read
 
     def reader() -> None:
         try:
-            for raw in iter(stream.readline, b""):
+            while True:
+                data = read(inputs.BLOCK_BYTES)
+                if not data:
+                    break
                 if tee is not None:
-                    tee.write(raw)
+                    tee.write(data)
                     tee.flush()
                 if copy_to is not None:
-                    copy_to.write(raw)
-                q.put(raw)
+                    copy_to.write(data)
+                q.put(data)
         except (OSError, ValueError):
             pass
         finally:
             q.put(_END)
 
+    cap = inputs.line_capper(stats if stats is not None else ReadStats(), name)
     thread = threading.Thread(target=reader, name="dnnlens-reader", daemon=True)
     thread.start()
+    carry = b""
     done = False
     while not done:
-        batch: list[str] = []
+        parts = [carry]
+        size = len(carry)
         deadline = time.monotonic() + BATCH_SECONDS
-        while len(batch) < BATCH_LINES:
+        while size < inputs.BLOCK_BYTES:
             timeout = deadline - time.monotonic()
             try:
-                item = q.get(timeout=max(timeout, 0.0)) if batch else q.get()
+                item = q.get(timeout=max(timeout, 0.0)) if size else q.get()
             except queue.Empty:
                 break
             if item is _END:
                 done = True
                 break
-            batch.append(item.decode("utf-8", errors="replace"))
-        if batch:
-            yield batch
+            item = cap(item)
+            parts.append(item)
+            size += len(item)
+        data = b"".join(parts)
+        cut = len(data) if done else data.rfind(b"\n") + 1
+        block, carry = data[:cut], data[cut:]
+        if block:
+            yield block
 
 
 def live_panel(analyzer: StreamAnalyzer, summary: Summary) -> Group:
@@ -91,24 +114,27 @@ def live_panel(analyzer: StreamAnalyzer, summary: Summary) -> Group:
 
 
 def consume(
-    analyzer: StreamAnalyzer, batches: Iterator[list[str]], console: Console | None
+    analyzer: StreamAnalyzer,
+    blocks: Iterator[bytes],
+    console: Console | None,
+    stats: ReadStats | None = None,
 ) -> bool:
-    """Feed every batch to ``analyzer``; show a live view on ``console`` when given.
+    """Feed every block to ``analyzer``; show a live view on ``console`` when given.
 
     Returns False when interrupted with Ctrl-C (the caller still prints the final report).
     """
     if console is None:
         try:
-            for batch in batches:
-                analyzer.feed(batch)
+            for block in blocks:
+                analyzer.feed_block(block, stats)
         except KeyboardInterrupt:
             return False
         return True
     last = 0.0
     with Live(console=console, refresh_per_second=4, transient=True) as live:
         try:
-            for batch in batches:
-                analyzer.feed(batch)
+            for block in blocks:
+                analyzer.feed_block(block, stats)
                 now = time.monotonic()
                 if now - last >= REFRESH_SECONDS:
                     live.update(live_panel(analyzer, analyzer.summary()))
@@ -129,5 +155,10 @@ def analyze_stream(
     """Read ``stream`` to its end (or Ctrl-C) and return the analysis and whether it ended."""
     analyzer = StreamAnalyzer(name, DEFAULT_WINDOW_EVENTS if window_events is None
                               else window_events)
-    finished = consume(analyzer, read_batches(stream, tee, copy_to), live_console)
+    stats = ReadStats()
+    blocks = read_blocks(stream, tee, copy_to, stats, name)
+    finished = consume(analyzer, blocks, live_console, stats)
+    t = analyzer.total
+    t.invalid_utf8_bytes += stats.invalid_utf8_bytes
+    t.read_notes.extend(stats.notes)
     return analyzer.analysis(), finished

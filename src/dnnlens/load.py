@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from dnnlens.io.inputs import InputSource, expand_inputs
 from dnnlens.model import ParsedLog, build_diagnostics, build_events
+from dnnlens.parsers import bulk
 from dnnlens.parsers.scanner import InputScan, Scanner
 from dnnlens.parsers.torch_table import TableFinder
 
@@ -22,19 +23,16 @@ def scan_source(
 ) -> InputScan:
     """Scan one source; an unreadable source gives an empty scan carrying its error.
 
-    ``finder`` (issue 3) sees the same chunks and collects profiler tables inside the log;
-    ``progress`` advances a progress bar as chunks are read.
+    ``finder`` (issue 3) collects profiler tables inside the log; ``progress`` advances a
+    progress bar as blocks are read. The bulk scanner (:mod:`dnnlens.parsers.bulk`) reads
+    the source.
     """
+    wrap = None
+    if progress is not None:
+        def wrap(blocks: Iterator[bytes]) -> Iterable[bytes]:
+            return progress.track(source, blocks)
 
-    def wrap(chunks: Iterator[list[str]]) -> Iterable[list[str]]:
-        out: Iterable[list[str]] = chunks
-        if progress is not None:
-            out = progress.track(source, out)
-        if finder is not None:
-            out = finder.watch(out)
-        return out
-
-    return scanner.scan_source(source, wrap=wrap)
+    return bulk.scan_source(scanner, source, finder, wrap)
 
 
 def finish(scanner: Scanner, scans: list[InputScan], errors: list[str]) -> ParsedLog:

@@ -16,14 +16,14 @@ from multiprocessing import get_context
 
 import numpy as np
 
-from dnnlens.io.inputs import GZIP_MAGIC, InputSource
+from dnnlens.io.inputs import InputSource, ReadStats, open_range_blocks, splittable
+from dnnlens.parsers import bulk
 from dnnlens.parsers.merge import merge_header
 from dnnlens.parsers.records import LineRecord
 from dnnlens.parsers.scanner import MALFORMED_TEXT_KEPT, InputScan, Scanner
 
 #: Files smaller than this are not split (a range per worker costs a process start).
 SPLIT_MIN_BYTES = 32 << 20
-_BLOCK = 1 << 20
 
 Part = tuple[InputScan, list[LineRecord], list[str]]
 
@@ -34,26 +34,6 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
-
-
-def _range_chunks(path: str, start: int, end: int):  # noqa: ANN202 - generator of lists
-    """Lines of the bytes ``[start, end)`` of ``path``, in lists, like ``iter_chunks``."""
-    with open(path, "rb") as f:
-        f.seek(start)
-        left = end - start
-        carry = b""
-        while left > 0:
-            block = f.read(min(_BLOCK, left))
-            if not block:
-                break
-            left -= len(block)
-            data = carry + block
-            cut = data.rfind(b"\n") + 1
-            carry = data[cut:]
-            if cut:
-                yield data[:cut].decode("utf-8", errors="replace").splitlines(keepends=True)
-        if carry:
-            yield [carry.decode("utf-8", errors="replace")]
 
 
 def _boundaries(path: str, parts: int) -> list[int]:
@@ -73,22 +53,23 @@ def _boundaries(path: str, parts: int) -> list[int]:
 
 def _scan_range(path: str, start: int, end: int) -> Part:
     scanner = Scanner()
-    scan = scanner.scan_chunks(path, _range_chunks(path, start, end))
+    stats = ReadStats()
+    scan = bulk.scan_blocks(scanner, path, open_range_blocks(path, start, end, stats), stats)
+    scan.invalid_utf8_bytes = stats.invalid_utf8_bytes
+    scan.read_notes = list(stats.notes)
+    scan.read_error = stats.error
     return scan, scanner.records, scanner.reasons
 
 
 def _scan_file(path: str) -> Part:
     scanner = Scanner()
-    scan = scanner.scan_source(InputSource(path))
+    scan = bulk.scan_source(scanner, InputSource(path))
     return scan, scanner.records, scanner.reasons
 
 
 def _splittable(path: str) -> bool:
     try:
-        if os.path.getsize(path) < SPLIT_MIN_BYTES:
-            return False
-        with open(path, "rb") as f:
-            return f.read(2) != GZIP_MAGIC
+        return os.path.getsize(path) >= SPLIT_MIN_BYTES and splittable(path)
     except OSError:
         return False
 

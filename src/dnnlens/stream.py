@@ -17,7 +17,9 @@ import numpy as np
 from dnnlens.analysis.aggregate import StatsAccumulator
 from dnnlens.analysis.result import Analysis, add_primitives
 from dnnlens.analysis.summary import Summary, summarize_stats
+from dnnlens.io.inputs import InputSource, ReadStats, open_blocks
 from dnnlens.model import ParsedLog, build_diagnostics, build_events
+from dnnlens.parsers.bulk import BulkScan
 from dnnlens.parsers.merge import merge_header
 from dnnlens.parsers.scanner import MALFORMED_TEXT_KEPT, InputScan, Scanner
 
@@ -47,10 +49,21 @@ class StreamAnalyzer:
 
     def feed(self, lines: list[str]) -> None:
         """Scan one chunk of lines (with or without their line ends)."""
-        if not lines:
-            return
+        if lines:
+            self._merge(self.scanner.scan_chunks(self.path, [lines]))
+
+    def feed_block(self, block: bytes, stats: ReadStats | None = None) -> None:
+        """Scan one block of whole lines as bytes (:func:`~dnnlens.io.inputs.open_blocks`);
+        ``stats`` counts the invalid bytes of its lines."""
+        if block:
+            chunk = InputScan(self.path)
+            BulkScan(self.scanner, chunk, stats).feed(block)
+            self.scanner.finish_scan(chunk)
+            self._merge(chunk)
+
+    def _merge(self, chunk: InputScan) -> None:
+        """Fold the scan of the next lines into the totals, the statistics and the window."""
         offset = self.total.lines
-        chunk = self.scanner.scan_chunks(self.path, [lines])
         t = self.total
         t.lines += chunk.lines
         t.parsed += chunk.parsed
@@ -157,13 +170,16 @@ def analyze_file_streaming(path: str, window_events: int | None = None) -> Analy
     reading learnt (compression, invalid bytes, a read error) is kept on the input's scan.
     Profiler tables printed inside the log are not looked for on this path.
     """
-    from dnnlens.io.inputs import InputSource, ReadStats, iter_chunks
-
     analyzer = StreamAnalyzer(path, DEFAULT_WINDOW_EVENTS if window_events is None
                               else window_events)
     stats = ReadStats()
-    for chunk in iter_chunks(InputSource(path), stats):
-        analyzer.feed(chunk)
+    opened = open_blocks(InputSource(path), stats)
+    if stats.encoding == "utf-16":
+        for lines in opened:
+            analyzer.feed(lines)  # type: ignore[arg-type]
+    else:
+        for block in opened:
+            analyzer.feed_block(block, stats)  # type: ignore[arg-type]
     t = analyzer.total
     t.read_error = t.read_error or stats.error
     t.gzip = stats.gzip

@@ -29,7 +29,7 @@ import stat
 import sys
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -43,6 +43,8 @@ MAX_LINE_CHARS = 1 << 20
 #: line always has more than :data:`MAX_LINE_CHARS` characters and the scanner says so.
 MAX_LINE_BYTES = 4 * (MAX_LINE_CHARS + 1)
 _TEXT_CHUNK = 1 << 20
+#: Bytes per block handed to the bulk scanner (whole lines; small enough to stay in cache).
+BLOCK_BYTES = 1 << 20
 
 _BZIP2_BLOCK = b"1AY&SY"
 _XZ_MAGIC = b"\xfd7zXZ\x00"
@@ -424,14 +426,15 @@ class _GuardedStream(io.BufferedIOBase):
         return b"".join(out)
 
 
-def _open_text(
+def _open_guarded(
     source: InputSource, stats: ReadStats
-) -> tuple[io.TextIOWrapper, list[BinaryIO]]:
-    """Open ``source`` as text, following the policy of this module.
+) -> tuple[_GuardedStream, list[BinaryIO]]:
+    """Open ``source`` as guarded bytes, following the policy of this module.
 
-    Returns the text stream and the byte streams to close after it. Raises
+    Returns the byte stream (decompressed, overlong lines cut, never raising) and the
+    streams to close after it; ``stats.encoding`` is set from the first bytes. Raises
     :class:`InputError` when the source cannot be opened or is not a text log.
-    Decompression and read errors later on do not raise: they end the text and set
+    Decompression and read errors later on do not raise: they end the bytes and set
     ``stats.error``.
     """
     raw = _open_binary(source)
@@ -455,9 +458,16 @@ def _open_text(
         stats.notes.append(f"{shown}: read as UTF-16 (byte order mark)")
     if stats.compression and stats.compression != "gzip":
         stats.notes.append(f"{shown}: {stats.compression}-compressed")
-    text = io.TextIOWrapper(guarded, encoding=stats.encoding, errors=_ERRORS, newline="\n")
-    text._CHUNK_SIZE = _TEXT_CHUNK  # type: ignore[attr-defined] # fewer trips through Python
-    return text, ([] if source.is_stdin else [stream, raw])
+    return guarded, ([] if source.is_stdin else [stream, raw])
+
+
+def _note_cut_lines(source: InputSource, stats: ReadStats) -> None:
+    if stats.cut_lines:
+        lines = "1 line" if stats.cut_lines == 1 else f"{stats.cut_lines:,} lines"
+        stats.notes.append(
+            f"{display_path(source.path)}: {lines} longer than {MAX_LINE_BYTES:,} bytes "
+            f"cut there ({stats.skipped_bytes:,} bytes skipped)"
+        )
 
 
 def iter_chunks(source: InputSource, stats: ReadStats) -> Iterator[list[str]]:
@@ -467,7 +477,15 @@ def iter_chunks(source: InputSource, stats: ReadStats) -> Iterator[list[str]]:
     the text. Raises :class:`InputError` (at the first ``next``) only if the source cannot
     be opened or is not text; damage found later sets ``stats.error`` and ends the lines.
     """
-    text, closables = _open_text(source, stats)
+    guarded, closables = _open_guarded(source, stats)
+    yield from _text_chunks(source, stats, guarded, closables)
+
+
+def _text_chunks(
+    source: InputSource, stats: ReadStats, guarded: _GuardedStream, closables: list[BinaryIO]
+) -> Iterator[list[str]]:
+    text = io.TextIOWrapper(guarded, encoding=stats.encoding, errors=_ERRORS, newline="\n")
+    text._CHUNK_SIZE = _TEXT_CHUNK  # type: ignore[attr-defined] # fewer trips through Python
     try:
         while True:
             _COUNT_INTO.stats = stats
@@ -481,15 +499,110 @@ def iter_chunks(source: InputSource, stats: ReadStats) -> Iterator[list[str]]:
     except OSError as exc:  # pragma: no cover - the guarded stream turns these into stats
         stats.error = f"{display_path(source.path)}: read error ({exc.strerror or exc})"
     finally:
-        if stats.cut_lines:
-            lines = "1 line" if stats.cut_lines == 1 else f"{stats.cut_lines:,} lines"
-            stats.notes.append(
-                f"{display_path(source.path)}: {lines} longer than {MAX_LINE_BYTES:,} bytes "
-                f"cut there ({stats.skipped_bytes:,} bytes skipped)"
-            )
+        _note_cut_lines(source, stats)
         text.close()  # not standard input itself: the guarded layer never closes its stream
         for stream in closables:
             stream.close()
+
+
+def open_blocks(source: InputSource, stats: ReadStats) -> Iterator[bytes] | Iterator[list[str]]:
+    """The physical lines of ``source`` as UTF-8 bytes, in blocks of whole lines.
+
+    For the bulk scanner: each block holds about :data:`BLOCK_BYTES` and ends with a
+    ``\\n``, except the last one when the input does not end with a line end. A UTF-8 byte
+    order mark is removed. Bytes that are not UTF-8 are left as they are: decode a line with
+    :func:`decode_line`, which counts them into ``stats``. A UTF-16 input (``stats.encoding``
+    says so) gives lists of text lines instead, as :func:`iter_chunks`. Raises
+    :class:`InputError` at once when the source cannot be opened or is not a text log.
+    """
+    guarded, closables = _open_guarded(source, stats)
+    if stats.encoding == "utf-16":
+        return _text_chunks(source, stats, guarded, closables)
+    return _blocks(source, stats, guarded, closables)
+
+
+def _blocks(
+    source: InputSource, stats: ReadStats, guarded: _GuardedStream, closables: list[BinaryIO]
+) -> Iterator[bytes]:
+    carry = b""
+    first = True
+    try:
+        while True:
+            data = guarded.read1(BLOCK_BYTES)
+            if not data:
+                break
+            if first:
+                first = False
+                if stats.encoding == "utf-8-sig" and data.startswith(codecs.BOM_UTF8):
+                    data = data[len(codecs.BOM_UTF8) :]
+            cut = data.rfind(b"\n") + 1
+            if not cut:
+                carry += data
+            elif not carry and cut == len(data):
+                yield data
+            else:
+                yield b"".join((carry, memoryview(data)[:cut]))
+                carry = data[cut:]
+        if carry:
+            yield carry
+    finally:
+        _note_cut_lines(source, stats)
+        for stream in closables:
+            stream.close()
+
+
+class _RangeReader:
+    """Reads at most ``left`` bytes of ``raw`` (a byte range of a file)."""
+
+    def __init__(self, raw: BinaryIO, left: int) -> None:
+        self._raw = raw
+        self._left = left
+
+    def read(self, size: int = -1) -> bytes:
+        if self._left <= 0:
+            return b""
+        data = self._raw.read(self._left if size < 0 else min(size, self._left))
+        self._left -= len(data)
+        return data
+
+
+def splittable(path: str) -> bool:
+    """Whether ``path`` may be read in byte ranges: plain UTF-8 text, not compressed."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        return False
+    stats = ReadStats()
+    _decompressor(io.BytesIO(head), head, stats)  # sets stats.compression
+    return (stats.compression is None and _binary_kind(head) is None
+            and _encoding(head) != "utf-16")
+
+
+def open_range_blocks(path: str, start: int, end: int, stats: ReadStats) -> Iterator[bytes]:
+    """The lines of the bytes ``[start, end)`` of a :func:`splittable` file, as
+    :func:`open_blocks` gives them (``start`` and ``end`` are line starts)."""
+    raw = open(path, "rb")  # noqa: SIM115 - closed by _blocks
+    raw.seek(start)
+    guarded = _GuardedStream(_RangeReader(raw, end - start), stats, path)  # type: ignore[arg-type]
+    if start == 0:
+        stats.encoding = _encoding(guarded.peek(4)[:4])
+    return _blocks(InputSource(path), stats, guarded, [raw])
+
+
+def line_capper(stats: ReadStats, path: str) -> Callable[[bytes], bytes]:
+    """A function that cuts the physical lines of consecutive byte chunks at
+    :data:`MAX_LINE_BYTES`, as files are cut when read (for streams read elsewhere)."""
+    return _GuardedStream(io.BytesIO(), stats, path)._cap
+
+
+def decode_line(data: bytes, stats: ReadStats) -> str:
+    """``data`` as text, as :func:`iter_chunks` would give it (invalid bytes counted)."""
+    _COUNT_INTO.stats = stats
+    try:
+        return data.decode("utf-8", _ERRORS)
+    finally:
+        _COUNT_INTO.stats = None
 
 
 def iter_lines(source: InputSource, stats: ReadStats) -> Iterator[str]:

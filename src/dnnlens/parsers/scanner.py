@@ -51,6 +51,9 @@ _REASON_GLUED = "two verbose lines glued together (interleaved output of threads
 _REASON_TOO_LONG = f"line too long: over {MAX_LINE_CHARS:,} characters, not parsed"
 _REASON_BAD_TIME = "time field is negative or infinite"
 
+#: Whole header and diagnostic lines remembered (the headers of many processes repeat).
+_SEEN_LINES = 4096
+_SEEN_LINE_CHARS = 2048
 #: How many malformed lines keep their text (all are counted and keep line and reason).
 MALFORMED_TEXT_KEPT = 200
 FOREIGN_EXAMPLES_KEPT = 5
@@ -119,6 +122,8 @@ class Scanner:
         self._memo_full: dict[str, int] = {}
         # raw line head (junk prefix kept, no timestamp) -> record id (~id when prefixed)
         self._fast: dict[str, int] = {}
+        # a whole header or diagnostic line seen before -> (record id, prefixed)
+        self._seen_lines: dict[str, tuple[int, bool]] = {}
 
     # -- slow path: one call per distinct line -------------------------------------------
     def _intern_record(self, record: LineRecord) -> int:
@@ -217,12 +222,16 @@ class Scanner:
         scan.prefixed += prefixed
         fast_events = len(ev_line) - scan.slow_events
         scan.parsed += fast_events
+        self.finish_scan(scan)
+        return scan
+
+    def finish_scan(self, scan: InputScan) -> None:
+        """After the last line: align the timestamp column, reject bad times, count families."""
         if scan.has_timestamps:
-            pad = len(ev_line) - len(scan.event_timestamp)
+            pad = len(scan.event_line) - len(scan.event_timestamp)
             scan.event_timestamp.extend([_NAN] * pad)
         self._reject_bad_times(scan)
         self._count_families(scan)
-        return scan
 
     def scan_source(
         self,
@@ -307,6 +316,10 @@ class Scanner:
 
     def _classify(self, scan: InputScan, lineno: int, line: str) -> None:
         """The full path for one line: NUL bytes, marker, timestamp, time, memo, parse."""
+        seen = self._seen_lines.get(line)
+        if seen is not None:  # headers of every process, repeated dispatch lines
+            self._add_untimed(scan, lineno, *seen)
+            return
         clean = True
         if "\x00" in line:  # preallocated or copytruncate'd files; never part of a line
             line = line.replace("\x00", "")
@@ -375,10 +388,9 @@ class Scanner:
         if rid < 0:
             self._malformed(scan, lineno, line, -2 - rid)
             return
-        record = self.records[rid]
-        if start:
-            scan.prefixed += 1
-        if record.line_kind == LINE_EVENT:
+        if self.records[rid].line_kind == LINE_EVENT:
+            if start:
+                scan.prefixed += 1
             scan.slow_events += 1
             scan.parsed += 1
             if ts == ts and not scan.has_timestamps:
@@ -398,12 +410,21 @@ class Scanner:
             if ts != ts and timed and clean:
                 raw_head = line.rpartition(",")[0]
                 self._fast[raw_head] = ~rid if start else rid
-        elif record.line_kind == LINE_DIAGNOSTIC:
-            scan.parsed += 1
+        else:
+            self._add_untimed(scan, lineno, rid, bool(start))
+            if clean and len(line) <= _SEEN_LINE_CHARS and len(self._seen_lines) < _SEEN_LINES:
+                self._seen_lines[line] = (rid, bool(start))
+
+    def _add_untimed(self, scan: InputScan, lineno: int, rid: int, prefixed: bool) -> None:
+        """Account for a header or diagnostic line (``prefixed``: junk before its marker)."""
+        record = self.records[rid]
+        scan.parsed += 1
+        if prefixed:
+            scan.prefixed += 1
+        if record.line_kind == LINE_DIAGNOSTIC:
             scan.diag_line.append(lineno)
             scan.diag_record.append(rid)
         else:
-            scan.parsed += 1
             scan.header.add(record.text, record.component, lineno)
             scan.info_families[record.family] += 1
 

@@ -292,6 +292,15 @@ class TableFinder:
             yield chunk
         self.close()
 
+    @property
+    def idle(self) -> bool:
+        """True when no table is being read (lines without ``---`` cannot start one)."""
+        return not self._state
+
+    def skip(self, n: int) -> None:
+        """Count ``n`` lines the caller knows hold no rule line and no profiler marker."""
+        self._lineno += n
+
     def feed(self, lines: list[str]) -> None:
         """Look at the next lines (with or without their line ends)."""
         if not self._state:

@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from rich.console import Console
 from rich.progress import (
@@ -30,6 +30,8 @@ from rich.progress import (
 from dnnlens.errors import say
 from dnnlens.io.inputs import GZIP_MAGIC, InputSource, expand_inputs
 from dnnlens.model import ParsedLog
+
+_Chunk = TypeVar("_Chunk", bytes, list[str])
 
 #: Inputs smaller than this never get a bar (it would flash for a fraction of a second).
 PROGRESS_MIN_BYTES = 32 << 20
@@ -122,9 +124,11 @@ class InputProgress:
             self._progress.__exit__(None, None, None)
             self._progress = None
 
-    def track(self, source: InputSource,
-              chunks: Iterable[list[str]]) -> Iterator[list[str]]:
-        """Yield ``chunks`` unchanged, advancing the bar by the characters of each."""
+    def track(self, source: InputSource, chunks: Iterable[_Chunk]) -> Iterator[_Chunk]:
+        """Yield ``chunks`` unchanged, advancing the bar by the bytes (characters) of each.
+
+        A chunk is a block of bytes or a list of text lines.
+        """
         if self._progress is None:
             yield from chunks
             return
@@ -135,7 +139,7 @@ class InputProgress:
         task = self._progress.add_task(name, total=total)
         advance: Callable[..., None] = self._progress.advance
         for chunk in chunks:
-            advance(task, sum(map(len, chunk)))
+            advance(task, len(chunk) if isinstance(chunk, bytes) else sum(map(len, chunk)))
             yield chunk
         self._progress.remove_task(task)
 

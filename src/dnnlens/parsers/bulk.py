@@ -1,0 +1,379 @@
+"""The bulk scanner: blocks of bytes classified with numpy and Arrow, not a loop per line.
+
+It gives exactly the :class:`~dnnlens.parsers.scanner.InputScan` the line scanner gives
+(``tests/test_bulk.py`` compares the two on every sample log, the public corpus and fuzzed
+input), in a fraction of the time, because a verbose log is the same few hundred lines over
+and over with different numbers. Per block of whole lines:
+
+1. Line ends and commas are found with numpy. Lines holding a NUL or a non-ASCII byte, and
+   lines with fewer than four commas, are *slow lines*: decoded and classified one by one by
+   :meth:`Scanner._classify`, as the line scanner would.
+2. Every other line is cut into five pieces at its first fields and its last comma::
+
+       onednn_verbose,v1,   1796010103273.252930   ,primitive,exec,cpu,...,   7.32593   \\n
+       A (marker ...)       B (timestamp, or "")   C (the rest, to the      D (time)  E
+                                                   last comma)
+
+   ``(A, whether B is there, C)`` is the line's *shape*; the lines of a shape differ only in
+   B and D. Arrow casts B and D to numbers; a line whose B or D is not a plain decimal
+   number (``[0-9]+(.[0-9]*)?(e[+-]?NN)?``) is a slow line.
+3. Each shape is decided once (then remembered), on its first line, by the line scanner's
+   own classification: when that line is an event whose time and timestamp are exactly D
+   and B, every line of the shape is that event with its own D and B; otherwise every line
+   of the shape is a slow line. Nothing else is assumed about the format.
+4. Slow lines are classified in line order; the block's events are put in line order.
+
+Profiler tables printed inside the log (issue 3) are looked for in the slow lines only,
+unless a table is open or the block has a rule line, when the block is given to the finder
+line by line, as the line scanner's caller does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dnnlens.io.inputs import InputError, InputSource, ReadStats, decode_line, open_blocks
+from dnnlens.parsers.scanner import InputScan, Scanner
+
+if TYPE_CHECKING:
+    from dnnlens.parsers.torch_table import TableFinder
+
+_NL, _COMMA, _CR, _V, _ZERO, _NINE = 10, 44, 13, 118, 48, 57
+_SLOW = -1  # shape verdict: its lines take the slow path
+#: Shapes remembered across blocks (a log of unique lines must not grow memory with them).
+MAX_SHAPES = 65_536
+#: Longer lines are slow lines (their shapes would be too big to remember).
+MAX_SHAPE_LINE = 16_384
+_NUMBER = r"^[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]{1,2})?$"
+_NUMBER_RE = re.compile(_NUMBER.encode())
+
+
+class BulkScan:
+    """Scans one input block by block into an :class:`InputScan` (see the module doc)."""
+
+    def __init__(
+        self,
+        scanner: Scanner,
+        scan: InputScan,
+        stats: ReadStats | None = None,
+        finder: TableFinder | None = None,
+    ) -> None:
+        self.scanner = scanner
+        self.scan = scan
+        self.stats = stats if stats is not None else ReadStats()
+        self.finder = finder
+        shapes = getattr(scanner, "_bulk_shapes", None)
+        if shapes is None:
+            shapes = {}
+            scanner._bulk_shapes = shapes  # type: ignore[attr-defined]
+        #: (A, has B, C) -> record id * 2 + prefixed, or _SLOW
+        self.shapes: dict[tuple[bytes, bool, bytes], int] = shapes
+
+    # -- the block -------------------------------------------------------------------------
+    def feed(self, block: bytes) -> None:
+        """Account for the lines of ``block`` (whole lines; the last may lack its ``\\n``)."""
+        if not block:
+            return
+        arr = np.frombuffer(block, dtype=np.uint8)
+        ends = np.flatnonzero(arr == _NL)
+        if block[-1] != _NL:
+            ends = np.append(ends, len(block))
+        n = len(ends)
+        starts = np.empty(n, dtype=np.int64)
+        starts[0] = 0
+        starts[1:] = ends[:-1] + 1
+        nexts = np.minimum(ends + 1, len(block))
+        base = self.scan.lines
+        fast, rid2, times, stamps = self._fast_lines(block, arr, starts, ends, nexts)
+        slow = np.flatnonzero(~fast)
+        scan, stats = self.scan, self.stats
+        texts = [decode_line(block[s:e], stats)
+                 for s, e in zip(starts[slow].tolist(), nexts[slow].tolist(), strict=True)]
+        if self.finder is not None:
+            self._watch_tables(block, n, texts)
+        n0 = len(scan.event_line)
+        classify = self.scanner._classify  # noqa: SLF001 - the same classification, by design
+        for i, text in zip(slow.tolist(), texts, strict=True):
+            classify(scan, base + i + 1, text)
+        if fast.any():
+            self._add_fast(np.flatnonzero(fast), base, rid2[fast], times[fast], stamps[fast], n0)
+        scan.lines = base + n
+
+    def _fast_lines(
+        self, block: bytes, arr: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+        nexts: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Which lines are events of a known shape; their record id * 2 + prefixed, times."""
+        n = len(ends)
+        fast = np.zeros(n, dtype=bool)
+        rid2 = np.full(n, _SLOW, dtype=np.int64)
+        times = np.full(n, np.nan)
+        stamps = np.full(n, np.nan)
+        commas = np.flatnonzero(arr == _COMMA)
+        if len(commas) < 4:
+            return fast, rid2, times, stamps
+        last = np.searchsorted(commas, ends) - 1  # index of the last comma before the end
+        first = np.searchsorted(commas, starts)  # index of the first comma of the line
+        ok = (first + 3 <= last) & (ends - starts <= MAX_SHAPE_LINE)
+        if not block.isascii() or b"\0" in block:  # lines with a NUL or non-ASCII byte
+            special = np.flatnonzero(arr.view(np.int8) <= 0)
+            ok[np.searchsorted(ends, special)] = False
+        idx = np.flatnonzero(ok)
+        if not len(idx):
+            return fast, rid2, times, stamps
+        s, e, nx = starts[idx], ends[idx], nexts[idx]
+        fi = first[idx]
+        c1, c2, c3 = commas[fi], commas[fi + 1], commas[fi + 2]
+        lc = commas[last[idx]]
+        has_v = arr[c1 + 1] == _V
+        bstart = np.where(has_v, c2 + 1, c1 + 1)
+        bcomma = np.where(has_v, c3, c2)
+        d0 = arr[bstart]
+        has_b = (d0 >= _ZERO) & (d0 <= _NINE)
+        bend = np.where(has_b, bcomma, bstart)
+        te = e - (arr[np.maximum(e - 1, 0)] == _CR)
+        te = np.maximum(te, lc + 1)
+        # B and D must start and end with a digit to be read as numbers here
+        d_first, d_last = arr[lc + 1], arr[np.maximum(te - 1, 0)]
+        b_last = arr[np.maximum(bend - 1, 0)]
+        numeric = (te > lc + 1) & _digit(d_first) & _digit(d_last) & (~has_b | _digit(b_last))
+        cand = np.flatnonzero(numeric)
+        if not len(cand):
+            return fast, rid2, times, stamps
+        idx, has_b = idx[cand], has_b[cand]
+        s, nx, bstart, bend, lc, te = (x[cand] for x in (s, nx, bstart, bend, lc, te))
+        # pieces A B C D E of each candidate line, back to back (the gaps are other lines);
+        # one Arrow array over the block's bytes, masked to the pieces each step reads
+        m = len(idx)
+        offsets = np.empty(m * 6, dtype=np.int32)
+        offsets[0::6] = s
+        offsets[1::6] = bstart
+        offsets[2::6] = bend
+        offsets[3::6] = lc + 1
+        offsets[4::6] = te
+        offsets[5::6] = nx
+        if (np.diff(offsets) < 0).any():  # pragma: no cover - cannot happen (see above);
+            return fast, rid2, times, stamps  # Arrow would read out of bounds: all slow
+        numbers = np.zeros(m * 6 - 1, dtype=bool)
+        numbers[1::6] = has_b
+        numbers[3::6] = True
+        parsed = _numbers(block, offsets, numbers)
+        t_vals, ts_vals = parsed[3::6], parsed[1::6]
+        good = np.isfinite(t_vals) & (~has_b | np.isfinite(ts_vals))
+        keys = np.zeros(m * 6 - 1, dtype=bool)
+        keys[0::6] = good
+        keys[2::6] = good
+        dictionary, codes = _codes(block, offsets, keys)
+        g = np.flatnonzero(good)
+        if not len(g):
+            return fast, rid2, times, stamps
+        n_d = max(len(dictionary), 1)
+        combined = (codes[0::6][g] * 2 + has_b[g]) * n_d + codes[2::6][g]
+        shape_of, uniq = _factorize(combined)
+        grows = np.diff(np.maximum.accumulate(shape_of), prepend=-1) > 0
+        firsts = g[np.flatnonzero(grows)]  # candidate index of each shape's first line
+        verdict = np.empty(len(uniq), dtype=np.int64)
+        shapes = self.shapes
+        for u, (code, j) in enumerate(zip(uniq.tolist(), firsts.tolist(), strict=True)):
+            rest, c = divmod(code, n_d)
+            key = (dictionary[rest >> 1], bool(rest & 1), dictionary[c])
+            v = shapes.get(key)
+            if v is None:
+                line = block[int(s[j]) : int(nx[j])]
+                b = block[int(bstart[j]) : int(bend[j])] if key[1] else None
+                v, final = self._decide(line, b, block[int(lc[j]) + 1 : int(te[j])])
+                if final and len(shapes) < MAX_SHAPES:
+                    shapes[key] = v
+            verdict[u] = v
+        line_rid2 = verdict[shape_of]
+        ok_lines = line_rid2 >= 0
+        pick = g[ok_lines]
+        at = idx[pick]
+        fast[at] = True
+        rid2[at] = line_rid2[ok_lines]
+        times[at] = t_vals[pick]
+        stamps[at] = np.where(has_b[pick], ts_vals[pick], np.nan)
+        return fast, rid2, times, stamps
+
+    def _decide(self, line: bytes, b: bytes | None, d: bytes) -> tuple[int, bool]:
+        """The verdict on the shape of ``line``, and whether it holds for the whole shape.
+
+        The verdict is record id * 2 + prefixed when ``line`` is an event timed by ``d``
+        (and stamped by ``b``); it is not final when ``d`` or ``b`` is a number the strict
+        pattern does not take (another line of the shape decides then).
+        """
+        if not _NUMBER_RE.match(d) or (b is not None and not _NUMBER_RE.match(b)):
+            return _SLOW, False
+        if b"profiler_st" in line:  # the table finder must see it (see _watch_tables)
+            return _SLOW, True
+        probe = InputScan("")
+        self.scanner._classify(probe, 1, line.decode("ascii"))  # noqa: SLF001
+        if len(probe.event_line) != 1 or probe.malformed or probe.nul_lines:
+            return _SLOW, True
+        if probe.event_time[0] != float(d):
+            return _SLOW, True
+        if b is None:
+            if probe.has_timestamps:
+                return _SLOW, True
+        elif not (probe.has_timestamps and probe.event_timestamp[-1] == float(b)):
+            return _SLOW, True
+        return probe.event_record[0] * 2 + (1 if probe.prefixed else 0), True
+
+    # -- events ----------------------------------------------------------------------------
+    def _add_fast(
+        self, which: np.ndarray, base: int, rid2: np.ndarray, times: np.ndarray,
+        stamps: np.ndarray, n0: int,
+    ) -> None:
+        """Append the fast events, then put the block's events in line order."""
+        scan = self.scan
+        k = len(which)
+        scan.parsed += k
+        scan.prefixed += int((rid2 & 1).sum())
+        lines = which + (base + 1)
+        recs = rid2 >> 1
+        if not scan.has_timestamps and not np.isnan(stamps).all():
+            scan.has_timestamps = True
+        if scan.has_timestamps:
+            pad = len(scan.event_line) - len(scan.event_timestamp)
+            if pad:
+                scan.event_timestamp.extend([np.nan] * pad)
+        slow_n = len(scan.event_line) - n0
+        columns = [(scan.event_line, lines), (scan.event_record, recs),
+                   (scan.event_time, times)]
+        if scan.has_timestamps:
+            columns.append((scan.event_timestamp, stamps))
+        if not slow_n:
+            for target, values in columns:
+                target.frombytes(values.astype(np.dtype(target.typecode)).tobytes())
+            return
+        slow_lines = np.frombuffer(scan.event_line, dtype=np.int64)[n0:].copy()  # no view:
+        # an array exporting its buffer cannot shrink
+        order = np.argsort(np.concatenate([slow_lines, lines]), kind="stable")
+        for target, values in columns:
+            dtype = np.dtype(target.typecode)
+            tail = np.frombuffer(target, dtype=dtype)[n0:].copy()
+            merged = np.concatenate([tail, values.astype(dtype)])[order]
+            del target[n0:]
+            target.frombytes(merged.tobytes())
+
+    # -- profiler tables --------------------------------------------------------------------
+    def _watch_tables(self, block: bytes, n: int, slow_texts: list[str]) -> None:
+        """Show the finder the block's lines, as the line scanner's caller would.
+
+        Rule lines and profiler markers are slow lines (an event line is never a rule line,
+        and a line holding ``profiler_st`` is never fast), so while no table is open a block
+        whose slow lines hold neither is skipped without decoding it.
+        """
+        finder = self.finder
+        assert finder is not None
+        if finder.idle and not any("---" in t or "profiler_st" in t for t in slow_texts):
+            finder.skip(n)
+            return
+        text = decode_line(block, ReadStats())  # invalid bytes are counted by the slow lines
+        lines = text.split("\n")
+        finder.feed(lines[:n])
+
+
+def _digit(values: np.ndarray) -> np.ndarray:
+    return (values >= _ZERO) & (values <= _NINE)
+
+
+def _pieces(block: bytes, offsets: np.ndarray, valid: np.ndarray, kind: pa.DataType) -> pa.Array:
+    """The pieces of ``block`` between consecutive ``offsets``, null where not ``valid``."""
+    bitmap = np.packbits(valid, bitorder="little")
+    return pa.Array.from_buffers(
+        kind, len(offsets) - 1,
+        [pa.py_buffer(bitmap), pa.py_buffer(offsets), pa.py_buffer(block)],
+    )
+
+
+def _numbers(block: bytes, offsets: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """The ``valid`` pieces read as numbers; NaN elsewhere and where not a plain number."""
+    pieces = _pieces(block, offsets, valid, pa.string())  # valid pieces are ASCII
+    try:
+        return pc.cast(pieces, pa.float64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        plain = pc.match_substring_regex(pieces, _NUMBER).fill_null(False)
+        kept = _pieces(block, offsets, valid & plain.to_numpy(zero_copy_only=False),
+                       pa.string())
+        return pc.cast(kept, pa.float64()).to_numpy(zero_copy_only=False)
+
+
+def _codes(block: bytes, offsets: np.ndarray, valid: np.ndarray) -> tuple[list[bytes], np.ndarray]:
+    """Distinct ``valid`` pieces (as bytes), and each piece's index into them (any where not
+    ``valid``)."""
+    encoded = _pieces(block, offsets, valid, pa.binary()).dictionary_encode()
+    indices = np.frombuffer(encoded.indices.buffers()[1], dtype=np.int32,
+                            count=len(encoded.indices))
+    return encoded.dictionary.to_pylist(), indices.astype(np.int64)
+
+
+def _factorize(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each element's index into the distinct codes, and the distinct codes."""
+    import pandas as pd
+
+    index, uniq = pd.factorize(codes)
+    return index.astype(np.int64), np.asarray(uniq, dtype=np.int64)
+
+
+def scan_blocks(
+    scanner: Scanner,
+    path: str,
+    blocks: Iterable[bytes],
+    stats: ReadStats | None = None,
+    finder: TableFinder | None = None,
+) -> InputScan:
+    """Account for every line of ``blocks`` (see :func:`~dnnlens.io.inputs.open_blocks`)."""
+    scan = InputScan(path)
+    bulk = BulkScan(scanner, scan, stats, finder)
+    for block in blocks:
+        bulk.feed(block)
+    if finder is not None:
+        finder.close()
+    scanner.finish_scan(scan)
+    return scan
+
+
+def scan_source(
+    scanner: Scanner,
+    source: InputSource,
+    finder: TableFinder | None = None,
+    wrap: Callable[[Iterator[bytes]], Iterable[bytes]] | None = None,
+) -> InputScan:
+    """Read and scan one source in blocks; an unreadable source gives an empty scan.
+
+    Everything learnt while reading (compression, invalid bytes, notes, a read error) lands
+    on the scan. ``wrap`` may wrap the block iterator (a progress bar). A UTF-16 source is
+    scanned line by line (:meth:`Scanner.scan_chunks`).
+    """
+    stats = ReadStats()
+    try:
+        opened = open_blocks(source, stats)
+    except InputError as exc:
+        scan = InputScan(source.path)
+        scan.read_error = str(exc)
+        return scan
+    if stats.encoding == "utf-16":
+        chunks: Iterable[list[str]] = opened  # type: ignore[assignment]
+        if finder is not None:
+            chunks = finder.watch(chunks)
+        scan = scanner.scan_chunks(source.path, chunks)
+    else:
+        blocks: Iterable[bytes] = opened  # type: ignore[assignment]
+        if wrap is not None:
+            blocks = wrap(opened)  # type: ignore[arg-type]
+        scan = scan_blocks(scanner, source.path, blocks, stats, finder)
+    scan.read_error = stats.error
+    scan.gzip = stats.gzip
+    scan.invalid_utf8_bytes = stats.invalid_utf8_bytes
+    scan.read_notes = list(stats.notes)
+    return scan
+
+
+__all__ = ["MAX_SHAPES", "MAX_SHAPE_LINE", "BulkScan", "scan_blocks", "scan_source"]
