@@ -30,18 +30,40 @@ def stats_from_events(events: pd.DataFrame) -> pd.DataFrame:
     """The stats frame of an event table (exact)."""
     if events.empty:
         return _empty()
-    g = events.groupby("record", sort=True)
+    g = events["time_ms"].groupby(events["record"], sort=True)
+    sums = g.sum()
+    # record ids are small integers: counts and first rows are array updates
+    rec = events["record"].to_numpy()
+    timed = ~np.isnan(events["time_ms"].to_numpy(dtype=np.float64))
+    present = sums.index.to_numpy()
+    size = int(rec.max()) + 1
     frame = pd.DataFrame({
-        "count": g.size(),
-        "timed": g["time_ms"].count(),
-        "time_ms": g["time_ms"].sum(),
-        "min_ms": g["time_ms"].min(),
-        "max_ms": g["time_ms"].max(),
-    })
-    first = events.drop_duplicates("record").set_index("record")
-    frame["first_input"] = first["input"].astype(str).reindex(frame.index)
-    frame["first_line"] = first["line"].reindex(frame.index).astype(np.int64)
+        "count": np.bincount(rec, minlength=size)[present].astype(np.int64),
+        "timed": np.bincount(rec[timed], minlength=size)[present].astype(np.int64),
+        "time_ms": sums, "min_ms": g.min(), "max_ms": g.max(),
+    }, index=sums.index)
+    rows = first_rows(rec, present)
+    frame["first_input"] = events["input"].iloc[rows].astype(str).set_axis(frame.index)
+    frame["first_line"] = events["line"].to_numpy()[rows].astype(np.int64)
     return frame
+
+
+def first_rows(records: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Row of the first occurrence of each id of ``wanted`` in ``records`` (ids >= 0).
+
+    Reads growing chunks from the start until every wanted id has been seen: a log repeats
+    its lines, so that is usually a few thousand rows of millions.
+    """
+    n = len(records)
+    first = np.full(int(records.max()) + 1 if n else 0, n, dtype=np.int64)
+    begin, step = 0, 4096
+    while begin < n:
+        end = min(begin + step, n)
+        np.minimum.at(first, records[begin:end], np.arange(begin, end))
+        if (first[wanted] < n).all():
+            break
+        begin, step = end, 2 * step
+    return first[wanted]
 
 
 def _empty() -> pd.DataFrame:

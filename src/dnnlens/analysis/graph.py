@@ -69,13 +69,15 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
-from dnnlens.analysis.iterations import Iterations, category_mask, find_iterations
+from dnnlens.analysis.columns import category_mask, with_dtypes
+from dnnlens.analysis.digraph import Digraph
+from dnnlens.analysis.iterations import Iterations, find_iterations
 from dnnlens.model import ParsedLog
 from dnnlens.parsers.fields import (
     MemDesc,
@@ -85,6 +87,9 @@ from dnnlens.parsers.fields import (
     parse_problem,
     spatial_dims,
 )
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["NODE_COLUMNS", "REORDER_COLUMNS", "OpGraph", "Tensor", "build_graph", "op_tensors"]
 
@@ -374,26 +379,32 @@ def _matches(a: Tensor, b: Tensor) -> bool:
 class OpGraph:
     """The op graph of one steady iteration (see the module docstring).
 
-    ``graph`` is a :class:`networkx.DiGraph` whose node attributes are the
+    ``digraph`` (a :class:`~dnnlens.analysis.digraph.Digraph`) has as node attributes the
     :data:`NODE_COLUMNS` (plus ``reorder_tensor``, ``reorder_converts``,
-    ``reorder_round_trip`` on reorders) and whose edge attributes are ``dims``, ``dtype``,
+    ``reorder_round_trip`` on reorders) and as edge attributes ``dims``, ``dtype``,
     ``layout``, ``src_arg`` (the producer's output slot) and ``dst_arg`` (the consumer's
-    input slot). ``nodes`` and ``reorders`` are the same facts as tables.
+    input slot); ``graph`` is the same as a :class:`networkx.DiGraph`, made on first use.
+    ``nodes`` and ``reorders`` are the same facts as tables.
     """
 
-    graph: nx.DiGraph
+    digraph: Digraph
     iterations: Iterations
     nodes: pd.DataFrame
     reorders: pd.DataFrame
+
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        """The op graph as a ``networkx.DiGraph`` (imports networkx on first use)."""
+        return self.digraph.to_networkx()
 
 
 def _column(events: pd.DataFrame, name: str, rows: np.ndarray) -> list[str]:
     """Values of a column at ``rows`` as strings, without converting the whole column."""
     col = events[name]
     if isinstance(col.dtype, pd.CategoricalDtype):
-        codes = col.cat.codes.to_numpy()[rows]
-        cats = col.cat.categories
-        return ["" if c < 0 else str(cats[c]) for c in codes]
+        codes = col.cat.codes.to_numpy()[rows].tolist()
+        cats = [str(c) for c in col.cat.categories]
+        return ["" if c < 0 else cats[c] for c in codes]
     return [str(v) for v in col.iloc[rows]]
 
 
@@ -472,23 +483,26 @@ def _assign_nodes(
     return node, p
 
 
-def _stats(node: np.ndarray, times: np.ndarray, itr: np.ndarray, n_nodes: int) -> pd.DataFrame:
-    df = pd.DataFrame({"node": node, "t": times, "it": itr})
-    g = df.groupby("node", sort=True)
-    out = pd.DataFrame(
-        {
-            "count": g.size(),
-            "time_ms": g["t"].sum(min_count=0),
-            "mean_ms": g["t"].mean(),
-            "p50_ms": g["t"].median(),
-            "p95_ms": g["t"].quantile(0.95),
-            "iterations": df[df["it"] >= 0].groupby("node")["it"].nunique(),
-        }
-    )
-    out = out.reindex(range(n_nodes))
-    out["count"] = out["count"].fillna(0).astype("int64")
-    out["iterations"] = out["iterations"].fillna(0).astype("int64")
-    out["time_ms"] = out["time_ms"].fillna(0.0)
+def _stats(
+    node: np.ndarray, times: np.ndarray, itr: np.ndarray, n_nodes: int
+) -> dict[str, np.ndarray]:
+    """Per node ``0 .. n_nodes - 1``: count, iterations, time_ms, mean/p50/p95_ms."""
+    g = pd.Series(times).groupby(node, sort=True)
+    total = g.sum(min_count=0)
+    at = total.index.to_numpy()
+    inside = itr >= 0
+    iters = pd.Series(itr[inside]).groupby(node[inside]).nunique()
+    out = {
+        "count": np.bincount(node, minlength=n_nodes).astype(np.int64),
+        "iterations": np.zeros(n_nodes, dtype=np.int64),
+        "time_ms": np.zeros(n_nodes),
+    }
+    out["iterations"][iters.index.to_numpy()] = iters.to_numpy()
+    out["time_ms"][at] = total.to_numpy()
+    for name, values in (("mean_ms", g.mean()), ("p50_ms", g.median()),
+                         ("p95_ms", g.quantile(0.95))):
+        out[name] = np.full(n_nodes, np.nan)
+        out[name][at] = values.to_numpy()
     return out
 
 
@@ -499,7 +513,7 @@ def _is_weight_slot(arg: str) -> bool:
 def _edges_for(
     seq_nodes: list[int],
     tensors: dict[int, tuple[tuple[Tensor, ...], tuple[Tensor, ...]]],
-    graph: nx.DiGraph,
+    graph: Digraph,
     names: list[str],
 ) -> None:
     """Add the tensor edges of one iteration (node indices in stream order).
@@ -600,7 +614,7 @@ def build_graph(log: ParsedLog, iterations: Iterations | None = None) -> OpGraph
     n_nodes = n_pos + len(extra_keys)
 
     times = events["time_ms"].to_numpy(dtype=np.float64)[ex_rows]
-    stats = _stats(node, times, itr, n_nodes)
+    st = _stats(node, times, itr, n_nodes)
     # representative row of each node: its first execution
     first_row = np.full(n_nodes, -1, dtype=np.int64)
     uniq, first_idx = np.unique(node, return_index=True)
@@ -625,7 +639,7 @@ def build_graph(log: ParsedLog, iterations: Iterations | None = None) -> OpGraph
         for i in range(n_nodes)
     }  # fmt: skip
 
-    graph = nx.DiGraph(name="dnnlens op graph")
+    graph = Digraph(name="dnnlens op graph")
     records: list[dict[str, object]] = []
     for i in range(n_nodes):
         ins, outs = tensors[i]
@@ -641,12 +655,12 @@ def build_graph(log: ParsedLog, iterations: Iterations | None = None) -> OpGraph
             "kind": cols["kind"][i],
             "impl": cols["impl"][i],
             "prop_kind": cols["prop_kind"][i],
-            "count": int(stats.at[i, "count"]),
-            "iterations": int(stats.at[i, "iterations"]),
-            "time_ms": float(stats.at[i, "time_ms"]),
-            "mean_ms": float(stats.at[i, "mean_ms"]),
-            "p50_ms": float(stats.at[i, "p50_ms"]),
-            "p95_ms": float(stats.at[i, "p95_ms"]),
+            "count": int(st["count"][i]),
+            "iterations": int(st["iterations"][i]),
+            "time_ms": float(st["time_ms"][i]),
+            "mean_ms": float(st["mean_ms"][i]),
+            "p50_ms": float(st["p50_ms"][i]),
+            "p95_ms": float(st["p95_ms"][i]),
             "src_layout": src_t.layout if src_t else "",
             "dst_layout": dst_t.layout if dst_t else "",
             "dtype": (dst_t or src_t).dtype if (dst_t or src_t) else "",
@@ -665,7 +679,7 @@ def build_graph(log: ParsedLog, iterations: Iterations | None = None) -> OpGraph
 
     reorders = _classify_reorders(graph, names, tensors, records)
     nodes_df = pd.DataFrame(records, columns=list(NODE_COLUMNS))
-    return OpGraph(graph=graph, iterations=iters, nodes=nodes_df, reorders=reorders)
+    return OpGraph(digraph=graph, iterations=iters, nodes=nodes_df, reorders=reorders)
 
 
 def _edge_sequences(
@@ -696,7 +710,7 @@ def _converts(src: Tensor | None, dst: Tensor | None) -> str:
 
 
 def _classify_reorders(
-    graph: nx.DiGraph,
+    graph: Digraph,
     names: list[str],
     tensors: dict[int, tuple[tuple[Tensor, ...], tuple[Tensor, ...]]],
     records: list[dict[str, object]],
@@ -718,12 +732,12 @@ def _classify_reorders(
         succ = list(graph.successors(name))
         pred = list(graph.predecessors(name))
         feeds_weight = any(
-            str(graph.edges[name, s]["dst_arg"]).startswith(("wei", "bia"))
-            and _kind(str(graph.nodes[s]["kind"])) in WEIGHTED_KINDS
+            str(graph.edge(name, s)["dst_arg"]).startswith(("wei", "bia"))
+            and _kind(str(graph.node(s)["kind"])) in WEIGHTED_KINDS
             for s in succ
         )
         reads_weight = any(
-            str(graph.edges[p_, name]["src_arg"]).removeprefix("diff_").startswith(("wei", "bia"))
+            str(graph.edge(p_, name)["src_arg"]).removeprefix("diff_").startswith(("wei", "bia"))
             for p_ in pred
         )
         dims = (src or dst).dims if (src or dst) else None
@@ -736,8 +750,8 @@ def _classify_reorders(
             "converts": _converts(src, dst),
             "producer": ",".join(pred),
             "consumer": ",".join(succ),
-            "consumer_kind": str(graph.nodes[first_consumer]["kind"]) if succ else "",
-            "consumer_arg": str(graph.edges[name, first_consumer]["dst_arg"]) if succ else "",
+            "consumer_kind": str(graph.node(first_consumer)["kind"]) if succ else "",
+            "consumer_arg": str(graph.edge(name, first_consumer)["dst_arg"]) if succ else "",
             "partners": set(),
         }
     # round trips: a later reorder, through non-reorder ops only, undoes the conversion
@@ -779,17 +793,17 @@ def _classify_reorders(
             "record": rec["record"],
         }  # fmt: skip
         rows.append(row)
-        graph.nodes[rec["node"]].update(
+        graph.node(str(rec["node"])).update(
             reorder_tensor=row["tensor"], reorder_converts=row["converts"],
             reorder_round_trip=row["round_trip"], reorder_round_trip_with=row["round_trip_with"],
         )  # fmt: skip
     df = pd.DataFrame(rows, columns=list(REORDER_COLUMNS))
-    return df.astype({"position": "int64", "count": "int64", "iterations": "int64",
-                      "steady": "bool", "round_trip": "bool", "record": "int64"})  # fmt: skip
+    return with_dtypes(df, {"position": "int64", "count": "int64", "iterations": "int64",
+                            "steady": "bool", "round_trip": "bool", "record": "int64"})
 
 
 def _next_reorders(
-    graph: nx.DiGraph, start: str, index: dict[str, int], records: list[dict[str, object]]
+    graph: Digraph, start: str, index: dict[str, int], records: list[dict[str, object]]
 ) -> list[int]:
     """Reorders reached downstream of ``start`` through non-reorder nodes only."""
     found: list[int] = []

@@ -39,11 +39,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
+from dnnlens.analysis.columns import category_mask, with_dtypes
 
 __all__ = [
     "InputIterations",
@@ -227,6 +229,9 @@ def find_period(s: np.ndarray) -> tuple[int, int] | None:
         if exact[start:].mean() < 0.5:
             continue
         scored.append((p, start, n - start))
+        decided = _decided(scored, n)
+        if decided is not None:
+            return decided
     if not scored:
         return None
     best = max(c for _, _, c in scored)
@@ -234,6 +239,21 @@ def find_period(s: np.ndarray) -> tuple[int, int] | None:
         if coverage >= 0.9 * best:
             return p, start
     return None  # pragma: no cover - the best one always qualifies
+
+
+def _decided(scored: list[tuple[int, int, int]], n: int) -> tuple[int, int] | None:
+    """What :func:`find_period` returns, already known whatever candidates are left.
+
+    A coverage is at most ``n``: a candidate covering 90 % of ``n`` qualifies against any
+    best coverage, one below 90 % of the best so far never will.
+    """
+    best = max(c for _, _, c in scored)
+    for p, start, coverage in scored:
+        if coverage >= 0.9 * n:
+            return p, start
+        if coverage >= 0.9 * best:
+            return None  # qualifies or not depending on the candidates left
+    return None
 
 
 def _signature_length(t: np.ndarray) -> int:
@@ -248,8 +268,8 @@ def _signature_length(t: np.ndarray) -> int:
     return 0
 
 
-def _segments_by_period(s: np.ndarray, t: np.ndarray) -> list[tuple[int, int]]:
-    """Cut the stream into iterations ``[begin, end)`` (indices into ``s``) of template ``t``.
+def _segments_by_period(s: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Cut the stream into iterations ``[begin, end)`` (rows of indices into ``s``) of ``t``.
 
     Cuts are made where the template's opening records occur. A piece holding ``k``
     periods' worth of template records counts as ``k`` iterations; a piece with less than
@@ -267,47 +287,61 @@ def _segments_by_period(s: np.ndarray, t: np.ndarray) -> list[tuple[int, int]]:
         for k in range(sig):
             eq &= s[k : k + m] == t[k]
         begins = np.flatnonzero(eq)
+    whole = np.array([[0, n]], dtype=np.int64)
     if not begins.size:
-        return [(0, n)]
+        return whole
     csum = np.concatenate([[0], np.cumsum(np.isin(s, t))])
-    edges = np.concatenate([[0], begins[begins > 0], [n]])
-    segments: list[tuple[int, int]] = []
-    pending = 0  # start of rows waiting to join the next iteration
-    for i in range(len(edges) - 1):
-        b, e = int(edges[i]), int(edges[i + 1])
-        if e <= b:
-            continue
-        k = int(round((csum[e] - csum[b]) / p))
-        if k == 0:
-            if i == len(edges) - 2:
-                break  # trailing piece shorter than half a period: outside
-            if segments:
-                segments[-1] = (segments[-1][0], e)
-                pending = e
-            continue
-        segments.extend(_split(pending, e, k))
-        pending = e
-    return segments or [(0, n)]
+    # pieces between cuts (cuts strictly increase, so every piece holds rows)
+    edges = np.concatenate([[0], begins[begins > 0], [n]]).astype(np.int64)
+    b, e = edges[:-1], edges[1:]
+    k = np.rint((csum[e] - csum[b]) / p).astype(np.int64)  # round half to even, as round()
+    emit = np.flatnonzero(k > 0)
+    if not emit.size:
+        return whole
+    # an emitted piece starts where the piece before it ends (the first one at 0: pieces
+    # before it join it); its last iteration runs on to the next emitted piece (pieces with
+    # k == 0 join it), the trailing piece excepted: left outside when k == 0
+    starts = b[emit]
+    starts[0] = 0
+    last = len(k) - 1
+    ends = np.append(b[emit[1:]], n if emit[-1] == last else b[last])
+    segments = np.column_stack([starts, ends])
+    multi = np.flatnonzero(k[emit] > 1)
+    if not multi.size:
+        return segments
+    out, prev = [], 0
+    for i in multi.tolist():
+        cuts = np.linspace(starts[i], e[emit[i]], k[emit[i]] + 1).round().astype(np.int64)
+        parts = np.column_stack([cuts[:-1], cuts[1:]])
+        parts[-1, 1] = ends[i]
+        out += [segments[prev:i], parts]
+        prev = i + 1
+    out.append(segments[prev:])
+    return np.concatenate(out)
 
 
-def _split(b: int, e: int, k: int) -> list[tuple[int, int]]:
-    if k == 1:
-        return [(b, e)]
-    cuts = np.linspace(b, e, k + 1).round().astype(int)
-    return [(int(cuts[i]), int(cuts[i + 1])) for i in range(k)]
-
-
-def _segments_by_markers(ex_lines: np.ndarray, markers: np.ndarray) -> list[tuple[int, int]]:
+def _segments_by_markers(ex_lines: np.ndarray, markers: np.ndarray) -> np.ndarray:
     seg = np.searchsorted(np.sort(markers), ex_lines, side="right")
     if not len(seg):
-        return []
+        return np.zeros((0, 2), dtype=np.int64)
     change = np.flatnonzero(np.diff(seg)) + 1
-    edges = np.concatenate([[0], change, [len(seg)]])
-    return [(int(edges[i]), int(edges[i + 1])) for i in range(len(edges) - 1)]
+    edges = np.concatenate([[0], change, [len(seg)]]).astype(np.int64)
+    return np.column_stack([edges[:-1], edges[1:]])
 
 
-def _modal_sequence(s: np.ndarray, segments: list[tuple[int, int]]) -> np.ndarray:
-    counts = Counter(s[b:e].tobytes() for b, e in segments)
+def _modal_sequence(
+    s: np.ndarray, segments: np.ndarray, guess: np.ndarray | None = None
+) -> np.ndarray:
+    """The most common sequence of the segments (the first seen of equally common ones).
+
+    ``guess`` (a sequence as long as every segment) is the answer, found without counting,
+    when more than half of the segments hold it.
+    """
+    if guess is not None:
+        same = (s[segments[:, :1] + np.arange(len(guess))] == guess).all(axis=1)
+        if 2 * int(same.sum()) > len(segments):
+            return guess.copy()
+    counts = Counter(s[b:e].tobytes() for b, e in segments.tolist())
     key, _ = counts.most_common(1)[0]
     return np.frombuffer(key, dtype=s.dtype).copy()
 
@@ -319,7 +353,7 @@ def _modal_sequence(s: np.ndarray, segments: list[tuple[int, int]]) -> np.ndarra
 @dataclass
 class _InputResult:
     info: InputIterations
-    segments: list[tuple[int, int]]
+    segments: np.ndarray  # (iterations, 2): [begin, end) in the input's exec rows
     exec_pos: np.ndarray
     regular: np.ndarray
     warm: np.ndarray
@@ -336,7 +370,8 @@ def _one_input(
     n = len(s)
     if n == 0:
         info = InputIterations(name, 0, 0, 0, 0, 0, "none")
-        return _InputResult(info, [], exec_pos, np.zeros(0, bool), np.zeros(0, bool))
+        no_segments = np.zeros((0, 2), dtype=np.int64)
+        return _InputResult(info, no_segments, exec_pos, np.zeros(0, bool), np.zeros(0, bool))
     if markers is not None:
         segments = _segments_by_markers(lines[exec_pos], markers)
         template = _modal_sequence(s, segments)
@@ -344,27 +379,28 @@ def _one_input(
     else:
         found = find_period(s)
         if found is None:
-            segments, template, method = [(0, n)], s.copy(), "single"
+            segments = np.array([[0, n]], dtype=np.int64)
+            template, method = s.copy(), "single"
         else:
             p, start = found
             template, method = s[start : start + p].copy(), "period"
             segments = _segments_by_period(s, template)
             # the most common full-length iteration is the template (the first clean one
             # may hold a tolerated irregularity)
-            full = [(b, e) for b, e in segments if e - b == p]
-            modal = _modal_sequence(s, full) if full else template
+            full = segments[segments[:, 1] - segments[:, 0] == p]
+            modal = _modal_sequence(s, full, template) if len(full) else template
             if not np.array_equal(modal, template):
                 template = modal
                 segments = _segments_by_period(s, template)
     p = len(template)
-    bounds = np.asarray(segments, dtype=np.int64).reshape(-1, 2)
-    regular = (bounds[:, 1] - bounds[:, 0]) == p
+    lengths = segments[:, 1] - segments[:, 0]
+    regular = lengths == p
     if regular.any() and p:
-        starts = bounds[regular, 0]
+        starts = segments[regular, 0]
         same = (s[starts[:, None] + np.arange(p)] == template).all(axis=1)
         regular[np.flatnonzero(regular)] = same
     # iterations holding a create:cache_miss (miss_iter_hint: exec index after each miss)
-    begins = np.array([b for b, _ in segments], dtype=np.int64)
+    begins = segments[:, 0]
     has_miss = np.zeros(len(segments), dtype=bool)
     if miss_iter_hint.size and begins.size:
         seg_of = np.searchsorted(begins, miss_iter_hint, side="right") - 1
@@ -376,7 +412,7 @@ def _one_input(
         warmup = 0
     warm = np.zeros(len(segments), dtype=bool)
     warm[:warmup] = True
-    outside = n - sum(e - b for b, e in segments)
+    outside = n - int(lengths.sum())
     info = InputIterations(
         input=name,
         count=len(segments),
@@ -392,6 +428,20 @@ def _one_input(
     return _InputResult(info, segments, exec_pos, regular, warm)
 
 
+def _row_iterations(segments: np.ndarray, n: int, first: int) -> np.ndarray:
+    """Iteration of each of ``n`` rows: ``first + k`` in segment ``k``, -1 outside them.
+
+    Segments are disjoint (consecutive pieces of one stream).
+    """
+    out = np.full(n, -1, dtype=np.int64)
+    lengths = segments[:, 1] - segments[:, 0]
+    offsets = np.repeat(segments[:, 0] - (np.cumsum(lengths) - lengths), lengths)
+    out[np.arange(int(lengths.sum())) + offsets] = np.repeat(
+        np.arange(first, first + len(segments)), lengths
+    )
+    return out
+
+
 def _markers_for(
     marker: Mapping[str, np.ndarray] | np.ndarray | None, name: str, n_inputs: int
 ) -> np.ndarray | None:
@@ -403,14 +453,6 @@ def _markers_for(
     if n_inputs != 1:
         raise ValueError("marker lines as one array need exactly one input; pass a dict")
     return np.asarray(marker, dtype=np.int64)
-
-
-def category_mask(column: pd.Series, pred: Callable[[str], bool]) -> np.ndarray:
-    """``pred`` applied to each value of a (categorical) column, evaluated per category."""
-    cat = column.astype("category")
-    codes = cat.cat.codes.to_numpy()
-    table = np.array([bool(pred(str(c))) for c in cat.cat.categories] + [False], dtype=bool)
-    return table[codes]  # code -1 (missing) picks the trailing False
 
 
 def find_iterations(
@@ -457,16 +499,14 @@ def find_iterations(
             )
         )
 
-    table: dict[str, list] = {c: [] for c in TIME_COLUMNS}
+    table: dict[str, list] = {c: [] for c in TIME_COLUMNS}  # per input: arrays (names: strs)
     next_index = 0
     for res, rows in zip(results, rows_of, strict=True):
         res.info.first_iteration = next_index
         exec_pos = res.exec_pos
-        if not res.segments:
+        if not len(res.segments):
             continue
-        ex_iter = np.full(len(exec_pos), -1, dtype=np.int64)
-        for k, (b, e) in enumerate(res.segments):
-            ex_iter[b:e] = next_index + k
+        ex_iter = _row_iterations(res.segments, len(exec_pos), next_index)
         iteration[exec_pos] = ex_iter
         # non-exec rows: iteration of the next exec row of the input (or the last one)
         other = rows[~is_exec[rows]]
@@ -476,26 +516,25 @@ def find_iterations(
         idx = ex_iter[inside] - next_index
         nseg = len(res.segments)
         t = np.nan_to_num(times_ms[exec_pos][inside])
-        table["iteration"].extend(range(next_index, next_index + nseg))
+        table["iteration"].append(np.arange(next_index, next_index + nseg))
         table["input"].extend([res.info.input] * nseg)
-        table["warmup"].extend(res.warm.tolist())
-        table["regular"].extend(res.regular.tolist())
-        table["exec_count"].extend(np.bincount(idx, minlength=nseg).tolist())
-        table["time_ms"].extend(np.bincount(idx, weights=t, minlength=nseg).tolist())
+        table["warmup"].append(res.warm)
+        table["regular"].append(res.regular)
+        table["exec_count"].append(np.bincount(idx, minlength=nseg))
+        table["time_ms"].append(np.bincount(idx, weights=t, minlength=nseg))
         r = np.where(is_reorder[exec_pos][inside], t, 0.0)
-        table["reorder_ms"].extend(np.bincount(idx, weights=r, minlength=nseg).tolist())
+        table["reorder_ms"].append(np.bincount(idx, weights=r, minlength=nseg))
         ln = lines[exec_pos]
-        bounds = np.asarray(res.segments, dtype=np.int64)
-        table["first_line"].extend(ln[bounds[:, 0]].tolist())
-        table["last_line"].extend(ln[bounds[:, 1] - 1].tolist())
+        table["first_line"].append(ln[res.segments[:, 0]])
+        table["last_line"].append(ln[res.segments[:, 1] - 1])
         next_index += nseg
 
-    times = pd.DataFrame(table, columns=list(TIME_COLUMNS))
-    times = times.astype(
-        {"iteration": "int64", "warmup": "bool", "regular": "bool", "exec_count": "int64",
-         "time_ms": "float64", "reorder_ms": "float64", "first_line": "int64",
-         "last_line": "int64"}
-    )  # fmt: skip
+    columns = {c: v if c == "input" else np.concatenate(v) if v else [] for c, v in table.items()}
+    times = pd.DataFrame(columns, columns=list(TIME_COLUMNS))
+    times = with_dtypes(times, {
+        "iteration": "int64", "warmup": "bool", "regular": "bool", "exec_count": "int64",
+        "time_ms": "float64", "reorder_ms": "float64", "first_line": "int64", "last_line": "int64",
+    })  # fmt: skip
     infos = [r.info for r in results]
     main = max(infos, key=lambda i: i.exec_rows, default=None)
     return Iterations(

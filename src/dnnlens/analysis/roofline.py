@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from dnnlens.analysis.aggregate import stats_from_events
+from dnnlens.analysis.columns import row_dicts
 from dnnlens.analysis.costmodel import Cost, primitive_cost
 from dnnlens.analysis.machine import Machine, machine_for_log
 
@@ -115,7 +116,7 @@ def roofline_points(log: Any, machine: Machine | None = None,
     m = machine or machine_for_log(log)
     frame = stats if stats is not None else stats_from_events(log.events)
     points: list[RooflinePoint] = []
-    for rid, row in frame.iterrows():
+    for rid, row in row_dicts(frame):
         rec = log.records[int(rid)]
         if rec.operation != "exec" or rec.kind in ("", "graph_partition"):
             continue

@@ -11,9 +11,11 @@ can reproduce with grep and awk (see the README, "How the numbers are computed")
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from dnnlens.analysis.aggregate import stats_from_events
@@ -50,49 +52,81 @@ def primitive_execs(events: pd.DataFrame) -> pd.DataFrame:
     return events[mask]
 
 
-_RECORD_FIELDS = ("operation", "cache", "kind", "impl", "prop_kind", "problem", "mds", "attrs",
-                  "aux")
+#: The breakdowns of :class:`Summary`: attribute, rows (``exec`` or ``create``), keys.
+_BREAKDOWNS = (
+    ("by_kind", "exec", ("kind",)),
+    ("by_impl", "exec", ("kind", "impl")),
+    ("by_shape", "exec", ("kind", "problem")),
+    ("by_direction", "exec", ("direction",)),
+    ("by_cache", "create", ("operation", "cache")),
+)
 
 
-def _with_records(stats: pd.DataFrame, records: list[LineRecord]) -> pd.DataFrame:
-    """The stats frame with the fields of each record beside its numbers."""
-    frame = stats.copy()
-    rows = [records[int(r)] for r in frame.index]
-    for name in _RECORD_FIELDS:
-        frame[name] = [getattr(r, name) for r in rows]
-    frame["direction"] = [direction_of(r.prop_kind) for r in rows]
-    return frame
+def _field(rec: LineRecord, name: str) -> str:
+    return direction_of(rec.prop_kind) if name == "direction" else getattr(rec, name)
 
 
-def _grouped(frame: pd.DataFrame, keys: list[str], total: float) -> list[dict[str, Any]]:
-    if frame.empty:
-        return []
-    g = frame.groupby(keys, sort=False)[["count", "time_ms"]].sum().reset_index()
-    g = g.sort_values(["time_ms", "count"], ascending=False, kind="stable")
+def _descending(rows: list[int], time: list[float], count: list[int]) -> list[int]:
+    """``rows`` by time, then count, largest first (ties keep their order, NaN last)."""
+    return sorted(rows, key=lambda i: (-time[i] if time[i] == time[i] else math.inf, -count[i]))
+
+
+def _grouped_sums(
+    recs: list[LineRecord], rows: list[int], fields: tuple[str, ...], count: list[int],
+    time: pd.Series,
+) -> list[tuple[tuple[str, ...], int, float]]:
+    """``(key, count, time_ms)`` of each key of ``rows``, in order of first appearance.
+
+    The time sums are pandas' group sums over the same rows in the same order as a groupby
+    on the key columns (pandas picks its summation by how the groups lie), so they match it
+    to the last bit; counts are integers.
+    """
+    seen: dict[tuple[str, ...], int] = {}
+    codes = [seen.setdefault(tuple(_field(recs[i], f) for f in fields), len(seen)) for i in rows]
+    counts = [0] * len(seen)
+    for code, i in zip(codes, rows, strict=True):
+        counts[code] += count[i]
+    sums = time.iloc[rows].groupby(np.asarray(codes, dtype=np.int64), sort=False).sum()
+    return [(key, counts[code], float(t))
+            for (key, code), t in zip(seen.items(), sums.tolist(), strict=True)]
+
+
+def _grouped(
+    groups: list[tuple[tuple[str, ...], int, float]], fields: tuple[str, ...], total: float
+) -> list[dict[str, Any]]:
+    """Rows of one breakdown, most time first."""
+    order = _descending(list(range(len(groups))), [g[2] for g in groups],
+                        [g[1] for g in groups])
     rows = []
-    for rec in g.itertuples(index=False):
-        values = rec._asdict()
-        row: dict[str, Any] = {k: str(values[k]) for k in keys}
-        row["count"] = int(values["count"])
-        row["time_ms"] = float(values["time_ms"])
-        row["share"] = row["time_ms"] / total if total > 0 else 0.0
+    for i in order:
+        key, n, t = groups[i]
+        row: dict[str, Any] = {k: str(v) for k, v in zip(fields, key, strict=True)}
+        row["count"] = n
+        row["time_ms"] = t
+        row["share"] = t / total if total > 0 else 0.0
         rows.append(row)
     return rows
 
 
-def _top_primitives(execs: pd.DataFrame, total: float) -> list[dict[str, Any]]:
-    top = execs.sort_values(["time_ms", "count"], ascending=False, kind="stable")
+def _top_primitives(
+    stats: pd.DataFrame, recs: list[LineRecord], execs: list[int], total: float
+) -> list[dict[str, Any]]:
+    rids = stats.index.tolist()
+    count, timed = stats["count"].tolist(), stats["timed"].tolist()
+    time, top = stats["time_ms"].tolist(), stats["max_ms"].tolist()
+    paths, lines = stats["first_input"].tolist(), stats["first_line"].tolist()
     rows = []
-    for rid, r in top.head(TOP_PRIMITIVES).iterrows():
+    for i in _descending(execs, time, count)[:TOP_PRIMITIVES]:
+        r = recs[i]
         rows.append({
-            "record": int(rid), "kind": r["kind"], "impl": r["impl"],
-            "prop_kind": r["prop_kind"], "problem": r["problem"], "mds": r["mds"],
-            "attrs": r["attrs"], "aux": r["aux"], "count": int(r["count"]),
-            "time_ms": float(r["time_ms"]),
-            "mean_ms": float(r["time_ms"] / r["timed"]) if r["timed"] else float("nan"),
-            "max_ms": float(r["max_ms"]),
-            "share": float(r["time_ms"]) / total if total > 0 else 0.0,
-            "example": {"path": str(r["first_input"]), "line": int(r["first_line"])},
+            "record": int(rids[i]), "kind": r.kind, "impl": r.impl,
+            "prop_kind": r.prop_kind, "problem": r.problem, "mds": r.mds,
+            "attrs": r.attrs, "aux": r.aux, "count": int(count[i]),
+            "time_ms": float(time[i]),
+            "mean_ms": float(time[i] / timed[i]) if timed[i] else float("nan"),
+            "max_ms": float(top[i]),
+            "share": float(time[i]) / total if total > 0 else 0.0,
+            "example": {"path": str(paths[i]), "line": int(lines[i])},
         })
     return rows
 
@@ -117,27 +151,32 @@ def summarize_stats(
     stats: pd.DataFrame, records: list[LineRecord], diagnostics: dict[str, int]
 ) -> Summary:
     """The summary from per-record statistics (see :mod:`dnnlens.analysis.aggregate`)."""
-    frame = _with_records(stats, records)
-    is_graph = frame["kind"] == "graph_partition"
-    execs = frame[(frame["operation"] == "exec") & ~is_graph]
-    graph = frame[(frame["operation"] == "exec") & is_graph]
-    creates = frame[frame["operation"].isin(["create", "create_nested"])]
-    total = float(execs["time_ms"].sum())
+    recs = [records[int(r)] for r in stats.index]
+    rows: dict[str, list[int]] = {"exec": [], "graph": [], "create": []}
+    for i, r in enumerate(recs):
+        if r.operation == "exec":
+            rows["graph" if r.kind == "graph_partition" else "exec"].append(i)
+        elif r.operation in ("create", "create_nested"):
+            rows["create"].append(i)
+    count, timed, time = stats["count"], stats["timed"], stats["time_ms"]
+    execs, graph, creates = (np.asarray(rows[k], dtype=np.int64)
+                             for k in ("exec", "graph", "create"))
+    total = float(time.iloc[execs].sum())
     s = Summary(
-        exec_count=int(execs["count"].sum()),
-        untimed_exec_count=int((execs["count"] - execs["timed"]).sum()),
+        exec_count=int(count.iloc[execs].sum()),
+        untimed_exec_count=int((count.iloc[execs] - timed.iloc[execs]).sum()),
         total_time_ms=total,
-        graph_exec_count=int(graph["count"].sum()),
-        graph_time_ms=float(graph["time_ms"].sum()),
-        create_count=int(creates["count"].sum()),
-        create_time_ms=float(creates["time_ms"].sum()),
+        graph_exec_count=int(count.iloc[graph].sum()),
+        graph_time_ms=float(time.iloc[graph].sum()),
+        create_count=int(count.iloc[creates].sum()),
+        create_time_ms=float(time.iloc[creates].sum()),
     )
-    s.by_kind = _grouped(execs, ["kind"], total)
-    s.by_impl = _grouped(execs, ["kind", "impl"], total)
-    s.by_shape = _grouped(execs, ["kind", "problem"], total)[:TOP_SHAPES]
-    s.by_direction = _grouped(execs, ["direction"], total)
-    s.by_cache = _grouped(creates, ["operation", "cache"], s.create_time_ms)
-    s.top_primitives = _top_primitives(execs, total)
+    counts = count.tolist()
+    for name, which, fields in _BREAKDOWNS:
+        sums = _grouped_sums(recs, rows[which], fields, counts, time)
+        setattr(s, name, _grouped(sums, fields, s.create_time_ms if which == "create" else total))
+    s.by_shape = s.by_shape[:TOP_SHAPES]
+    s.top_primitives = _top_primitives(stats, recs, rows["exec"], total)
     s.diagnostics = [
         {"operation": k, "count": v}
         for k, v in sorted(diagnostics.items(), key=lambda kv: (-kv[1], kv[0]))

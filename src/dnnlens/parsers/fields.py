@@ -2,7 +2,8 @@
 
 Each parser is a lark LALR grammar (``grammars/memdesc.lark``, ``attrs.lark``,
 ``problem.lark``, read beside the format doc §3-§5) plus a transformer that names the
-fields. The parsers are built once, lazily, on first use. Every public function
+fields. The parsers are made once, lazily, on first use (from the grammars' pre-analysed
+tables, see :mod:`dnnlens.parsers.lalr_tables`). Every public function
 
 * memoises on its input string, so each distinct string goes through lark once;
 * never raises: a string that does not parse still gives a result, filled in as far as a
@@ -28,7 +29,6 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
-from importlib.resources import files
 from types import MappingProxyType
 from typing import Any
 
@@ -39,6 +39,8 @@ from lark.exceptions import (
     UnexpectedInput,
     UnexpectedToken,
 )
+
+from dnnlens.parsers.lalr_tables import lalr_parser
 
 __all__ = [
     "AARCH64_ISA_RANK",
@@ -93,40 +95,19 @@ _EMOJI = {
 # grammars
 
 
-def _grammar(name: str) -> str:
-    return (files("dnnlens.parsers") / "grammars" / name).read_text(encoding="utf-8")
-
-
 @cache
 def _md_parser() -> Lark:
-    return Lark(
-        _grammar("memdesc.lark"),
-        parser="lalr",
-        start=["f0_list", "v1_list", "v32_list", "v36_list", "lt_list"],
-        transformer=_MdTransformer(),
-        maybe_placeholders=True,
-    )
+    return lalr_parser("memdesc.lark", _MdTransformer())
 
 
 @cache
 def _attrs_parser() -> Lark:
-    return Lark(
-        _grammar("attrs.lark"),
-        parser="lalr",
-        start=["semi_list", "kv_list", "po_plus", "po_semi", "q_plus", "q_under"],
-        transformer=_AttrsTransformer(),
-        maybe_placeholders=True,
-    )
+    return lalr_parser("attrs.lark", _AttrsTransformer())
 
 
 @cache
 def _problem_parser() -> Lark:
-    return Lark(
-        _grammar("problem.lark"),
-        parser="lalr",
-        transformer=_ProblemTransformer(),
-        maybe_placeholders=True,
-    )
+    return lalr_parser("problem.lark", _ProblemTransformer())
 
 
 def _lark_error(exc: Exception) -> str:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from importlib.resources import files
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError, VisitError
 
+from dnnlens.parsers.lalr_tables import lalr_parser
 from dnnlens.parsers.records import (
     FAMILY_DNNL,
     FAMILY_MKLDNN_0X,
@@ -190,9 +190,8 @@ def _graph_event(family: str, op: str, state: str, fields: list[str]) -> LineRec
 
 @lru_cache(maxsize=1)
 def line_parser() -> Lark:
-    """The LALR parser for one line, built once, with the transformer passed in."""
-    grammar = (files("dnnlens.parsers") / "grammars" / "onednn_line.lark").read_text()
-    return Lark(grammar, parser="lalr", transformer=_LineTransformer(), cache=False)
+    """The LALR parser for one line, made once, with the transformer passed in."""
+    return lalr_parser("onednn_line.lark", _LineTransformer())
 
 
 def parse_line(text: str) -> LineRecord:

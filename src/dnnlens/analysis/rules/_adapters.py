@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from dnnlens.analysis.rules import _fallback
-
 if TYPE_CHECKING:
     from dnnlens.analysis.rules.context import IterationView, RuleContext
 
@@ -38,6 +36,8 @@ def iterations(ctx: RuleContext) -> IterationView:
                              np.asarray(found.iteration, dtype=np.int64), steady, "iterations")
     except Exception as exc:  # noqa: BLE001 - fall back, and say so
         ctx.notes.append(f"iterations module unusable ({exc!r}); used the rules' fallback")
+    from dnnlens.analysis.rules import _fallback
+
     fb = _fallback.find_iterations_fallback(ctx.events) if n else None
     if fb is None or fb.count < 2:
         it = np.full(n, -1, dtype=np.int64) if fb is None else fb.iteration
@@ -72,16 +72,11 @@ def _from_graph(ctx: RuleContext) -> pd.DataFrame:
     frame = graph.reorders.copy()
     if frame.empty:
         return frame
-    where = frame["example"].astype(str).str.rpartition(":")
-    frame["path"] = where[0]
-    frame["line"] = pd.to_numeric(where[2], errors="coerce").fillna(0).astype(int)
-    ev = ctx.events
-    keys = pd.MultiIndex.from_arrays([ev["input"].astype(str), ev["line"]])
-    lookup = pd.Series(ev["record"].to_numpy(), index=keys)
-    lookup = lookup[~lookup.index.duplicated()]
-    frame["record"] = [
-        int(lookup.get((p, n), -1)) for p, n in zip(frame["path"], frame["line"], strict=True)
-    ]
+    where = [str(e).rpartition(":") for e in frame["example"]]
+    frame["path"] = [w[0] for w in where]
+    line = pd.Series([w[2] for w in where], index=frame.index)
+    frame["line"] = pd.to_numeric(line, errors="coerce").fillna(0).astype(int)
+    # ``record`` is the graph's: that of the event at ``example`` (its first execution)
     frame["typical_ms"] = frame["p50_ms"].fillna(0.0) * frame["count"]
     frame["per_iteration"] = np.where(frame["steady"].astype(bool), 1.0, 0.0)
     frame["iter_ms"] = frame["p50_ms"].fillna(0.0) * frame["per_iteration"]
@@ -89,6 +84,8 @@ def _from_graph(ctx: RuleContext) -> pd.DataFrame:
 
 
 def _from_fallback(ctx: RuleContext) -> pd.DataFrame:
+    from dnnlens.analysis.rules import _fallback
+
     it = ctx.iterations
     base = _fallback.classify_reorders(ctx.events, ctx.log.records, it.steady, it.iteration)
     if base.empty:

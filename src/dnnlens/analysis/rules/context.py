@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dnnlens.analysis.aggregate import first_rows
 from dnnlens.analysis.findings import Evidence
 from dnnlens.analysis.result import Analysis
 from dnnlens.analysis.summary import primitive_execs
@@ -100,11 +101,14 @@ class RuleContext:
     def steady_execs(self) -> pd.DataFrame:
         """Primitive exec rows in steady state (all of them when no iteration was found)."""
         mask = pd.Series(self.iterations.steady, index=self.events.index)
-        return self.execs[mask.reindex(self.execs.index).to_numpy()]
+        keep = mask.reindex(self.execs.index).to_numpy()
+        return self.execs if keep.all() else self.execs[keep]
 
     @cached_property
     def steady_stats(self) -> pd.DataFrame:
         """Per-record timing of the steady-state execs."""
+        if self.steady_execs is self.execs:  # every exec is in steady state
+            return self.stats.copy()
         return record_stats(self.steady_execs, self.log)
 
     @cached_property
@@ -148,9 +152,16 @@ class RuleContext:
 
     def per_iteration_ms(self, records: Any) -> float:
         """Typical time per steady iteration of some records (runs per iteration x median)."""
-        st = self.steady_stats
-        ids = [int(r) for r in records if int(r) in st.index]
-        return float(st.loc[ids, "typical_ms"].sum()) / self.steady_iterations if ids else 0.0
+        pos = self._steady_positions
+        at = [pos[int(r)] for r in records if int(r) in pos]
+        if not at:
+            return 0.0
+        typical = self.steady_stats["typical_ms"].to_numpy()[at]
+        return float(np.nansum(typical)) / self.steady_iterations  # = the Series sum
+
+    @cached_property
+    def _steady_positions(self) -> dict[int, int]:
+        return {int(r): i for i, r in enumerate(self.steady_stats.index)}
 
     @cached_property
     def reorders(self) -> pd.DataFrame:
@@ -214,12 +225,33 @@ class RuleContext:
         """file:line of the first steady-state exec of each record (any exec if none)."""
         out: list[Evidence] = []
         for rid in records[:limit]:
-            for frame in (self.steady_execs, self.execs):
-                hit = frame[frame["record"] == rid]
-                if len(hit):
-                    out.append(Evidence(str(hit["input"].iloc[0]), int(hit["line"].iloc[0])))
+            for first in (self._first_steady_exec, self._first_exec):
+                hit = first.get(int(rid))
+                if hit is not None:
+                    out.append(hit)
                     break
         return out
+
+    @cached_property
+    def _first_exec(self) -> dict[int, Evidence]:
+        return _first_by_record(self.execs)
+
+    @cached_property
+    def _first_steady_exec(self) -> dict[int, Evidence]:
+        return _first_by_record(self.steady_execs)
+
+
+def _first_by_record(rows: pd.DataFrame) -> dict[int, Evidence]:
+    """file:line of the first row of each record."""
+    if rows.empty:
+        return {}
+    rec = rows["record"].to_numpy()
+    first = np.sort(first_rows(rec, np.flatnonzero(np.bincount(rec))))
+    return {
+        int(r): Evidence(str(p), int(n))
+        for r, p, n in zip(rec[first].tolist(), rows["input"].iloc[first].tolist(),
+                           rows["line"].to_numpy()[first].tolist(), strict=True)
+    }
 
 
 def record_stats(execs: pd.DataFrame, log: ParsedLog) -> pd.DataFrame:
@@ -233,18 +265,19 @@ def record_stats(execs: pd.DataFrame, log: ParsedLog) -> pd.DataFrame:
             "run_ms", "typical_ms", "path", "line"]
     if execs.empty:
         return pd.DataFrame(columns=cols)
-    g = execs.groupby("record", sort=False)["time_ms"]
-    frame = pd.DataFrame({
-        "count": g.size(), "time_ms": g.sum(), "mean_ms": g.mean(), "median_ms": g.median(),
-        "p95_ms": g.quantile(0.95), "max_ms": g.max(),
-    })
+    g = execs["time_ms"].groupby(execs["record"], sort=False)
+    size = g.size()
+    count, median = size.to_numpy(), g.median().to_numpy()
     # with fewer than 3 runs a median is a mean: one spike decides it; take the fastest run
-    run = frame["median_ms"].where(frame["count"] >= MIN_RUNS_FOR_MEDIAN, g.min())
-    frame["run_ms"] = run
-    frame["typical_ms"] = frame["count"] * run.fillna(0.0)
-    first = execs.drop_duplicates("record").set_index("record")
-    frame["path"] = first["input"].astype(str).reindex(frame.index)
-    frame["line"] = first["line"].reindex(frame.index).astype(np.int64)
-    frame["kind"] = [log.records[int(r)].kind for r in frame.index]
-    frame["impl"] = [log.records[int(r)].impl for r in frame.index]
-    return frame[cols].sort_values("time_ms", ascending=False, kind="stable")
+    run = np.where(count >= MIN_RUNS_FOR_MEDIAN, median, g.min().to_numpy())
+    rows = first_rows(execs["record"].to_numpy(), size.index.to_numpy())
+    recs = [log.records[int(r)] for r in size.index]
+    frame = pd.DataFrame({
+        "kind": [r.kind for r in recs], "impl": [r.impl for r in recs], "count": count,
+        "time_ms": g.sum().to_numpy(), "mean_ms": g.mean().to_numpy(), "median_ms": median,
+        "p95_ms": g.quantile(0.95).to_numpy(), "max_ms": g.max().to_numpy(), "run_ms": run,
+        "typical_ms": count * np.where(np.isnan(run), 0.0, run),
+        "path": execs["input"].iloc[rows].astype(str).to_numpy(),
+        "line": execs["line"].to_numpy()[rows].astype(np.int64),
+    }, index=size.index, columns=cols)
+    return frame.sort_values("time_ms", ascending=False, kind="stable")

@@ -28,7 +28,6 @@ from typing import Any
 
 from dnnlens.analysis.rules.base import Rule, validate_rule_class
 from dnnlens.analysis.rules.errors import RuleSetupError
-from dnnlens.analysis.rules.expr import suggest
 
 GROUP = "dnnlens.rules"
 BUILTIN_PACKAGE = "dnnlens.analysis.rules.builtin"
@@ -105,6 +104,8 @@ class Registry:
                 elif name in by_code:
                     out.append(by_code[name])
                 else:
+                    from dnnlens.analysis.rules.expr import suggest  # only for the message
+
                     raise RuleSetupError(
                         f"{what}: unknown rule {name!r}"
                         + (suggest(name, list(self.entries)) if suggest(name, list(
@@ -139,13 +140,12 @@ def add_entry_points(registry: Registry) -> None:
         _add_builtin_modules(registry)
     loaded: list[tuple[str, type[Rule] | Rule]] = []
     for ep in eps:
-        dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
-        source = "builtin" if ep.value.startswith(BUILTIN_PACKAGE) else f"plugin {dist}"
+        source = "builtin" if ep.value.startswith(BUILTIN_PACKAGE) else f"plugin {_dist(ep)}"
         try:
             loaded.extend((source, rule) for rule in rules_in(ep.load()))
         except Exception as exc:  # noqa: BLE001 - any plugin failure is one clear line
             raise RuleSetupError(
-                f"entry point {ep.name} = {ep.value} (package {dist}): cannot load: "
+                f"entry point {ep.name} = {ep.value} (package {_dist(ep)}): cannot load: "
                 f"{type(exc).__name__}: {exc}"
             ) from None
     # built-ins first, in code order; plugins after them
@@ -153,6 +153,11 @@ def add_entry_points(registry: Registry) -> None:
                                   "builtin" else ""))
     for source, rule in loaded:
         registry.add_rule(rule, source)
+
+
+def _dist(ep: Any) -> str:
+    """Name of the package that declares an entry point (reads its metadata: not free)."""
+    return getattr(getattr(ep, "dist", None), "name", None) or "?"
 
 
 def _code(rule: type[Rule] | Rule) -> str:

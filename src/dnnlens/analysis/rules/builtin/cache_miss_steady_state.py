@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from dnnlens.analysis.columns import category_mask, str_values
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.rules.base import Rule
 from dnnlens.analysis.rules.builtin._util import ms
@@ -42,12 +43,12 @@ class CacheMissSteadyState(Rule):
         after, how = self._after_warmup(ctx)
         if after is None:
             return
-        creates = ev["operation"].isin(["create", "create_nested"]).to_numpy()
-        miss = creates & ev["cache"].astype(str).str.contains("miss").to_numpy()
-        late = ev[miss & after]
+        creates = category_mask(ev["operation"], lambda v: v in ("create", "create_nested"))
+        miss = creates & category_mask(ev["cache"], lambda v: "miss" in v)
+        late = ev[["record", "input", "line", "kind", "problem", "time_ms"]][miss & after]
         if len(late) < self.options["min_misses"]:
             return
-        hits = ev[creates & ~miss & after]
+        hit_ms = ev["time_ms"].to_numpy()[creates & ~miss & after]
         kinds = late["kind"].astype(str).value_counts()
         shapes = late.groupby(late["kind"].astype(str))["problem"].nunique()
         listed = ", ".join(f"{n} {k}" for k, n in kinds.head(4).items())
@@ -64,8 +65,8 @@ class CacheMissSteadyState(Rule):
                 "misses": int(len(late)), "creation_ms": float(late["time_ms"].sum()),
                 "by_kind": {str(k): int(v) for k, v in kinds.items()},
                 "distinct_shapes": {str(k): int(v) for k, v in shapes.items()},
-                "cache_hits_after_warmup": int(len(hits)),
-                "cache_hit_creation_ms": float(hits["time_ms"].sum()),
+                "cache_hits_after_warmup": int(len(hit_ms)),
+                "cache_hit_creation_ms": float(np.nansum(hit_ms)),  # as Series.sum
                 "steady_state": how,
             },
         )
@@ -90,7 +91,7 @@ class CacheMissSteadyState(Rule):
         mask = np.zeros(n, dtype=bool)
         # creates just before the second run belong to the second pass
         start = pos
-        ops = ctx.events["operation"].astype(str).to_numpy()
+        ops = str_values(ctx.events["operation"])
         while start > 0 and ops[start - 1].startswith("create"):
             start -= 1
         mask[start:] = True

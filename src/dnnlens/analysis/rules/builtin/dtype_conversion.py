@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dnnlens.analysis.columns import row_dicts
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.rules.base import Rule
 from dnnlens.analysis.rules.builtin._util import ms, pct, ratio
@@ -39,7 +40,7 @@ class DtypeConversion(Rule):
         if st.empty:
             return
         conv_rows, f32_rows, low_kinds = [], [], set()
-        for rid, row in ctx.stats.iterrows():
+        for rid, row in row_dicts(ctx.stats):
             mds = ctx.mds(int(rid))
             types = {md.dtype for md in mds if md.dtype and md.dtype != "undef"}
             if row["kind"] == "reorder" and len(types) > 1:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dnnlens.analysis.columns import row_dicts
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.rules.base import Rule
 from dnnlens.analysis.rules.builtin._util import ms, pct, ratio
@@ -94,7 +95,7 @@ class IsaBelowMachine(Rule):
         """Primitives whose kernel ISA class is below what ``top`` offers for their dtype."""
         out = []
         top_rank = ISA_CLASS_RANK[isa_class(top)]
-        for rid, row in ctx.stats.iterrows():
+        for rid, row in row_dicts(ctx.stats):
             isa = split_impl(str(row["impl"]))[1]
             cls = isa_class(isa)
             if not cls:

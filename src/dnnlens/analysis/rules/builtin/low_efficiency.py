@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dnnlens.analysis.columns import row_dicts
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.rules.base import Rule
 from dnnlens.analysis.rules.builtin._util import pct, ratio
@@ -44,7 +45,7 @@ class LowEfficiency(Rule):
         isas = [h["isa"] for h in ctx.headers if isa_class(h["isa"])]
         rows: list[dict] = []
         flops_total, time_total = 0.0, 0.0
-        for rid, row in st.iterrows():
+        for rid, row in row_dicts(st):
             rec = ctx.log.records[int(rid)]
             flops = FLOP_FUNCTION(rec.kind, rec.problem, rec.prop_kind, rec.aux)
             if not flops or not row["run_ms"] or row["run_ms"] != row["run_ms"]:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from dnnlens.analysis.columns import category_mask, str_values
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.rules.base import Rule
 from dnnlens.analysis.rules.builtin._util import ms, pct, ratio
@@ -43,13 +44,12 @@ class MissedFusion(Rule):
         if ex.empty:
             return
         recs = ex["record"].to_numpy()
-        paths = ex["input"].astype(str).to_numpy()
+        paths = str_values(ex["input"])
         found: Counter = Counter()
         cost: dict[tuple, float] = {}
         lines: dict[tuple, int] = {}
         med = ctx.steady_stats["run_ms"]
-        kinds = ex["kind"].astype(str).to_numpy()
-        for i in np.flatnonzero(np.isin(kinds, CONSUMERS)):
+        for i in np.flatnonzero(category_mask(ex["kind"], lambda v: v in CONSUMERS)):
             rec = ctx.log.records[int(recs[i])]
             if i == 0 or rec.prop_kind.startswith("backward"):
                 continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dnnlens.analysis.columns import str_values
 from dnnlens.analysis.findings import Evidence, Finding
 from dnnlens.analysis.rules.base import Rule
 from dnnlens.analysis.rules.context import RuleContext
@@ -32,7 +33,7 @@ class NoOnednnLines(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ev = ctx.events
-        with_events = set(ev["input"].astype(str).unique()) if len(ev) else set()
+        with_events = set(str_values(ev["input"].drop_duplicates())) if len(ev) else set()
         for scan in ctx.log.scans:
             if scan.path in with_events or scan.read_error:
                 continue
