@@ -81,7 +81,9 @@ def _categorical(values: list[str], record_ids: np.ndarray) -> pd.Categorical:
     if not values:
         return pd.Categorical.from_codes(np.zeros(0, dtype=np.int32), categories=[])
     categories, codes = np.unique(np.asarray(values, dtype=object), return_inverse=True)
-    return pd.Categorical.from_codes(codes.astype(np.int32)[record_ids], categories=categories)
+    # codes index the unique values by construction: no range check over every event
+    return pd.Categorical.from_codes(codes.astype(np.int32)[record_ids], categories=categories,
+                                     validate=False)
 
 
 def _concat(scans: list[InputScan], name: str, dtype: type) -> np.ndarray:

@@ -605,6 +605,15 @@ def decode_line(data: bytes, stats: ReadStats) -> str:
         _COUNT_INTO.stats = None
 
 
+def decode_lines(data: bytes, starts: list[int], ends: list[int], stats: ReadStats) -> list[str]:
+    """The lines ``data[s:e]`` as text, as :func:`decode_line` gives each."""
+    _COUNT_INTO.stats = stats
+    try:
+        return [data[s:e].decode("utf-8", _ERRORS) for s, e in zip(starts, ends, strict=True)]
+    finally:
+        _COUNT_INTO.stats = None
+
+
 def iter_lines(source: InputSource, stats: ReadStats) -> Iterator[str]:
     """Yield the physical lines of ``source`` without their line ends (see iter_chunks)."""
     for chunk in iter_chunks(source, stats):

@@ -38,7 +38,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dnnlens.io.inputs import InputError, InputSource, ReadStats, decode_line, open_blocks
+from dnnlens.io.inputs import (
+    InputError,
+    InputSource,
+    ReadStats,
+    decode_line,
+    decode_lines,
+    open_blocks,
+)
 from dnnlens.parsers.scanner import InputScan, Scanner
 
 if TYPE_CHECKING:
@@ -93,8 +100,7 @@ class BulkScan:
         fast, rid2, times, stamps = self._fast_lines(block, arr, starts, ends, nexts)
         slow = np.flatnonzero(~fast)
         scan, stats = self.scan, self.stats
-        texts = [decode_line(block[s:e], stats)
-                 for s, e in zip(starts[slow].tolist(), nexts[slow].tolist(), strict=True)]
+        texts = decode_lines(block, starts[slow].tolist(), nexts[slow].tolist(), stats)
         if self.finder is not None:
             self._watch_tables(block, n, texts)
         n0 = len(scan.event_line)
@@ -175,9 +181,8 @@ class BulkScan:
             return fast, rid2, times, stamps
         n_d = max(len(dictionary), 1)
         combined = (codes[0::6][g] * 2 + has_b[g]) * n_d + codes[2::6][g]
-        shape_of, uniq = _factorize(combined)
-        grows = np.diff(np.maximum.accumulate(shape_of), prepend=-1) > 0
-        firsts = g[np.flatnonzero(grows)]  # candidate index of each shape's first line
+        shape_of, uniq, firsts = _shapes(combined, (2 * len(dictionary) + 2) * n_d)
+        firsts = g[firsts]  # candidate index of each shape's first line
         verdict = np.empty(len(uniq), dtype=np.int64)
         shapes = self.shapes
         for u, (code, j) in enumerate(zip(uniq.tolist(), firsts.tolist(), strict=True)):
@@ -314,12 +319,23 @@ def _codes(block: bytes, offsets: np.ndarray, valid: np.ndarray) -> tuple[list[b
     return encoded.dictionary.to_pylist(), indices.astype(np.int64)
 
 
-def _factorize(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each element's index into the distinct codes, and the distinct codes."""
-    import pandas as pd
+def _shapes(codes: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each element's index into the distinct ``codes`` (all below ``bound``), the distinct
+    codes, and the position of each one's first element."""
+    n = len(codes)
+    if bound > 4 * n + 65_536:  # sparse codes (a block of distinct lines): hash them
+        import pandas as pd
 
-    index, uniq = pd.factorize(codes)
-    return index.astype(np.int64), np.asarray(uniq, dtype=np.int64)
+        index, uniq = pd.factorize(codes)
+        index = index.astype(np.int64)
+        grows = np.diff(np.maximum.accumulate(index), prepend=-1) > 0  # numbered in order
+        return index, np.asarray(uniq, dtype=np.int64), np.flatnonzero(grows)
+    first = np.full(bound, n, dtype=np.int64)
+    np.minimum.at(first, codes, np.arange(n, dtype=np.int64))
+    uniq = np.flatnonzero(first < n)
+    lookup = np.empty(bound, dtype=np.int64)
+    lookup[uniq] = np.arange(len(uniq), dtype=np.int64)
+    return lookup[codes], uniq, first[uniq]
 
 
 def scan_blocks(

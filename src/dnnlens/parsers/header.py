@@ -12,6 +12,20 @@ _VERSION = re.compile(
 _NTHR = re.compile(r"nthr:(\d{1,9})(?!\d)")
 
 
+_VERSION_SEEN: dict[str, re.Match[str] | None] = {}
+
+
+def _version_match(text: str) -> re.Match[str] | None:
+    """``_VERSION.search(text)``, remembered: every process prints the same header lines."""
+    try:
+        return _VERSION_SEEN[text]
+    except KeyError:
+        m = _VERSION.search(text)
+        if len(_VERSION_SEEN) < 4096:
+            _VERSION_SEEN[text] = m
+        return m
+
+
 @dataclass
 class Header:
     """What the info lines of one input said. Several headers (processes) may be merged."""
@@ -38,7 +52,7 @@ class Header:
         if text.startswith("template:") or text.startswith("prim_template:"):
             self.templates[component or "primitive"] = text.partition(":")[2]
             return
-        m = _VERSION.search(text)
+        m = _version_match(text)
         if m:
             self.version_lines.append(lineno)
             if self.version is None:
