@@ -144,17 +144,20 @@ def test_utf16_is_read_line_by_line(tmp_path: Path) -> None:
     assert scan.lines == text.count("\n")
 
 
-def test_finder_sees_the_tables_of_a_combined_log(block_bytes: int) -> None:
-    """Profiler tables printed inside a log are found as the line scanner's caller finds them."""
+@pytest.mark.parametrize("name", ["profile_combined_infer.log", "profile_nchw_infer.log"])
+def test_finder_sees_tables_and_markers(block_bytes: int, name: str, tmp_path: Path) -> None:
+    """Profiler tables and profiler_start/stop lines inside a log are found as the line
+    scanner's caller finds them, repeated logs included."""
     from dnnlens.parsers.torch_table import TableFinder
 
-    path = ROOT / "sample_logs" / "profile_combined_infer.log"
+    path = tmp_path / name
+    path.write_bytes((ROOT / "sample_logs" / name).read_bytes() * 3)
     lines_finder = TableFinder(str(path))
     for _chunk in lines_finder.watch(iter_chunks(InputSource(str(path)), ReadStats())):
         pass
     blocks_finder = TableFinder(str(path))
     bulk.scan_source(Scanner(), InputSource(str(path)), blocks_finder)
-    assert len(lines_finder.tables) >= 1
+    assert len(lines_finder.tables) + len(lines_finder.markers) >= 3
     assert [(t.line, len(t.rows)) for t in lines_finder.tables] == [
         (t.line, len(t.rows)) for t in blocks_finder.tables]
     assert lines_finder.markers == blocks_finder.markers

@@ -102,7 +102,7 @@ class BulkScan:
         scan, stats = self.scan, self.stats
         texts = decode_lines(block, starts[slow].tolist(), nexts[slow].tolist(), stats)
         if self.finder is not None:
-            self._watch_tables(block, n, texts)
+            self._watch_tables(block, n, slow, texts)
         n0 = len(scan.event_line)
         classify = self.scanner._classify  # noqa: SLF001 - the same classification, by design
         for i, text in zip(slow.tolist(), texts, strict=True):
@@ -268,7 +268,9 @@ class BulkScan:
             target.frombytes(merged.tobytes())
 
     # -- profiler tables --------------------------------------------------------------------
-    def _watch_tables(self, block: bytes, n: int, slow_texts: list[str]) -> None:
+    def _watch_tables(
+        self, block: bytes, n: int, slow: np.ndarray, slow_texts: list[str]
+    ) -> None:
         """Show the finder the block's lines, as the line scanner's caller would.
 
         Rule lines and profiler markers are slow lines (an event line is never a rule line,
@@ -277,8 +279,13 @@ class BulkScan:
         """
         finder = self.finder
         assert finder is not None
-        if finder.idle and not any("---" in t or "profiler_st" in t for t in slow_texts):
-            finder.skip(n)
+        if finder.idle and not any("---" in t for t in slow_texts):
+            base = finder.lines_seen
+            for i, text in zip(slow.tolist(), slow_texts, strict=True):
+                if "profiler_st" in text:  # a profiler marker: the finder notes its line
+                    finder.seek(base + i)
+                    finder.feed([text])
+            finder.seek(base + n)
             return
         text = decode_line(block, ReadStats())  # invalid bytes are counted by the slow lines
         lines = text.split("\n")

@@ -297,9 +297,19 @@ class TableFinder:
         """True when no table is being read (lines without ``---`` cannot start one)."""
         return not self._state
 
+    @property
+    def lines_seen(self) -> int:
+        """Lines looked at or skipped so far."""
+        return self._lineno
+
     def skip(self, n: int) -> None:
         """Count ``n`` lines the caller knows hold no rule line and no profiler marker."""
         self._lineno += n
+
+    def seek(self, lines_seen: int) -> None:
+        """Set how many lines were seen: the caller skipped the ones between (while idle,
+        only rule lines and profiler markers matter)."""
+        self._lineno = lines_seen
 
     def feed(self, lines: list[str]) -> None:
         """Look at the next lines (with or without their line ends)."""
