@@ -172,6 +172,7 @@ def test_digraph_is_networkx_in_the_same_order(edges: list[tuple[int, int, int]]
         assert list(mine.successors(n)) == list(ref.successors(n))
         assert list(mine.predecessors(n)) == list(ref.predecessors(n))
         assert mine.node(n) == ref.nodes[n]
+    assert list(mine.edges()) == list(ref.edges())
     out = mine.to_networkx()
     assert out.graph == ref.graph
     assert list(out.nodes(data=True)) == list(ref.nodes(data=True))

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from dnnlens.analysis.tensor_dims import GEMM_KINDS, RNN_GATES, named_tensor_dims
 from dnnlens.parsers.fields import (
     MemDesc,
     parse_attrs,
@@ -62,12 +63,7 @@ OPS_PRELU = {"forward": 2, "backward": 4}
 OPS_NORM_APPLY = 2  # (x - mean) * rsigma * scale + shift, folded to one multiply-add
 OPS_NORM_STATS = 3  # mean: 1 add; variance: 1 subtract + 1 multiply-add (counted 2)
 OPS_NORM_BACKWARD = {"backward": 8, "backward_data": 5}
-RNN_GATES = {
-    "vanilla_rnn": 1, "vanilla_lstm": 4, "vanilla_gru": 3, "lbr_gru": 3,
-    "vanilla_augru": 3, "lbr_augru": 3,
-}  # fmt: skip
 
-_GEMM_KINDS = frozenset({"matmul", "gemm", "gemm_api", "brgemm"})
 _CONV_KINDS = frozenset({"convolution", "deconvolution"})
 _BY_ROLE_KINDS = frozenset(
     {"convolution", "deconvolution", "pooling", "inner_product", "resampling"}
@@ -293,65 +289,6 @@ def _rnn_flops(d: dict[str, int | None], aux: dict[str, str], prop_kind: str,
 # tensors per kind
 
 
-def _named_tensor_dims(kind: str, d: dict[str, int | None], md: MemDesc, aux: dict[str, str]
-                       ) -> tuple[int | None, ...] | None:
-    base = md.arg.removeprefix("diff_")
-    mb, ic, oc, g = d.get("mb"), d.get("ic"), d.get("oc"), d.get("g")
-    if kind in _CONV_KINDS:
-        if base == "src":
-            return (mb, ic, *spatial_dims(d, "i"))
-        if base == "dst":
-            return (mb, oc, *spatial_dims(d, "o"))
-        if base.startswith("wei"):
-            k = spatial_dims(d, "k")
-            if g is not None and g > 1 and oc is not None and ic is not None:
-                return (g, oc // g, ic // g, *k)
-            return (oc, ic, *k)
-        if base.startswith("bia"):
-            return (oc,)
-    elif kind in ("pooling", "resampling"):
-        if base == "src":
-            return (mb, ic, *spatial_dims(d, "i"))
-        if base in ("dst", "ws"):
-            return (mb, ic, *spatial_dims(d, "o"))
-    elif kind == "inner_product":
-        sp = spatial_dims(d, "i")
-        return {"src": (mb, ic, *sp), "dst": (mb, oc), "bia": (oc,)}.get(
-            base, (oc, ic, *sp) if base.startswith("wei") else None)
-    elif kind == "rnn":
-        return _rnn_dims(base, d, aux)
-    elif kind in _GEMM_KINDS:  # v1.2 - v2.1 `[b<B>]m<M>n<N>k<K>`
-        m, n, k = d.get("M"), d.get("N"), d.get("K")
-        batch = (d["b"],) if d.get("b") is not None else ()
-        shapes = {"src": (*batch, m, k), "wei": (*batch, k, n), "dst": (*batch, m, n)}
-        return shapes.get(base)
-    elif base in ("src", "dst", "data", "diff", "ws"):
-        return (mb, ic, *spatial_dims(d, "i"))
-    return None
-
-
-def _rnn_dims(base: str, d: dict[str, int | None], aux: dict[str, str]
-              ) -> tuple[int | None, ...] | None:
-    direction = aux.get("direction", "")
-    dirs = 2 if direction.startswith("bidirectional") else 1
-    gates = RNN_GATES.get(aux.get("alg", ""), 4)
-    lay, t, mb = d.get("l", 1), d.get("t"), d.get("mb")
-    sic, slc = d.get("sic"), d.get("slc")
-    dhc = d.get("dhc") if d.get("dhc") is not None else d.get("dic")
-    dic = d.get("dic") if d.get("dic") is not None else dhc
-    wide = None if dic is None else dic * (2 if direction.endswith("concat") else 1)
-    table: dict[str, tuple[int | None, ...]] = {
-        "src_layer": (t, mb, slc), "src_iter": (lay, dirs, mb, sic),
-        "src_iter_c": (lay, dirs, mb, dhc), "wei_layer": (lay, dirs, slc, gates, dhc),
-        "wei_iter": (lay, dirs, sic, gates, dhc), "wei_peephole": (lay, dirs, 3, dhc),
-        "wei_proj": (lay, dirs, dhc, dic),
-        "bias": (lay, dirs, gates + (1 if aux.get("alg", "").startswith("lbr") else 0), dhc),
-        "dst_layer": (t, mb, wide), "dst_iter": (lay, dirs, mb, dic),
-        "dst_iter_c": (lay, dirs, mb, dhc),
-    }  # fmt: skip
-    return table.get(base)
-
-
 def _list_tensor_dims(kind: str, groups: list[list[Dims | None]], mds: list[MemDesc],
                       aux: dict[str, str]) -> list[Dims | None]:
     """Dims of each md of a dims-list descriptor (``2x16x7x7``, ``A:B``, ``A:B C``)."""
@@ -371,7 +308,7 @@ def _list_tensor_dims(kind: str, groups: list[list[Dims | None]], mds: list[MemD
                 src_i += 1
             else:
                 dims = _list_dst(kind, groups, aux)
-        elif kind in _GEMM_KINDS:
+        elif kind in GEMM_KINDS:
             dims = {"src": t0, "src_a": t0, "wei": flat[1] if len(flat) > 1 else None,
                     "dst": _list_dst(kind, groups, aux)}.get(base)
             dims = flat[1] if base == "src_b" and len(flat) > 1 else dims
@@ -410,7 +347,7 @@ def _list_dst(kind: str, groups: list[list[Dims | None]], aux: dict[str, str]) -
         for t in ts[1:]:
             out = _broadcast(out, t)
         return out
-    if kind in _GEMM_KINDS:
+    if kind in GEMM_KINDS:
         if len(ts) > 2:
             return ts[2]  # v1.8, v2.2 - v3.1: src:wei:dst
         a, b = ts[0], ts[1]
@@ -453,7 +390,7 @@ def _default_mds(kind: str, groups: list[list[Dims | None]]) -> list[MemDesc]:
     """Plain f32 descriptors for a line given without its md field (FLOP-only callers)."""
     if kind == "rnn":
         args = ["src_layer", "src_iter", "wei_layer", "wei_iter", "dst_layer", "dst_iter"]
-    elif kind in _CONV_KINDS or kind in _GEMM_KINDS or kind == "inner_product":
+    elif kind in _CONV_KINDS or kind in GEMM_KINDS or kind == "inner_product":
         args = ["src", "wei", "dst"]
     elif kind == "sdpa":
         args = ["query", "key", "val", "dst"]
@@ -578,7 +515,7 @@ def _cost(kind: str, problem: str, mds_text: str, prop_kind: str, aux_text: str,
     if groups:
         dims_list = _list_tensor_dims(k, groups, mdl, aux)
     else:
-        dims_list = [_named_tensor_dims(k, d, md, aux) for md in mdl]
+        dims_list = [named_tensor_dims(k, d, md, aux) for md in mdl]
     tensors: list[TensorCost] = []
     for md, dims in zip(mdl, dims_list, strict=True):
         full = _complete(dims)
@@ -613,7 +550,7 @@ def _cost(kind: str, problem: str, mds_text: str, prop_kind: str, aux_text: str,
         if r is None:
             return None
         flops, formula = r
-    elif k in _GEMM_KINDS or k == "inner_product":
+    elif k in GEMM_KINDS or k == "inner_product":
         shape = _gemm_shape(k, d, groups)
         if shape is None:
             return None

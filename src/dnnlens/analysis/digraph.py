@@ -69,6 +69,14 @@ class Digraph:
         """Nodes with an edge to ``n``, in the order those edges were added."""
         return iter(self._pred[n])
 
+    def edges(self) -> Iterator[tuple[str, str]]:
+        """Every edge ``(u, v)`` in networkx's ``DiGraph.edges()`` order.
+
+        That is by source node in the order nodes were added, then by target in the order
+        that node's edges were added (not the order edges were added overall).
+        """
+        return ((u, v) for u, succ in self._succ.items() for v in succ)
+
     def to_networkx(self) -> nx.DiGraph:
         """The same graph as a ``networkx.DiGraph`` (same orders, copied attributes)."""
         import networkx as nx

@@ -78,15 +78,9 @@ import pandas as pd
 from dnnlens.analysis.columns import category_mask, with_dtypes
 from dnnlens.analysis.digraph import Digraph
 from dnnlens.analysis.iterations import Iterations, find_iterations
+from dnnlens.analysis.tensor_dims import DATA_KINDS, Dims, named_tensor_dims
 from dnnlens.model import ParsedLog
-from dnnlens.parsers.fields import (
-    MemDesc,
-    parse_attrs,
-    parse_aux,
-    parse_mds,
-    parse_problem,
-    spatial_dims,
-)
+from dnnlens.parsers.fields import MemDesc, parse_attrs, parse_aux, parse_mds, parse_problem
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -122,17 +116,9 @@ WEIGHTED_KINDS = frozenset(
     {"convolution", "deconvolution", "inner_product", "matmul", "rnn", "lstm", "gru",
      "prelu", "gemm_api"}
 )  # fmt: skip
-_DATA_KINDS = frozenset(
-    {"eltwise", "batch_normalization", "layer_normalization", "group_normalization", "lrn",
-     "softmax", "logsoftmax", "shuffle", "zero_pad"}
-)  # fmt: skip
 _BY_ROLE_KINDS = frozenset(
     {"convolution", "deconvolution", "inner_product", "pooling", "resampling"}
 )
-_RNN_GATES = {"vanilla_rnn": 1, "vanilla_lstm": 4, "vanilla_gru": 3, "lbr_gru": 3,
-              "vanilla_augru": 3, "lbr_augru": 3}  # fmt: skip
-
-Dims = tuple[int | None, ...]
 
 
 # ---------------------------------------------------------------------------------------
@@ -165,12 +151,6 @@ def _kind(kind: str) -> str:
     return (kind or "").strip().lower().removesuffix("_v2")
 
 
-def _div(a: int | None, b: int | None) -> int | None:
-    if a is None or b is None or b == 0:
-        return None
-    return a // b
-
-
 def _broadcast(a: Dims, b: Dims) -> Dims | None:
     if len(a) != len(b):
         return None
@@ -181,74 +161,6 @@ def _broadcast(a: Dims, b: Dims) -> Dims | None:
         else:
             out.append(max(x, y))
     return tuple(out)
-
-
-def _named_dims(
-    kind: str, d: dict[str, int | None], md: MemDesc, aux: dict[str, str]
-) -> Dims | None:
-    arg = md.arg
-    base = arg.removeprefix("diff_")
-    mb, ic, oc = d.get("mb"), d.get("ic"), d.get("oc")
-    if kind in ("convolution", "deconvolution"):
-        if base == "src":
-            return (mb, ic, *spatial_dims(d, "i"))
-        if base == "dst":
-            return (mb, oc, *spatial_dims(d, "o"))
-        if base.startswith("wei"):
-            k = spatial_dims(d, "k")
-            g = d.get("g")
-            grouped = md.ndims == len(k) + 3 if md.ndims else g is not None
-            if grouped:
-                g = g if g is not None else 1
-                return (g, _div(oc, g), _div(ic, g), *k)
-            return (oc, ic, *k)
-        if base.startswith("bia"):
-            return (oc,)
-        return None
-    if kind == "pooling":
-        if base == "src":
-            return (mb, ic, *spatial_dims(d, "i"))
-        if base in ("dst", "ws"):
-            return (mb, ic, *spatial_dims(d, "o"))
-        return None
-    if kind == "inner_product":
-        if base == "src":
-            return (mb, ic, *spatial_dims(d, "i"))
-        if base.startswith("wei"):
-            return (oc, ic, *spatial_dims(d, "i"))
-        if base.startswith("bia"):
-            return (oc,)
-        if base == "dst":
-            return (mb, oc)
-        return None
-    if kind == "resampling":
-        return (mb, ic, *(spatial_dims(d, "o") if base == "dst" else spatial_dims(d, "i")))
-    if kind == "rnn":
-        return _rnn_dims(base, d, aux)
-    if kind in _DATA_KINDS or base in ("src", "dst", "data"):
-        if base in ("src", "dst", "data", "") and mb is not None:
-            return (mb, ic, *spatial_dims(d, "i"))
-    return None
-
-
-def _rnn_dims(base: str, d: dict[str, int | None], aux: dict[str, str]) -> Dims | None:
-    direction = aux.get("direction", "")
-    dirs = 2 if direction.startswith("bidirectional") else 1
-    gates = _RNN_GATES.get(aux.get("alg", ""), 4)
-    lay, t, mb = d.get("l"), d.get("t"), d.get("mb")
-    sic, slc, dhc, dic = d.get("sic"), d.get("slc"), d.get("dhc"), d.get("dic")
-    concat = dirs == 2 and direction.endswith("concat")
-    table: dict[str, Dims] = {
-        "src_layer": (t, mb, slc),
-        "src_iter": (lay, dirs, mb, sic),
-        "src_iter_c": (lay, dirs, mb, dhc),
-        "wei_layer": (lay, dirs, slc, gates, dhc),
-        "wei_iter": (lay, dirs, sic, gates, dhc),
-        "dst_layer": (t, mb, None if dic is None else dic * (2 if concat else 1)),
-        "dst_iter": (lay, dirs, mb, dic),
-        "dst_iter_c": (lay, dirs, mb, dhc),
-    }
-    return table.get(base)
 
 
 def _list_dims(kind: str, tensors: tuple[Dims, ...], mds: list[MemDesc], aux: dict[str, str]
@@ -327,7 +239,7 @@ def _role(kind: str, prop_kind: str, arg: str) -> tuple[bool, bool]:
     if arg.startswith("dst") or arg == "ws":
         return False, True
     if arg == "data":
-        return True, kind in _DATA_KINDS
+        return True, kind in DATA_KINDS
     if arg.startswith("diff"):
         return False, False
     return True, False
@@ -346,7 +258,7 @@ def op_tensors(
         dims = _list_dims(k, prob.tensors, mdl, aux_map)
     else:
         named = dict(prob.dims)
-        dims = [_named_dims(k, named, md, aux_map) if named else None for md in mdl]
+        dims = [named_tensor_dims(k, named, md, aux_map) if named else None for md in mdl]
     ins: list[Tensor] = []
     outs: list[Tensor] = []
     for md, dm in zip(mdl, dims, strict=True):

@@ -296,7 +296,7 @@ def _link(log: Any, iters: Iterations, table: StepTable) -> None:
         for r in g.reorders.itertuples():
             if 0 <= int(r.position) < len(steps):
                 steps[int(r.position)].tensor = str(r.tensor)
-        for a, b in g.graph.edges():
+        for a, b in g.digraph.edges():
             if a in pos and b in pos:
                 steps[pos[a]].consumers.append(pos[b])
                 steps[pos[b]].producers.append(pos[a])
