@@ -15,9 +15,10 @@ by default) and then, each in a fresh subprocess so peak memory is its own:
 * ``cli``: the ``dnnlens analyze --format json`` command end to end, start-up included.
 
 It reports lines/s, the time ratio to the floor and peak RSS (ratio to the floor too).
-Times exclude interpreter start-up and imports except for ``cli``. The stages run in
-``--repeat`` rounds (floor included, so a busy machine slows every stage alike) and each
-reports its fastest run. No assertion: numbers.
+Times exclude interpreter start-up and imports except for ``cli``. Each stage runs right
+after a floor run of its own, in ``--repeat`` rounds: the ratio of each pair is measured
+under the same load (a shared machine's speed drifts from minute to minute), and each stage
+reports the median of its ratios, their range and its median time. No assertion: numbers.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -110,21 +112,28 @@ def run_child(code: str, path: Path, *extra: str) -> dict:
     return eval(out.strip().splitlines()[-1], {})  # our own child's repr of a dict
 
 
-def run_cli(path: Path) -> dict:
-    """Time the whole command, start-up included; peak RSS from the child's rusage."""
-    import resource
+CLI = """
+import os, resource, runpy, sys
+sys.argv = ["dnnlens", "analyze", sys.argv[1], "--format", "json", "-o", os.devnull]
+try:
+    runpy.run_module("dnnlens.cli", run_name="__main__", alter_sys=True)
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print({"rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+"""
 
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+
+def run_cli(path: Path) -> dict:
+    """Time the whole command, interpreter start-up included; peak RSS as the child saw it."""
     # as installed: bytecode cached (this sandbox sets PYTHONDONTWRITEBYTECODE)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     t = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "dnnlens.cli", "analyze", str(path), "--format", "json"],
-        check=True, stdout=subprocess.DEVNULL, env=env,
-    )
+    out = subprocess.run(
+        [sys.executable, "-c", CLI, str(path)], check=True, capture_output=True, text=True,
+        env=env,
+    ).stdout
     dt = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return {"seconds": dt, "rss_mib": max(after, before) / 1024}
+    return {"seconds": dt, **eval(out.strip().splitlines()[-1], {})}  # our child's dict
 
 
 def main() -> None:
@@ -134,7 +143,7 @@ def main() -> None:
     ap.add_argument("--source", type=Path, default=ROOT / "sample_logs/convnet_nchw_infer.log")
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--repeat", type=int, default=3,
-                    help="rounds of all stages; each stage reports its fastest run")
+                    help="rounds; each stage reports the median of its paired ratios")
     ap.add_argument("--json", action="store_true", help="print the results as JSON too")
     ap.add_argument("--keep", action="store_true", help="keep the generated log")
     args = ap.parse_args()
@@ -144,37 +153,44 @@ def main() -> None:
     path = workdir / f"bench-{args.lines}.log"
     build_log(args.source, args.lines, path)
     size_mib = path.stat().st_size / 2**20
+    floor = lambda: run_child(FLOOR, path)  # noqa: E731
     stages = {
-        "floor": lambda: run_child(FLOOR, path),
         "parse": lambda: run_child(PARSE, path),
         "parse-j2": lambda: run_child(PARSE, path, "2"),
         "analyze": lambda: run_child(ANALYZE, path),
         "stream": lambda: run_child(STREAM, path),
         "cli": lambda: run_cli(path),
     }
-    runs: dict[str, list[dict]] = {name: [] for name in stages}
+    # Paired runs: each stage right after its own floor run, so the ratio of the pair is
+    # measured under the same load; the machine's speed drifts between pairs, not within.
+    pairs: dict[str, list[tuple[dict, dict]]] = {name: [] for name in stages}
     try:
-        for _ in range(args.repeat):  # rounds of every stage, so drift hits all alike
+        for _ in range(args.repeat):
             for name, stage in stages.items():
-                runs[name].append(stage())
+                pairs[name].append((floor(), stage()))
     finally:
         if not args.keep:
             path.unlink(missing_ok=True)
-    # the fastest run of each stage: the least disturbed by other work on the machine
-    results = {name: min(rs, key=lambda r: r["seconds"]) for name, rs in runs.items()}
-    floor = results["floor"]
+    floors = [f for ps in pairs.values() for f, _ in ps]
     print(f"{args.lines:,} lines, {size_mib:,.0f} MiB, built from {args.source.name}; "
-          f"{os.cpu_count()} CPUs; best of {args.repeat} rounds")
-    print(f"{'stage':<9} {'seconds':>8} {'lines/s':>12} {'x floor':>8} {'peak MiB':>9} "
-          f"{'x floor':>8}")
-    for name, r in results.items():
-        rate = args.lines / r["seconds"]
-        t_ratio = r["seconds"] / floor["seconds"]
-        m_ratio = r["rss_mib"] / floor["rss_mib"]
-        print(f"{name:<9} {r['seconds']:>8.2f} {rate:>12,.0f} {t_ratio:>8.1f}"
-              f" {r['rss_mib']:>9.0f} {m_ratio:>8.1f}")
+          f"{os.cpu_count()} CPUs; {args.repeat} paired rounds, medians")
+    print(f"{'stage':<9} {'seconds':>8} {'lines/s':>12} {'x floor':>8} {'(range)':>11}"
+          f" {'peak MiB':>9}")
+    floor_s = statistics.median(f["seconds"] for f in floors)
+    print(f"{'floor':<9} {floor_s:>8.2f} {args.lines / floor_s:>12,.0f} {1:>8.1f} {'':>11}"
+          f" {max(f['rss_mib'] for f in floors):>9.0f}")
+    summary = {"floor": {"seconds": floor_s}}
+    for name, ps in pairs.items():
+        ratios = [r["seconds"] / f["seconds"] for f, r in ps]
+        secs = statistics.median(r["seconds"] for _, r in ps)
+        rss = max(r["rss_mib"] for _, r in ps)
+        ratio = statistics.median(ratios)
+        summary[name] = {"seconds": secs, "x_floor": ratio, "rss_mib": rss}
+        span = f"{min(ratios):.1f}-{max(ratios):.1f}"
+        print(f"{name:<9} {secs:>8.2f} {args.lines / secs:>12,.0f} {ratio:>8.1f} {span:>11}"
+              f" {rss:>9.0f}")
     if args.json:
-        print(json.dumps({"lines": args.lines, "best": results, "runs": runs}, indent=2))
+        print(json.dumps({"lines": args.lines, "summary": summary, "pairs": pairs}, indent=2))
 
 
 if __name__ == "__main__":
