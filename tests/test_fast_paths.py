@@ -15,26 +15,16 @@ from dnnlens.analysis.iterations import (
     _candidates,
     _row_iterations,
     _segments_by_period,
-    _shift_matches,
-    _signature_length,
-    _steady_start,
+    _template_begins,
     find_period,
+    period_score,
 )
 
 
 def _segments_reference(s: np.ndarray, t: np.ndarray) -> list[tuple[int, int]]:
     """The piece-by-piece walk ``_segments_by_period`` replaced (kept as the definition)."""
     n, p = len(s), len(t)
-    sig = _signature_length(t)
-    if sig == 0:
-        hits = np.flatnonzero(s[: n - p + 1] == t[0]) if n >= p else np.zeros(0, np.int64)
-        begins = np.arange(hits[0], n, p) if hits.size else hits
-    else:
-        m = n - sig + 1
-        eq = np.ones(m, dtype=bool)
-        for k in range(sig):
-            eq &= s[k : k + m] == t[k]
-        begins = np.flatnonzero(eq)
+    begins = _template_begins(s, t)
     if not begins.size:
         return [(0, n)]
     csum = np.concatenate([[0], np.cumsum(np.isin(s, t))])
@@ -100,16 +90,7 @@ def test_segments_by_period_equal_the_walk(stream: tuple[np.ndarray, np.ndarray]
 
 def _period_reference(s: np.ndarray) -> tuple[int, int] | None:
     """``find_period`` scoring every candidate before choosing (it may stop early)."""
-    n = len(s)
-    scored = []
-    for p in _candidates(s):
-        exact, fuzzy = _shift_matches(s, p)
-        start = _steady_start(fuzzy, p)
-        if start is None or n - start < max(2 * p, 3) or 2 * (n - start) < n:
-            continue
-        if exact[start:].mean() < 0.5:
-            continue
-        scored.append((p, start, n - start))
+    scored = [sc for p in _candidates(s) if (sc := period_score(s, p)) is not None]
     if not scored:
         return None
     best = max(c for _, _, c in scored)

@@ -207,6 +207,19 @@ def _shift_matches(s: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
     return exact, fuzzy
 
 
+def period_score(s: np.ndarray, p: int) -> tuple[int, int, int] | None:
+    """``(p, steady start, rows covered)`` when period ``p`` holds over a steady region of
+    ``s`` (see :func:`find_period`), else None."""
+    n = len(s)
+    exact, fuzzy = _shift_matches(s, p)
+    start = _steady_start(fuzzy, p)
+    if start is None or n - start < max(2 * p, 3) or 2 * (n - start) < n:
+        return None
+    if exact[start:].mean() < 0.5:
+        return None
+    return p, start, n - start
+
+
 def find_period(s: np.ndarray) -> tuple[int, int] | None:
     """``(period, steady_start)`` of an integer stream, or ``None`` if it does not repeat.
 
@@ -222,13 +235,10 @@ def find_period(s: np.ndarray) -> tuple[int, int] | None:
         return None
     scored: list[tuple[int, int, int]] = []
     for p in _candidates(s):
-        exact, fuzzy = _shift_matches(s, p)
-        start = _steady_start(fuzzy, p)
-        if start is None or n - start < max(2 * p, 3) or 2 * (n - start) < n:
+        score = period_score(s, p)
+        if score is None:
             continue
-        if exact[start:].mean() < 0.5:
-            continue
-        scored.append((p, start, n - start))
+        scored.append(score)
         decided = _decided(scored, n)
         if decided is not None:
             return decided
@@ -268,6 +278,21 @@ def _signature_length(t: np.ndarray) -> int:
     return 0
 
 
+def _template_begins(s: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Where iterations of template ``t`` may begin in ``s``: where its opening records
+    (its signature) occur, or every period from the first opening record without one."""
+    n, p = len(s), len(t)
+    sig = _signature_length(t)
+    if sig == 0:
+        hits = np.flatnonzero(s[: n - p + 1] == t[0]) if n >= p else np.zeros(0, np.int64)
+        return np.arange(hits[0], n, p) if hits.size else hits
+    m = n - sig + 1
+    eq = np.ones(m, dtype=bool)
+    for k in range(sig):
+        eq &= s[k : k + m] == t[k]
+    return np.flatnonzero(eq)
+
+
 def _segments_by_period(s: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Cut the stream into iterations ``[begin, end)`` (rows of indices into ``s``) of ``t``.
 
@@ -277,16 +302,7 @@ def _segments_by_period(s: np.ndarray, t: np.ndarray) -> np.ndarray:
     a piece at the very end is left outside.
     """
     n, p = len(s), len(t)
-    sig = _signature_length(t)
-    if sig == 0:
-        hits = np.flatnonzero(s[: n - p + 1] == t[0]) if n >= p else np.zeros(0, np.int64)
-        begins = np.arange(hits[0], n, p) if hits.size else hits
-    else:
-        m = n - sig + 1
-        eq = np.ones(m, dtype=bool)
-        for k in range(sig):
-            eq &= s[k : k + m] == t[k]
-        begins = np.flatnonzero(eq)
+    begins = _template_begins(s, t)
     whole = np.array([[0, n]], dtype=np.int64)
     if not begins.size:
         return whole
