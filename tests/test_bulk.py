@@ -73,8 +73,10 @@ def assert_same(path: Path) -> InputScan:
 
 @pytest.fixture(params=[1 << 20, 4096, 97])
 def block_bytes(request, monkeypatch) -> int:
-    """Blocks of the real size, of a few lines, and of under one line."""
+    """Blocks of the real size, of a few lines, and of under one line; header and
+    diagnostic lines looked at as shapes whenever there is one."""
     monkeypatch.setattr(inputs, "BLOCK_BYTES", request.param)
+    monkeypatch.setattr(bulk, "UNTIMED_SHARE", 1 << 30)
     return request.param
 
 
@@ -117,6 +119,9 @@ HOSTILE = {
     "bom": b"\xef\xbb\xbfonednn_verbose,v1,info,oneDNN v3.12.0 (commit abc)\n",
     "empty_lines": b"\n\n\r\n,,,,\n,,,,,,0.5\n",
     "info_with_time_like_tail": b"onednn_verbose,v1,info,cpu,runtime:OpenMP,nthr:2\n" * 4,
+    "version_lines_with_commas": (b"junk\n" + b"onednn_verbose,v1,info,oneDNN v3.12.0 (commit "
+                                  b"abc),a,b,c\nonednn_verbose,v1,12.5,primitive,create:dispatch,"
+                                  b"convolution,cpu,x,y,z\n") * 5,
 }
 
 
@@ -191,16 +196,17 @@ def mutated_logs(draw) -> bytes:
 
 
 @settings(max_examples=60, deadline=None)
-@given(data=mutated_logs(), block=st.sampled_from([64, 300, 1 << 20]))
-def test_fuzzed_logs(tmp_path_factory, data: bytes, block: int) -> None:
+@given(data=mutated_logs(), block=st.sampled_from([64, 300, 1 << 20]),
+       share=st.sampled_from([bulk.UNTIMED_SHARE, 1 << 30]))
+def test_fuzzed_logs(tmp_path_factory, data: bytes, block: int, share: int) -> None:
     path = tmp_path_factory.mktemp("fuzz") / "f.log"
     path.write_bytes(data)
-    old = inputs.BLOCK_BYTES
-    inputs.BLOCK_BYTES = block
+    old = inputs.BLOCK_BYTES, bulk.UNTIMED_SHARE
+    inputs.BLOCK_BYTES, bulk.UNTIMED_SHARE = block, share
     try:
         assert_same(path)
     finally:
-        inputs.BLOCK_BYTES = old
+        inputs.BLOCK_BYTES, bulk.UNTIMED_SHARE = old
 
 
 @settings(max_examples=300, deadline=None)

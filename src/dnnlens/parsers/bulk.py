@@ -31,6 +31,7 @@ line by line, as the line scanner's caller does.
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,7 @@ from dnnlens.io.inputs import (
     decode_lines,
     open_blocks,
 )
+from dnnlens.parsers.records import LINE_DIAGNOSTIC
 from dnnlens.parsers.scanner import InputScan, Scanner
 
 if TYPE_CHECKING:
@@ -53,12 +55,31 @@ if TYPE_CHECKING:
 
 _NL, _COMMA, _CR, _V, _ZERO, _NINE = 10, 44, 13, 118, 48, 57
 _SLOW = -1  # shape verdict: its lines take the slow path
-#: Shapes remembered across blocks (a log of unique lines must not grow memory with them).
-MAX_SHAPES = 65_536
+#: Bytes of shapes remembered across blocks, per kind (events; headers and diagnostics).
+MAX_SHAPE_BYTES = 16 << 20
+#: Header and diagnostic lines are looked at as shapes when at least 1 line in this many of
+#: a block is one (``ONEDNN_VERBOSE=all`` logs); else they are classified one by one.
+UNTIMED_SHARE = 8
 #: Longer lines are slow lines (their shapes would be too big to remember).
 MAX_SHAPE_LINE = 16_384
 _NUMBER = r"^[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]{1,2})?$"
 _NUMBER_RE = re.compile(_NUMBER.encode())
+
+
+class ShapeMemo(dict):
+    """Shape -> verdict, within a budget of bytes (a log of distinct lines must not grow
+    memory with them: past the budget, new shapes are decided again where they recur)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.size = 0
+
+    def remember(self, key: tuple[bytes, bool, bytes], verdict: int) -> None:
+        """Keep ``verdict`` for ``key`` if the budget allows."""
+        cost = len(key[0]) + len(key[2]) + 100
+        if self.size + cost <= MAX_SHAPE_BYTES:
+            self[key] = verdict
+            self.size += cost
 
 
 class BulkScan:
@@ -75,12 +96,15 @@ class BulkScan:
         self.scan = scan
         self.stats = stats if stats is not None else ReadStats()
         self.finder = finder
-        shapes = getattr(scanner, "_bulk_shapes", None)
-        if shapes is None:
-            shapes = {}
-            scanner._bulk_shapes = shapes  # type: ignore[attr-defined]
-        #: (A, has B, C) -> record id * 2 + prefixed, or _SLOW
-        self.shapes: dict[tuple[bytes, bool, bytes], int] = shapes
+        memos = getattr(scanner, "_bulk_shapes", None)
+        if memos is None:  # kept on the scanner: shapes carry over between inputs and blocks
+            memos = (ShapeMemo(), ShapeMemo())
+            scanner._bulk_shapes = memos  # type: ignore[attr-defined]
+        #: (A, has B, C) -> record id * 2 + prefixed of an event line, or _SLOW
+        self.shapes: ShapeMemo = memos[0]
+        #: (A, has B, everything after B) -> record id * 2 + prefixed of a header or
+        #: diagnostic line, or _SLOW
+        self.untimed_shapes: ShapeMemo = memos[1]
 
     # -- the block -------------------------------------------------------------------------
     def feed(self, block: bytes) -> None:
@@ -97,66 +121,96 @@ class BulkScan:
         starts[1:] = ends[:-1] + 1
         nexts = np.minimum(ends + 1, len(block))
         base = self.scan.lines
-        fast, rid2, times, stamps = self._fast_lines(block, arr, starts, ends, nexts)
-        slow = np.flatnonzero(~fast)
+        fast, rid2, times, stamps, untimed = self._fast_lines(block, arr, starts, ends, nexts)
+        slow = np.flatnonzero(~fast & (untimed < 0))
         scan, stats = self.scan, self.stats
         texts = decode_lines(block, starts[slow].tolist(), nexts[slow].tolist(), stats)
         if self.finder is not None:
             self._watch_tables(block, n, slow, texts)
         n0 = len(scan.event_line)
         classify = self.scanner._classify  # noqa: SLF001 - the same classification, by design
-        for i, text in zip(slow.tolist(), texts, strict=True):
-            classify(scan, base + i + 1, text)
+        add_untimed = self.scanner._add_untimed  # noqa: SLF001
+        known = np.flatnonzero(untimed >= 0)
+        diag = np.zeros(0, dtype=np.int64)
+        if len(known):  # diagnostics go in as columns; header lines one by one, in order
+            values = untimed[known]
+            records = self.scanner.records
+            kinds = {int(v): records[int(v) >> 1].line_kind == LINE_DIAGNOSTIC
+                     for v in np.unique(values).tolist()}
+            is_diag = np.array([kinds[int(v)] for v in values.tolist()], dtype=bool) \
+                if len(kinds) > 1 else np.full(len(values), next(iter(kinds.values())))
+            diag, known = known[is_diag], known[~is_diag]
+        d0 = len(scan.diag_line)
+        if not len(known):
+            for i, text in zip(slow.tolist(), texts, strict=True):
+                classify(scan, base + i + 1, text)
+        else:  # header and diagnostic lines of known shapes, in line order with the others
+            order = np.concatenate([slow, known])
+            order.sort(kind="stable")
+            text_of = dict(zip(slow.tolist(), texts, strict=True))
+            verdict_of = untimed
+            for i in order.tolist():
+                text = text_of.get(i)
+                if text is None:
+                    v = int(verdict_of[i])
+                    add_untimed(scan, base + i + 1, v >> 1, bool(v & 1))
+                else:
+                    classify(scan, base + i + 1, text)
         if fast.any():
             self._add_fast(np.flatnonzero(fast), base, rid2[fast], times[fast], stamps[fast], n0)
+        if len(diag):
+            self._add_diagnostics(diag + (base + 1), untimed[diag], d0)
         scan.lines = base + n
 
     def _fast_lines(
         self, block: bytes, arr: np.ndarray, starts: np.ndarray, ends: np.ndarray,
         nexts: np.ndarray,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Which lines are events of a known shape; their record id * 2 + prefixed, times."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Which lines are events of a known shape: their record id * 2 + prefixed, time and
+        timestamp; and the record id * 2 + prefixed of header and diagnostic lines of a
+        known shape (-1 for every other line)."""
         n = len(ends)
         fast = np.zeros(n, dtype=bool)
         rid2 = np.full(n, _SLOW, dtype=np.int64)
+        untimed = np.full(n, _SLOW, dtype=np.int64)
         times = np.full(n, np.nan)
         stamps = np.full(n, np.nan)
-        commas = np.flatnonzero(arr == _COMMA)
-        if len(commas) < 4:
-            return fast, rid2, times, stamps
-        last = np.searchsorted(commas, ends) - 1  # index of the last comma before the end
-        first = np.searchsorted(commas, starts)  # index of the first comma of the line
-        ok = (first + 3 <= last) & (ends - starts <= MAX_SHAPE_LINE)
-        if not block.isascii() or b"\0" in block:  # lines with a NUL or non-ASCII byte
-            special = np.flatnonzero(arr.view(np.int8) <= 0)
-            ok[np.searchsorted(ends, special)] = False
-        idx = np.flatnonzero(ok)
-        if not len(idx):
-            return fast, rid2, times, stamps
-        s, e, nx = starts[idx], ends[idx], nexts[idx]
-        fi = first[idx]
-        c1, c2, c3 = commas[fi], commas[fi + 1], commas[fi + 2]
-        lc = commas[last[idx]]
-        has_v = arr[c1 + 1] == _V
-        bstart = np.where(has_v, c2 + 1, c1 + 1)
-        bcomma = np.where(has_v, c3, c2)
-        d0 = arr[bstart]
-        has_b = (d0 >= _ZERO) & (d0 <= _NINE)
-        bend = np.where(has_b, bcomma, bstart)
-        te = e - (arr[np.maximum(e - 1, 0)] == _CR)
-        te = np.maximum(te, lc + 1)
-        # B and D must start and end with a digit to be read as numbers here
+        cut = _cut_lines(block, arr, starts, ends, nexts)
+        if cut is None:
+            return fast, rid2, times, stamps, untimed
+        idx, s, nx, bstart, bend, lc, te, has_b = cut
+        # events: B and D must start and end with a digit to be read as numbers here
         d_first, d_last = arr[lc + 1], arr[np.maximum(te - 1, 0)]
-        b_last = arr[np.maximum(bend - 1, 0)]
-        numeric = (te > lc + 1) & _digit(d_first) & _digit(d_last) & (~has_b | _digit(b_last))
+        b_ok = ~has_b | _digit(arr[np.maximum(bend - 1, 0)])
+        numeric = (te > lc + 1) & _digit(d_first) & _digit(d_last) & b_ok
         cand = np.flatnonzero(numeric)
-        if not len(cand):
-            return fast, rid2, times, stamps
-        idx, has_b = idx[cand], has_b[cand]
-        s, nx, bstart, bend, lc, te = (x[cand] for x in (s, nx, bstart, bend, lc, te))
-        # pieces A B C D E of each candidate line, back to back (the gaps are other lines);
-        # one Arrow array over the block's bytes, masked to the pieces each step reads
-        m = len(idx)
+        if len(cand):
+            pick, verdicts, t_vals, ts_vals = self._event_shapes(
+                block, s[cand], nx[cand], bstart[cand], bend[cand], lc[cand], te[cand],
+                has_b[cand])
+            at = idx[cand[pick]]
+            fast[at] = True
+            rid2[at] = verdicts
+            times[at] = t_vals
+            stamps[at] = ts_vals
+        # header and diagnostic lines (a timestamp at most varies): the rest, when they are
+        # many (the step costs a few Arrow calls a block; a few lines cost less one by one)
+        rest = np.flatnonzero(b_ok & ~fast[idx])
+        if len(rest) * UNTIMED_SHARE >= n:
+            pick, verdicts = self._untimed_shapes(
+                block, s[rest], nx[rest], bstart[rest], bend[rest], te[rest], has_b[rest])
+            untimed[idx[rest[pick]]] = verdicts
+        return fast, rid2, times, stamps, untimed
+
+    def _event_shapes(
+        self, block: bytes, s: np.ndarray, nx: np.ndarray, bstart: np.ndarray,
+        bend: np.ndarray, lc: np.ndarray, te: np.ndarray, has_b: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Of candidate event lines: which are events of a decided shape, their verdicts,
+        times and timestamps (NaN without one)."""
+        # pieces A B C D E of each line, back to back (the gaps are other lines); one Arrow
+        # array over the block's bytes, masked to the pieces each step reads
+        m = len(s)
         offsets = np.empty(m * 6, dtype=np.int32)
         offsets[0::6] = s
         offsets[1::6] = bstart
@@ -164,47 +218,80 @@ class BulkScan:
         offsets[3::6] = lc + 1
         offsets[4::6] = te
         offsets[5::6] = nx
-        if (np.diff(offsets) < 0).any():  # pragma: no cover - cannot happen (see above);
-            return fast, rid2, times, stamps  # Arrow would read out of bounds: all slow
+        none = np.zeros(0, dtype=np.int64)
+        if (np.diff(offsets) < 0).any():  # pragma: no cover - cannot happen (_cut_lines);
+            return none, none, none, none  # Arrow would read out of bounds: all slow
         numbers = np.zeros(m * 6 - 1, dtype=bool)
         numbers[1::6] = has_b
         numbers[3::6] = True
         parsed = _numbers(block, offsets, numbers)
         t_vals, ts_vals = parsed[3::6], parsed[1::6]
-        good = np.isfinite(t_vals) & (~has_b | np.isfinite(ts_vals))
-        keys = np.zeros(m * 6 - 1, dtype=bool)
-        keys[0::6] = good
-        keys[2::6] = good
+        good = np.flatnonzero(np.isfinite(t_vals) & (~has_b | np.isfinite(ts_vals)))
+
+        def decide(j: int, with_b: bool) -> tuple[int, bool]:
+            return self._decide(block[int(s[j]) : int(nx[j])],
+                                block[int(bstart[j]) : int(bend[j])] if with_b else None,
+                                block[int(lc[j]) + 1 : int(te[j])])
+
+        verdict = self._verdicts(block, offsets, 6, good, has_b, self.shapes, decide)
+        pick = good[verdict >= 0]
+        return (pick, verdict[verdict >= 0], t_vals[pick],
+                np.where(has_b[pick], ts_vals[pick], np.nan))
+
+    def _untimed_shapes(
+        self, block: bytes, s: np.ndarray, nx: np.ndarray, bstart: np.ndarray,
+        bend: np.ndarray, te: np.ndarray, has_b: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Of the other lines: which are header or diagnostic lines of a decided shape
+        (A, whether B is there, everything after B), and their verdicts."""
+        m = len(s)
+        offsets = np.empty(m * 4, dtype=np.int32)
+        offsets[0::4] = s
+        offsets[1::4] = bstart
+        offsets[2::4] = bend
+        offsets[3::4] = te
+        offsets = np.append(offsets, np.int32(nx[-1]))
+        none = np.zeros(0, dtype=np.int64)
+        if (np.diff(offsets) < 0).any():  # pragma: no cover - cannot happen (_cut_lines)
+            return none, none
+        numbers = np.zeros(m * 4, dtype=bool)
+        numbers[1::4] = has_b
+        stamps = _numbers(block, offsets, numbers)[1::4]
+        good = np.flatnonzero(~has_b | np.isfinite(stamps))
+
+        def decide(j: int, _with_b: bool) -> tuple[int, bool]:
+            return self._decide_untimed(block[int(s[j]) : int(nx[j])])
+
+        verdict = self._verdicts(block, offsets, 4, good, has_b, self.untimed_shapes, decide)
+        return good[verdict >= 0], verdict[verdict >= 0]
+
+    def _verdicts(
+        self, block: bytes, offsets: np.ndarray, width: int, good: np.ndarray,
+        has_b: np.ndarray, known: ShapeMemo,
+        decide: Callable[[int, bool], tuple[int, bool]],
+    ) -> np.ndarray:
+        """The verdict of each ``good`` line: its shape's, from ``known`` or decided on the
+        shape's first line. Pieces 0 and 2 of each line's ``width`` pieces make the shape."""
+        if not len(good):
+            return np.zeros(0, dtype=np.int64)
+        keys = np.zeros(len(offsets) - 1, dtype=bool)
+        keys[good * width] = True
+        keys[good * width + 2] = True
         dictionary, codes = _codes(block, offsets, keys)
-        g = np.flatnonzero(good)
-        if not len(g):
-            return fast, rid2, times, stamps
         n_d = max(len(dictionary), 1)
-        combined = (codes[0::6][g] * 2 + has_b[g]) * n_d + codes[2::6][g]
+        combined = (codes[good * width] * 2 + has_b[good]) * n_d + codes[good * width + 2]
         shape_of, uniq, firsts = _shapes(combined, (2 * len(dictionary) + 2) * n_d)
-        firsts = g[firsts]  # candidate index of each shape's first line
         verdict = np.empty(len(uniq), dtype=np.int64)
-        shapes = self.shapes
-        for u, (code, j) in enumerate(zip(uniq.tolist(), firsts.tolist(), strict=True)):
+        for u, (code, j) in enumerate(zip(uniq.tolist(), good[firsts].tolist(), strict=True)):
             rest, c = divmod(code, n_d)
             key = (dictionary[rest >> 1], bool(rest & 1), dictionary[c])
-            v = shapes.get(key)
+            v = known.get(key)
             if v is None:
-                line = block[int(s[j]) : int(nx[j])]
-                b = block[int(bstart[j]) : int(bend[j])] if key[1] else None
-                v, final = self._decide(line, b, block[int(lc[j]) + 1 : int(te[j])])
-                if final and len(shapes) < MAX_SHAPES:
-                    shapes[key] = v
+                v, final = decide(j, key[1])
+                if final:
+                    known.remember(key, v)
             verdict[u] = v
-        line_rid2 = verdict[shape_of]
-        ok_lines = line_rid2 >= 0
-        pick = g[ok_lines]
-        at = idx[pick]
-        fast[at] = True
-        rid2[at] = line_rid2[ok_lines]
-        times[at] = t_vals[pick]
-        stamps[at] = np.where(has_b[pick], ts_vals[pick], np.nan)
-        return fast, rid2, times, stamps
+        return verdict[shape_of]
 
     def _decide(self, line: bytes, b: bytes | None, d: bytes) -> tuple[int, bool]:
         """The verdict on the shape of ``line``, and whether it holds for the whole shape.
@@ -230,6 +317,18 @@ class BulkScan:
             return _SLOW, True
         return probe.event_record[0] * 2 + (1 if probe.prefixed else 0), True
 
+    def _decide_untimed(self, line: bytes) -> tuple[int, bool]:
+        """Record id * 2 + prefixed when ``line`` is a header or diagnostic line: then every
+        line of its shape is that line (a timestamp is read, checked and not kept)."""
+        if b"profiler_st" in line:  # the table finder must see it (see _watch_tables)
+            return _SLOW, True
+        probe = InputScan("")
+        untimed = self.scanner._classify(probe, 1, line.decode("ascii"))  # noqa: SLF001
+        if untimed is None or probe.parsed != 1 or probe.malformed or probe.nul_lines:
+            return _SLOW, True
+        rid, prefixed = untimed
+        return rid * 2 + (1 if prefixed else 0), True
+
     # -- events ----------------------------------------------------------------------------
     def _add_fast(
         self, which: np.ndarray, base: int, rid2: np.ndarray, times: np.ndarray,
@@ -248,24 +347,19 @@ class BulkScan:
             pad = len(scan.event_line) - len(scan.event_timestamp)
             if pad:
                 scan.event_timestamp.extend([np.nan] * pad)
-        slow_n = len(scan.event_line) - n0
         columns = [(scan.event_line, lines), (scan.event_record, recs),
                    (scan.event_time, times)]
         if scan.has_timestamps:
             columns.append((scan.event_timestamp, stamps))
-        if not slow_n:
-            for target, values in columns:
-                target.frombytes(values.astype(np.dtype(target.typecode)).tobytes())
-            return
-        slow_lines = np.frombuffer(scan.event_line, dtype=np.int64)[n0:].copy()  # no view:
-        # an array exporting its buffer cannot shrink
-        order = np.argsort(np.concatenate([slow_lines, lines]), kind="stable")
-        for target, values in columns:
-            dtype = np.dtype(target.typecode)
-            tail = np.frombuffer(target, dtype=dtype)[n0:].copy()
-            merged = np.concatenate([tail, values.astype(dtype)])[order]
-            del target[n0:]
-            target.frombytes(merged.tobytes())
+        _append_in_order(scan.event_line, columns, n0)
+
+    def _add_diagnostics(self, lines: np.ndarray, rid2: np.ndarray, d0: int) -> None:
+        """Append diagnostic lines of known shapes, then put the block's in line order."""
+        scan = self.scan
+        scan.parsed += len(lines)
+        scan.prefixed += int((rid2 & 1).sum())
+        _append_in_order(scan.diag_line, [(scan.diag_line, lines),
+                                          (scan.diag_record, rid2 >> 1)], d0)
 
     # -- profiler tables --------------------------------------------------------------------
     def _watch_tables(
@@ -290,6 +384,62 @@ class BulkScan:
         text = decode_line(block, ReadStats())  # invalid bytes are counted by the slow lines
         lines = text.split("\n")
         finder.feed(lines[:n])
+
+
+def _append_in_order(
+    line_column: array, columns: list[tuple[array, np.ndarray]], n0: int
+) -> None:
+    """Append ``values`` to each ``target`` column, then sort the rows from ``n0`` on (the
+    slow path's rows of this block and the new ones) by ``line_column``."""
+    if len(line_column) == n0:
+        for target, values in columns:
+            target.frombytes(values.astype(np.dtype(target.typecode)).tobytes())
+        return
+    # copies, no views: an array exporting its buffer cannot shrink
+    slow_lines = np.frombuffer(line_column, dtype=np.int64)[n0:].copy()
+    order = np.argsort(np.concatenate([slow_lines, columns[0][1]]), kind="stable")
+    for target, values in columns:
+        dtype = np.dtype(target.typecode)
+        tail = np.frombuffer(target, dtype=dtype)[n0:].copy()
+        merged = np.concatenate([tail, values.astype(dtype)])[order]
+        del target[n0:]
+        target.frombytes(merged.tobytes())
+
+
+def _cut_lines(
+    block: bytes, arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, nexts: np.ndarray,
+) -> tuple[np.ndarray, ...] | None:
+    """Where the pieces of each line that may be fast begin and end (module doc, step 2).
+
+    Lines with a NUL or non-ASCII byte, fewer than four commas or over
+    :data:`MAX_SHAPE_LINE` bytes are left out. Returns the indices of the other lines and,
+    for each, its start, next line's start, B's start and end, last comma, time's end (a
+    ``\r`` left out) and whether B is there; None when no line is left.
+    """
+    commas = np.flatnonzero(arr == _COMMA)
+    if len(commas) < 4:
+        return None
+    last = np.searchsorted(commas, ends) - 1  # index of the last comma before the end
+    first = np.searchsorted(commas, starts)  # index of the first comma of the line
+    ok = (first + 3 <= last) & (ends - starts <= MAX_SHAPE_LINE)
+    if not block.isascii() or b"\0" in block:  # lines with a NUL or non-ASCII byte
+        special = np.flatnonzero(arr.view(np.int8) <= 0)
+        ok[np.searchsorted(ends, special)] = False
+    idx = np.flatnonzero(ok)
+    if not len(idx):
+        return None
+    s, e, nx = starts[idx], ends[idx], nexts[idx]
+    fi = first[idx]
+    c1, c2, c3 = commas[fi], commas[fi + 1], commas[fi + 2]
+    lc = commas[last[idx]]
+    has_v = arr[c1 + 1] == _V  # the format version field: the timestamp comes after it
+    bstart = np.where(has_v, c2 + 1, c1 + 1)
+    bcomma = np.where(has_v, c3, c2)
+    has_b = _digit(arr[bstart])
+    bend = np.where(has_b, bcomma, bstart)
+    te = e - (arr[np.maximum(e - 1, 0)] == _CR)
+    te = np.maximum(te, lc + 1)
+    return idx, s, nx, bstart, bend, lc, te, has_b
 
 
 def _digit(values: np.ndarray) -> np.ndarray:
@@ -399,4 +549,5 @@ def scan_source(
     return scan
 
 
-__all__ = ["MAX_SHAPES", "MAX_SHAPE_LINE", "BulkScan", "scan_blocks", "scan_source"]
+__all__ = ["MAX_SHAPE_BYTES", "MAX_SHAPE_LINE", "BulkScan", "ShapeMemo", "scan_blocks",
+           "scan_source"]

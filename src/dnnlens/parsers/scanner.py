@@ -314,12 +314,15 @@ class Scanner:
             i = line.find(_MARK, i + 1)
         return -1, -1
 
-    def _classify(self, scan: InputScan, lineno: int, line: str) -> None:
-        """The full path for one line: NUL bytes, marker, timestamp, time, memo, parse."""
+    def _classify(self, scan: InputScan, lineno: int, line: str) -> tuple[int, bool] | None:
+        """The full path for one line: NUL bytes, marker, timestamp, time, memo, parse.
+
+        Returns ``(record id, prefixed)`` when the line was a header or diagnostic line.
+        """
         seen = self._seen_lines.get(line)
         if seen is not None:  # headers of every process, repeated dispatch lines
             self._add_untimed(scan, lineno, *seen)
-            return
+            return seen
         clean = True
         if "\x00" in line:  # preallocated or copytruncate'd files; never part of a line
             line = line.replace("\x00", "")
@@ -414,6 +417,8 @@ class Scanner:
             self._add_untimed(scan, lineno, rid, bool(start))
             if clean and len(line) <= _SEEN_LINE_CHARS and len(self._seen_lines) < _SEEN_LINES:
                 self._seen_lines[line] = (rid, bool(start))
+            return rid, bool(start)
+        return None
 
     def _add_untimed(self, scan: InputScan, lineno: int, rid: int, prefixed: bool) -> None:
         """Account for a header or diagnostic line (``prefixed``: junk before its marker)."""
