@@ -1,9 +1,10 @@
-"""Named tensor dims (dnnlens.analysis.tensor_dims), the one mapping the cost model and the
-op graph share, on problem strings read from real logs.
+"""Tensor dims (dnnlens.analysis.tensor_dims), the one mapping the cost model and the op
+graph share, on problem strings read from real logs: named descriptors and dims lists.
 
 Every line is taken from sample_logs/, sample_logs/legacy/ or tests/data/corpus/ (the test
 finds it there) unless marked *synthetic*: no log here has a convolution with more than one
-group, so the depthwise case is the format doc's example (§4.3).
+group, so the depthwise case is the format doc's example (§4.3); no log has a concat or a
+softmax line, nor a runtime dim in a dims list, so those are built from the format.
 """
 
 from __future__ import annotations
@@ -15,8 +16,16 @@ from pathlib import Path
 import pytest
 
 from dnnlens.analysis.costmodel import padded_elements, primitive_cost
-from dnnlens.analysis.graph import op_tensors
-from dnnlens.analysis.tensor_dims import Dims, conv_weights_grouped, named_tensor_dims
+from dnnlens.analysis.graph import build_graph, op_tensors
+from dnnlens.analysis.tensor_dims import (
+    Dims,
+    broadcast_dims,
+    conv_weights_grouped,
+    list_dst_dims,
+    list_groups,
+    list_tensor_dims,
+    named_tensor_dims,
+)
 from dnnlens.load import load
 from dnnlens.parsers.fields import MemDesc, parse_aux, parse_mds, parse_problem
 from dnnlens.parsers.records import LineRecord
@@ -205,8 +214,7 @@ def test_pooling_and_batch_norm():
 
 def test_reorder_is_a_dims_list_not_named():
     # all_timestamps_infer.log: a reorder prints its dims (`16x3x3x3`): no named values,
-    # the list readers of the cost model and the graph shape it; the named mapping has
-    # nothing to say about it
+    # list_tensor_dims shapes it; the named mapping has nothing to say about it
     r = line(SAMPLES / "all_timestamps_infer.log", "reorder", "16x3x3x3")
     p = parse_problem("reorder", r.problem)
     assert p.tensors == ((16, 3, 3, 3),)
@@ -225,17 +233,242 @@ def test_data_kinds_need_mb():
 
 
 @pytest.mark.parametrize("path", ALL_LOGS, ids=lambda p: Path(p).name)
-def test_cost_model_and_graph_shape_every_named_line_alike(path):
-    # on every line of every log: where both know a tensor's dims, they are the same
+def test_cost_model_and_graph_shape_every_line_alike(path):
+    # on every line of every log, named or dims list: where both know a tensor's dims,
+    # they are the same
     for r in {(r.kind, r.problem, r.mds, r.prop_kind, r.aux, r.attrs): r
               for r in _records(Path(path)) if r.kind}.values():
-        if parse_problem(r.kind, r.problem).tensors:
-            continue
         c = primitive_cost(r.kind, r.problem, r.mds, r.prop_kind, r.aux, r.attrs)
         if c is None:
             continue
         ins, outs = op_tensors(r.kind, r.prop_kind, r.mds, r.problem, r.aux)
-        graph = {t.arg: t.dims for t in (*ins, *outs) if t.dims is not None}
+        # by arg, in md order (a binary has two `src`)
+        graph: dict[str, list[Dims | None]] = {}
+        for t in (*ins, *outs):
+            graph.setdefault(t.arg, []).append(t.dims)
+        cost: dict[str, list[Dims | None]] = {}
         for t in c.tensors:
-            if t.arg in graph:
-                assert graph[t.arg] == t.dims, (path, r.problem, t.arg)
+            cost.setdefault(t.arg, []).append(t.dims)
+        for arg, dims in cost.items():
+            if len(graph.get(arg, ())) != len(dims):
+                continue  # the cost model adds tensors (sum `num:`, post-ops ...)
+            for g, d in zip(graph[arg], dims, strict=True):
+                assert g is None or g == d, (path, r.problem, arg)
+
+
+# ---------------------------------------------------------------------------------------
+# dims-list descriptors
+
+
+def list_dims(r: LineRecord) -> list[tuple[str, Dims | None]]:
+    """``list_tensor_dims`` of every present md of a record, as (arg, dims) in md order."""
+    kind = r.kind.strip().lower().removesuffix("_v2")
+    mdl = [md for md in parse_mds(r.mds) if not md.is_absent]
+    dims = list_tensor_dims(kind, list_groups(r.problem), mdl, parse_aux(r.aux))
+    return [(md.arg, d) for md, d in zip(mdl, dims, strict=True)]
+
+
+def graph_dims(r: LineRecord) -> list[tuple[str, str]]:
+    """The op graph's (arg, dims text) of the inputs then the outputs of a record."""
+    ins, outs = op_tensors(r.kind, r.prop_kind, r.mds, r.problem, r.aux)
+    return [(t.arg, t.dims_text) for t in (*ins, *outs)]
+
+
+def cost_of(r: LineRecord) -> tuple[int, int, list[tuple[str, Dims]]]:
+    """FLOPs, bytes and (arg, dims) of the tensors of a record, per the cost model."""
+    c = primitive_cost(r.kind, r.problem, r.mds, r.prop_kind, r.aux, r.attrs)
+    assert c is not None
+    return c.flops, c.bytes, [(t.arg, t.dims) for t in c.tensors]
+
+
+SRC0, SRC1 = (2, 16, 14, 14), (1, 16, 1, 1)
+
+
+def test_list_groups_reads_space_separated_words():
+    assert list_groups("2x16x14x14:1x16x1x1 2x16x14x14") == ((SRC0, SRC1), (SRC0,))
+    assert list_groups("16x3x3x3") == (((16, 3, 3, 3),),)
+    # runtime dims are unknown dims; a piece that is not dims is unknown as a whole
+    assert list_groups("*x64:64x48") == (((None, 64), (64, 48)),)
+    assert list_groups("2x16:mb2") == (((2, 16), None),)
+    assert list_groups("") == ()
+    # the problem grammar has no spaces: its tensors run the dst into src1
+    assert parse_problem("binary", "2x16x14x14:1x16x1x1 2x16x14x14").tensors[1] != SRC1
+
+
+@pytest.mark.parametrize(("path", "problem"), [
+    (LEGACY / "onednn-3.2.0.log", "2x16x14x14:1x16x1x1"),  # src0:src1
+    (LEGACY / "onednn-2.2.0.log", "2x16x14x14:1x16x1x1"),
+    (LEGACY / "onednn-2.0.0.log", "2x16x14x14:1x16x1x1 2x16x14x14"),  # src0:src1 dst
+])
+def test_binary_every_version(path, problem):
+    # src1 broadcast over mb, h, w; the dst is src0's shape, printed or not
+    r = line(path, "binary", problem)
+    assert list_dims(r) == [("src", SRC0), ("src", SRC1), ("dst", SRC0)]
+    assert graph_dims(r) == [("src", "2x16x14x14"), ("src", "1x16x1x1"), ("dst", "2x16x14x14")]
+    # docs/cost-model.md §2.8: 6,272 FLOPs, (6,272 + 16 + 6,272) * 4 bytes, in both forms
+    assert cost_of(r) == (6_272, 50_240, [("src", SRC0), ("src", SRC1), ("dst", SRC0)])
+
+
+def test_binary_v2_0_dst_now_feeds_the_sum_in_the_graph():
+    # legacy/onednn-2.0.0.log lines 34-35: binary `src0:src1 dst`, then a sum of two
+    # 2x16x14x14 abcd sources. The graph's old copy had no dst for the binary, so the
+    # sum's second source went to an older reorder (n3) with the same dims; it is the
+    # binary's output, the nearest producer.
+    g = build_graph(load([str(LEGACY / "onednn-2.0.0.log")]))
+    preds = sorted(g.digraph.predecessors("n11_sum"))
+    assert preds == ["n10_binary", "n4_eltwise"]
+    assert g.digraph.node("n10_binary")["kind"] == "binary"
+    reorder = g.reorders.set_index("node").loc["n3_reorder"]
+    assert reorder.consumer == "n4_eltwise"
+
+
+@pytest.mark.parametrize(("path", "problem", "flops", "nbytes"), [
+    (LEGACY / "onednn-3.2.0.log", "2x16x14x14", 18_816, 75_264),
+    (LEGACY / "onednn-2.0.0.log", "2x16x14x14", 18_816, 75_264),
+])
+def test_sum_prints_its_dst_which_every_source_matches(path, problem, flops, nbytes):
+    r = line(path, "sum", problem)
+    assert list_dims(r) == [("src", SRC0), ("src", SRC0), ("dst", SRC0)]
+    assert cost_of(r)[:2] == (flops, nbytes)
+    assert graph_dims(r) == [("src", "2x16x14x14"), ("src", "2x16x14x14"), ("dst", "2x16x14x14")]
+
+
+def test_sum_mkldnn0x_in_out():
+    # 03_mkldnn0x_tf_sum_reorder_loop_truncated.log: one `in` md, `num:2`, the dst dims
+    r = line(CORPUS / "03_mkldnn0x_tf_sum_reorder_loop_truncated.log", "sum", "128x128")
+    assert list_dims(r) == [("in", (128, 128)), ("out", (128, 128))]
+    assert cost_of(r)[:2] == (49_152, 196_608)  # docs/cost-model.md §2.8
+
+
+@pytest.mark.parametrize(("path", "problem", "dims"), [
+    (LEGACY / "onednn-3.2.0.log", "2x16x14x14", SRC0),
+    (LEGACY / "onednn-2.0.0.log", "2x16x14x14", SRC0),
+    (CORPUS / "07_dnnl1x_tf23_osx_backward_data.log", "128x14x14x64", (128, 14, 14, 64)),
+    (CORPUS / "09_dnnl1_95_dpcpp_engine_header.log", "2x3x4x5", (2, 3, 4, 5)),
+])
+def test_eltwise_data(path, problem, dims):
+    # `data` has the printed dims; the undef `diff` md is absent
+    r = line(path, "eltwise", problem)
+    assert list_dims(r) == [("data", dims)]
+
+
+@pytest.mark.parametrize(("path", "problem"), [
+    (SAMPLES / "all_timestamps_infer.log", "16x3x3x3"),
+    (CORPUS / "01_mkldnn0x_benchdnn_resnet_conv1.log", "1x64x3x7x7"),
+    (LEGACY / "onednn-2.0.0.log", "10x16x7x7"),
+])
+def test_reorder_src_and_dst(path, problem):
+    r = line(path, "reorder", problem)
+    dims = list_groups(problem)[0][0]
+    assert [d for _, d in list_dims(r)] == [dims, dims]
+
+
+@pytest.mark.parametrize(("path", "problem", "want"), [
+    # v3.2+ src:wei
+    (LEGACY / "onednn-3.2.0.log", "32x64:64x48", [(32, 64), (64, 48), (32, 48)]),
+    # v2.2 - v3.1 src:wei:dst
+    (LEGACY / "onednn-2.2.0.log", "32x64:64x48:32x48", [(32, 64), (64, 48), (32, 48)]),
+    (CORPUS / "15_onednn2x_tf_opt_gemm_api_markdown_bold.log",
+     "1536x384x64:1536x64x384:1536x384x384",
+     [(1536, 384, 64), (1536, 64, 384), (1536, 384, 384)]),
+    (CORPUS / "27_onednn3x_amx_bf16_matmul_ellipses.log", "256x4096:4096x11008",
+     [(256, 4096), (4096, 11008), (256, 11008)]),
+])
+def test_matmul(path, problem, want):
+    r = line(path, "matmul", problem)
+    assert [d for _, d in list_dims(r)] == want
+
+
+def test_gemm_src_a_src_b_now_in_the_graph():
+    # 29_onednn3_8rc_xpu_gpu_gemm_info_postops.log: the nested gemm names its operands
+    # src_a/src_b. The graph's old copy knew only matmul and gemm_api, so it gave src_b and
+    # dst the first piece (2x2); the cost model had them right.
+    r = line(CORPUS / "29_onednn3_8rc_xpu_gpu_gemm_info_postops.log", "gemm", "2x2:2x3")
+    assert list_dims(r) == [("src_a", (2, 2)), ("src_b", (2, 3)), ("dst", (2, 3))]
+    assert graph_dims(r) == [("src_a", "2x2"), ("src_b", "2x3"), ("dst", "2x3")]
+    assert cost_of(r)[:2] == (42, 88)  # docs/cost-model.md: the matmul line of this log
+    r = line(CORPUS / "17_onednn2x_tf_gemm_api_acl_single.log", "gemm_api", "1x512:512x512")
+    assert list_dims(r) == [("src", (1, 512)), ("wei", (512, 512)), ("dst", (1, 512))]
+
+
+def test_sdpa_now_in_the_graph():
+    # 31_onednn_v1_sdpa_gpu0_no_time.log: q:k:v, k printed transposed (D x Sk). The graph's
+    # old copy gave key, val and the mask the query's dims.
+    r = line(CORPUS / "31_onednn_v1_sdpa_gpu0_no_time.log", "sdpa",
+             "1x2x1x128:1x2x128x384:1x2x384x128")
+    assert list_dims(r) == [("query", (1, 2, 1, 128)), ("key", (1, 2, 128, 384)),
+                            ("val", (1, 2, 384, 128)), ("msk", (384,)),
+                            ("dst", (1, 2, 1, 128))]
+    # the 1d mask md is 4D (abcd): the graph drops dims of another rank, the cost model
+    # counts its 384 elements
+    assert graph_dims(r) == [("query", "1x2x1x128"), ("key", "1x2x128x384"),
+                             ("val", "1x2x384x128"), ("msk", "?"), ("dst", "1x2x1x128")]
+    # the first such line has s8 key/val: 256*2 + 98,304 + 98,304 + 384*2 + 256*2 bytes
+    assert "key:s8" in r.mds
+    assert cost_of(r)[:2] == (397_056, 198_400)
+
+
+# synthetic: forms the logs here do not have
+
+
+def test_binary_select_third_piece_is_a_source_synthetic():
+    # `src0:src1:src2` (select): the graph's old copy took src2 for the dst
+    mds = parse_mds("src:f32::blocked:abcd::f0 src:f32::blocked:abcd::f0 "
+                    "src:s8::blocked:abcd::f0 dst:f32::blocked:abcd::f0")
+    groups = list_groups("2x16x1x1:1x16x14x14:2x1x14x14")
+    assert list_tensor_dims("binary", groups, mds, {})[-1] == (2, 16, 14, 14)
+
+
+@pytest.mark.parametrize(("problem", "aux", "dst"), [
+    ("2x16x7x7:2x8x7x7", {"axis": "1"}, (2, 24, 7, 7)),  # v3.x: no dst printed
+    ("2x16x7x7:2x8x7x7 2x24x7x7", {"axis": "1"}, (2, 24, 7, 7)),  # v2.x: dst after a space
+    ("2x16x7x7:2x8x7x7", {"axis": "-3"}, (2, 24, 7, 7)),  # counted from the end
+    ("2x16x7x7:2x16x7x7", {"axis": "4"}, None),  # past the rank (the cost model wrapped)
+    ("2x16x7x7:2x8x7x7", {}, None),  # no axis
+    ("2x16x7x7", {}, (2, 16, 7, 7)),  # one source
+    ("2x*x7x7:2x8x7x7", {"axis": "1"}, (2, None, 7, 7)),
+])
+def test_concat_dst_synthetic(problem, aux, dst):
+    assert list_dst_dims("concat", list_groups(problem), aux) == dst
+
+
+def test_concat_cost_counts_the_sources_without_an_axis_synthetic():
+    # the cost model alone gives a dst of unknown shape the sources' element count
+    mds = "src_f32::blocked:abcd::f0 src_f32::blocked:abcd::f0 dst_f32::blocked:abcd::f0"
+    c = primitive_cost("concat", "2x16x7x7:2x8x7x7", mds, "undef", "axis:1", "")
+    assert c is not None
+    assert [t.dims for t in c.tensors] == [(2, 16, 7, 7), (2, 8, 7, 7), (2, 24, 7, 7)]
+    c = primitive_cost("concat", "2x16x7x7:2x8x7x7", mds, "undef", "", "")
+    assert c is not None
+    assert [t.dims for t in c.tensors] == [(2, 16, 7, 7), (2, 8, 7, 7), (2352,)]
+    assert c.bytes == 2 * 2352 * 4
+    ins, outs = op_tensors("concat", "undef", mds, "2x16x7x7:2x8x7x7", "")
+    assert outs[0].dims is None
+
+
+def test_softmax_and_resampling_synthetic():
+    mds = parse_mds("src_f32::blocked:abcd::f0 dst_f32::blocked:abcd::f0")
+    assert list_tensor_dims("softmax", list_groups("2x16x7x7"), mds, {}) == [
+        (2, 16, 7, 7), (2, 16, 7, 7)]
+    # resampling of the v2.0 era printed `src dst`
+    assert list_tensor_dims("resampling", list_groups("2x16x7x7 2x16x14x14"), mds, {}) == [
+        (2, 16, 7, 7), (2, 16, 14, 14)]
+
+
+@pytest.mark.parametrize(("shapes", "want"), [
+    (((2, 16, 14, 14), (1, 16, 1, 1)), (2, 16, 14, 14)),
+    (((3, 1, 5), (4, 5)), (3, 4, 5)),  # right aligned (the graph's old copy refused)
+    (((2, None, 7), (1, 16, 1)), (2, 16, 7)),  # runtime dim vs 16: 16 (graph's: unknown)
+    (((2, None, 7), (1, 1, 1)), (2, None, 7)),
+    (((), ()), ()),
+])
+def test_broadcast_dims(shapes, want):
+    assert broadcast_dims(*shapes) == want
+
+
+def test_runtime_dims_synthetic():
+    # the graph keeps the known dims of `*`; the cost model needs them all
+    mds = "src_f32::blocked:ab::f0 wei_f32::blocked:ab::f0 dst_f32::blocked:ab::f0"
+    ins, outs = op_tensors("matmul", "undef", mds, "*x64:64x48", "")
+    assert [t.dims for t in (*ins, *outs)] == [(None, 64), (64, 48), (None, 48)]
+    assert primitive_cost("matmul", "*x64:64x48", mds, "undef", "", "") is None

@@ -26,7 +26,15 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from dnnlens.analysis.tensor_dims import GEMM_KINDS, RNN_GATES, named_tensor_dims
+from dnnlens.analysis.tensor_dims import (
+    GEMM_KINDS,
+    RNN_GATES,
+    Groups,
+    broadcast_dims,
+    list_groups,
+    list_tensor_dims,
+    named_tensor_dims,
+)
 from dnnlens.parsers.fields import (
     MemDesc,
     parse_attrs,
@@ -188,30 +196,10 @@ def compute_dtype(mds: list[MemDesc] | tuple[MemDesc, ...], fpmath: str | None =
     return dt
 
 
-def _dims_groups(text: str) -> list[list[Dims | None]]:
-    """``A:B C`` -> [[A, B], [C]]: dims lists of a descriptor, space-separated groups."""
-    groups: list[list[Dims | None]] = []
-    for word in text.split():
-        part: list[Dims | None] = []
-        for piece in word.split(":"):
-            try:
-                part.append(tuple(int(x) for x in piece.split("x")))
-            except ValueError:
-                part.append(None)
-        groups.append(part)
-    return groups
-
-
 def _complete(dims: tuple[int | None, ...] | None) -> Dims | None:
     if dims is None or any(v is None for v in dims):
         return None
     return tuple(int(v) for v in dims if v is not None)
-
-
-def _broadcast(a: Dims, b: Dims) -> Dims:
-    n = max(len(a), len(b))
-    a2, b2 = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    return tuple(max(x, y) for x, y in zip(a2, b2, strict=True))
 
 
 def _direction(prop_kind: str) -> str:
@@ -245,7 +233,7 @@ def _conv_flops(kind: str, d: dict[str, int | None]) -> tuple[int, str] | None:
     return flops, f"2*mb*oc*(ic/g)*taps = 2*{mb}*{oc}*({ic}/{g})*{taps} ({', '.join(parts)})"
 
 
-def _gemm_shape(kind: str, prob_dims: dict, groups: list[list[Dims | None]]
+def _gemm_shape(kind: str, prob_dims: dict, groups: Groups
                 ) -> tuple[int, int, int, int] | None:
     """(B, M, N, K) of a matmul / gemm / inner product."""
     if kind == "inner_product":
@@ -254,12 +242,12 @@ def _gemm_shape(kind: str, prob_dims: dict, groups: list[list[Dims | None]]
         if None in (mb, oc, ic) or sp is None:
             return None
         return 1, mb, oc, ic * math.prod(sp)
-    ts = groups[0] if groups else []
-    if len(ts) >= 2 and ts[0] is not None and ts[1] is not None:
+    ts = [_complete(t) for t in groups[0][:2]] if groups else []
+    if len(ts) == 2 and ts[0] is not None and ts[1] is not None:
         src, wei = ts[0], ts[1]
         if len(src) < 2 or len(wei) < 2:
             return None
-        batch = _broadcast(src[:-2], wei[:-2])
+        batch = _complete(broadcast_dims(src[:-2], wei[:-2])) or ()
         return math.prod(batch), src[-2], wei[-1], src[-1]
     if all(prob_dims.get(k) is not None for k in ("M", "N", "K")):
         return prob_dims.get("B") or 1, prob_dims["M"], prob_dims["N"], prob_dims["K"]
@@ -289,104 +277,30 @@ def _rnn_flops(d: dict[str, int | None], aux: dict[str, str], prop_kind: str,
 # tensors per kind
 
 
-def _list_tensor_dims(kind: str, groups: list[list[Dims | None]], mds: list[MemDesc],
-                      aux: dict[str, str]) -> list[Dims | None]:
-    """Dims of each md of a dims-list descriptor (``2x16x7x7``, ``A:B``, ``A:B C``)."""
-    flat = [t for grp in groups for t in grp]
-    srcs = groups[0] if groups else []
-    t0 = flat[0] if flat else None
-    out: list[Dims | None] = []
-    src_i = 0
-    for md in mds:
-        base = md.arg.removeprefix("diff_")
-        dims: Dims | None = t0
-        if base.startswith(_NO_TENSOR):
-            dims = None
-        elif kind in ("binary", "concat"):
-            if base.startswith("src"):
-                dims = srcs[src_i] if src_i < len(srcs) else None
-                src_i += 1
-            else:
-                dims = _list_dst(kind, groups, aux)
-        elif kind in GEMM_KINDS:
-            dims = {"src": t0, "src_a": t0, "wei": flat[1] if len(flat) > 1 else None,
-                    "dst": _list_dst(kind, groups, aux)}.get(base)
-            dims = flat[1] if base == "src_b" and len(flat) > 1 else dims
-            if base.startswith("bia"):
-                dims = _bias_dims(_list_dst(kind, groups, aux), md.mask)
-        elif kind == "sdpa":
-            dims = _sdpa_dims(base, flat, aux)
-        elif kind in ("prelu", "reduction"):
-            second = base.startswith("wei") if kind == "prelu" else base == "dst"
-            dims = flat[1] if second and len(flat) > 1 else t0
-        elif base.startswith(("bia", "wei")):
-            dims = None
-        out.append(dims)
-    return out
+def _list_dims(kind: str, groups: Groups, mds: list[MemDesc], aux: dict[str, str]
+               ) -> list[Dims | None]:
+    """Complete dims of each md of a dims-list descriptor (see ``list_tensor_dims``).
 
-
-def _bias_dims(dst: Dims | None, mask: str | None) -> Dims | None:
-    """Matmul bias: the dst dims whose bit is set in ``_mask<m>`` (else the last dim)."""
-    if dst is None:
-        return None
-    if not mask or not mask.isdigit():
-        return (dst[-1],)
-    m = int(mask)
-    return tuple(v if m >> i & 1 else 1 for i, v in enumerate(dst))
-
-
-def _list_dst(kind: str, groups: list[list[Dims | None]], aux: dict[str, str]) -> Dims | None:
-    if len(groups) >= 2 and groups[1] and groups[1][0] is not None:
-        return groups[1][0]  # v2.0 binary: `src0:src1 dst`
-    srcs = groups[0] if groups else []
-    if not srcs or any(s is None for s in srcs):
-        return None
-    ts = [s for s in srcs if s is not None]
-    if kind == "binary":
-        out = ts[0]
-        for t in ts[1:]:
-            out = _broadcast(out, t)
-        return out
-    if kind in GEMM_KINDS:
-        if len(ts) > 2:
-            return ts[2]  # v1.8, v2.2 - v3.1: src:wei:dst
-        a, b = ts[0], ts[1]
-        return (*_broadcast(a[:-2], b[:-2]), a[-2], b[-1])
-    if kind == "concat":
-        axis = aux.get("axis", "")
-        if axis.lstrip("-").isdigit() and all(len(t) == len(ts[0]) for t in ts):
-            ax = int(axis) % len(ts[0])
-            return (*ts[0][:ax], sum(t[ax] for t in ts), *ts[0][ax + 1 :])
-        return (sum(math.prod(t) for t in ts),)
-    return None
-
-
-def _sdpa_dims(base: str, flat: list[Dims | None], aux: dict[str, str]) -> Dims | None:
-    if len(flat) < 3 or any(t is None for t in flat[:3]):
-        return None
-    q, k, v = flat[0], flat[1], flat[2]
-    assert q is not None and k is not None and v is not None
-    if base == "query":
-        return q
-    if base == "key":
-        return k
-    if base == "val":
-        return v
-    if base == "dst":
-        return (*_broadcast(q[:-2], v[:-2]), q[-2], v[-1])
-    if base == "msk":
-        mask = aux.get("msk", "")
-        if "causal" in mask:
-            return None
-        return (k[-1],) if "1d" in mask else (q[-2], k[-1])
-    return None
+    The dst of a concat whose ``axis`` is not printed (or whose sources differ in rank)
+    has no dims; its bytes need only its element count, the sources' total, so it is
+    given that as one dim.
+    """
+    dims = [_complete(d) for d in list_tensor_dims(kind, groups, mds, aux)]
+    if kind == "concat" and groups:
+        srcs = [_complete(t) for t in groups[0]]
+        if srcs and all(t is not None for t in srcs):
+            total = (sum(math.prod(t) for t in srcs if t is not None),)
+            dims = [total if d is None and (md.arg.removeprefix("diff_").startswith("dst")
+                                            or md.arg == "out") else d
+                    for md, d in zip(mds, dims, strict=True)]
+    return dims
 
 
 # ---------------------------------------------------------------------------------------
 # the model
 
 
-def _default_mds(kind: str, groups: list[list[Dims | None]]) -> list[MemDesc]:
+def _default_mds(kind: str, groups: Groups) -> list[MemDesc]:
     """Plain f32 descriptors for a line given without its md field (FLOP-only callers)."""
     if kind == "rnn":
         args = ["src_layer", "src_iter", "wei_layer", "wei_iter", "dst_layer", "dst_iter"]
@@ -502,7 +416,7 @@ def _cost(kind: str, problem: str, mds_text: str, prop_kind: str, aux_text: str,
     aux = parse_aux(aux_text)
     mdl = [md for md in parse_mds(mds_text) if not md.is_absent and md.arg not in _NO_TENSOR]
     fpmath = parse_attrs(attrs).fpmath if attrs else None
-    groups = _dims_groups(problem) if prob.form == "dims" or prob.error else []
+    groups = list_groups(problem) if prob.form == "dims" or prob.error else ()
     direction = _direction(prop_kind)
     notes: list[str] = []
     if mdl and all(not md.dtype for md in mdl):
@@ -513,7 +427,7 @@ def _cost(kind: str, problem: str, mds_text: str, prop_kind: str, aux_text: str,
 
     # tensors
     if groups:
-        dims_list = _list_tensor_dims(k, groups, mdl, aux)
+        dims_list = _list_dims(k, groups, mdl, aux)
     else:
         dims_list = [named_tensor_dims(k, d, md, aux) for md in mdl]
     tensors: list[TensorCost] = []
@@ -564,10 +478,11 @@ def _cost(kind: str, problem: str, mds_text: str, prop_kind: str, aux_text: str,
         flops, formula = r
         notes.append("rnn: GEMM FLOPs only (benchdnn convention); gate math not counted")
     elif k == "sdpa":
-        q, key, v = (groups[0] + [None, None, None])[:3] if groups else (None, None, None)
+        first = groups[0] if groups else ()
+        q, key, v = (_complete(t) for t in (*first, None, None, None)[:3])
         if q is None or key is None or v is None:
             return None
-        bh = math.prod(_broadcast(q[:-2], key[:-2]))
+        bh = math.prod(_complete(broadcast_dims(q[:-2], key[:-2])) or ())
         sq, dk, sk, dv = q[-2], q[-1], key[-1], v[-1]
         flops = 2 * bh * sq * sk * (dk + dv) + OPS_SOFTMAX["forward"] * bh * sq * sk
         formula = (f"2*BH*Sq*Sk*(D+Dv) + 5*BH*Sq*Sk = 2*{bh}*{sq}*{sk}*({dk}+{dv}) "

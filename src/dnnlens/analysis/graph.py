@@ -78,9 +78,15 @@ import pandas as pd
 from dnnlens.analysis.columns import category_mask, with_dtypes
 from dnnlens.analysis.digraph import Digraph
 from dnnlens.analysis.iterations import Iterations, find_iterations
-from dnnlens.analysis.tensor_dims import DATA_KINDS, Dims, named_tensor_dims
+from dnnlens.analysis.tensor_dims import (
+    DATA_KINDS,
+    Dims,
+    list_groups,
+    list_tensor_dims,
+    named_tensor_dims,
+)
 from dnnlens.model import ParsedLog
-from dnnlens.parsers.fields import MemDesc, parse_attrs, parse_aux, parse_mds, parse_problem
+from dnnlens.parsers.fields import parse_attrs, parse_aux, parse_mds, parse_problem
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -151,73 +157,6 @@ def _kind(kind: str) -> str:
     return (kind or "").strip().lower().removesuffix("_v2")
 
 
-def _broadcast(a: Dims, b: Dims) -> Dims | None:
-    if len(a) != len(b):
-        return None
-    out: list[int | None] = []
-    for x, y in zip(a, b, strict=True):
-        if x is None or y is None:
-            out.append(x if y == 1 else y if x == 1 else None)
-        else:
-            out.append(max(x, y))
-    return tuple(out)
-
-
-def _list_dims(kind: str, tensors: tuple[Dims, ...], mds: list[MemDesc], aux: dict[str, str]
-               ) -> list[Dims | None]:
-    out: list[Dims | None] = [None] * len(mds)
-    t0 = tensors[0]
-    srcs = [i for i, md in enumerate(mds) if md.arg.removeprefix("diff_").startswith("src")]
-    for i, md in enumerate(mds):
-        base = md.arg.removeprefix("diff_")
-        if kind in ("binary", "concat"):
-            if i in srcs and srcs.index(i) < len(tensors):
-                out[i] = tensors[srcs.index(i)]
-            elif base.startswith("dst"):
-                out[i] = _list_dst(kind, tensors, aux)
-        elif kind in ("matmul", "gemm_api"):
-            if base == "src":
-                out[i] = t0
-            elif base.startswith("wei") and len(tensors) > 1:
-                out[i] = tensors[1]
-            elif base == "dst":
-                out[i] = _list_dst(kind, tensors, aux)
-        elif kind == "prelu":
-            out[i] = tensors[1] if base.startswith("wei") and len(tensors) > 1 else t0
-        elif kind == "reduction":
-            out[i] = tensors[1] if base == "dst" and len(tensors) > 1 else t0
-        elif not base.startswith(("scale", "shift", "mean", "var", "stats", "bia", "wei")):
-            out[i] = t0
-    return out
-
-
-def _list_dst(kind: str, tensors: tuple[Dims, ...], aux: dict[str, str]) -> Dims | None:
-    if len(tensors) < 2:
-        return tensors[0] if tensors and kind == "concat" else None
-    if kind == "binary":
-        return tensors[2] if len(tensors) > 2 else _broadcast(tensors[0], tensors[1])
-    if kind in ("matmul", "gemm_api"):
-        if len(tensors) > 2:
-            return tensors[2]
-        a, b = tensors[0], tensors[1]
-        if len(a) < 2 or len(b) < 2:
-            return None
-        batch = _broadcast(a[:-2], b[:-2]) if len(a) == len(b) else (a[:-2] or b[:-2])
-        return None if batch is None else (*batch, a[-2], b[-1])
-    if kind == "concat":
-        try:
-            axis = int(aux.get("axis", ""))
-        except ValueError:
-            return None
-        first = tensors[0]
-        if not all(len(t) == len(first) for t in tensors) or not 0 <= axis < len(first):
-            return None
-        parts = [t[axis] for t in tensors]
-        total = None if any(p is None for p in parts) else sum(p for p in parts if p)
-        return (*first[:axis], total, *first[axis + 1 :])
-    return None
-
-
 def _role(kind: str, prop_kind: str, arg: str) -> tuple[bool, bool]:
     """``(is_input, is_output)`` of a tensor slot."""
     if arg == "in":
@@ -254,8 +193,8 @@ def op_tensors(
     mdl = [md for md in parse_mds(mds) if not md.is_absent]
     prob = parse_problem(kind, problem)
     aux_map = parse_aux(aux)
-    if prob.tensors:
-        dims = _list_dims(k, prob.tensors, mdl, aux_map)
+    if prob.form == "dims":
+        dims = list_tensor_dims(k, list_groups(problem), mdl, aux_map)
     else:
         named = dict(prob.dims)
         dims = [named_tensor_dims(k, named, md, aux_map) if named else None for md in mdl]
