@@ -5,9 +5,10 @@ It gives exactly the :class:`~dnnlens.parsers.scanner.InputScan` the line scanne
 input), in a fraction of the time, because a verbose log is the same few hundred lines over
 and over with different numbers. Per block of whole lines:
 
-1. Line ends and commas are found with numpy. Lines holding a NUL or a non-ASCII byte, and
-   lines with fewer than four commas, are *slow lines*: decoded and classified one by one by
-   :meth:`Scanner._classify`, as the line scanner would.
+1. Line ends and commas are found with numpy. Lines holding a NUL or a non-ASCII byte,
+   lines with fewer than four commas and lines over :data:`MAX_SHAPE_LINE` bytes are *slow
+   lines*: decoded and classified one by one by :meth:`Scanner._classify`, as the line
+   scanner would.
 2. Every other line is cut into five pieces at its first fields and its last comma::
 
        onednn_verbose,v1,   1796010103273.252930   ,primitive,exec,cpu,...,   7.32593   \\n
@@ -21,11 +22,17 @@ and over with different numbers. Per block of whole lines:
    own classification: when that line is an event whose time and timestamp are exactly D
    and B, every line of the shape is that event with its own D and B; otherwise every line
    of the shape is a slow line. Nothing else is assumed about the format.
-4. Slow lines are classified in line order; the block's events are put in line order.
+   When at least one line in :data:`UNTIMED_SHARE` of a block is left, the lines left are
+   looked at the same way with ``(A, whether B is there, everything after B)`` as their
+   shape: a shape whose first line is a header or diagnostic line is that line (a
+   diagnostic keeps no timestamp). Diagnostics then go in as columns.
+4. Slow lines and header lines are classified in line order; the block's events and
+   diagnostics are put in line order.
 
-Profiler tables printed inside the log (issue 3) are looked for in the slow lines only,
-unless a table is open or the block has a rule line, when the block is given to the finder
-line by line, as the line scanner's caller does.
+Profiler tables printed inside the log (issue 3) are looked for in the slow lines only
+(profiler markers are always slow lines), unless a table is open or a slow line holds
+``---``: then the whole block is given to the finder line by line, as the line scanner's
+caller does.
 """
 
 from __future__ import annotations
