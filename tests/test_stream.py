@@ -113,3 +113,38 @@ def test_run_error_with_markup_in_the_command_is_printed_as_is(tmp_path: Path) -
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("dnnlens: error: cannot run '[/x]no-such': "
                                    "No such file or directory")
+
+
+def _log_ending_in_a_profile(tmp_path: Path) -> Path:
+    """Many plain iterations, then a profiled run with its table (real logs, joined)."""
+    root = Path(__file__).resolve().parent.parent / "sample_logs"
+    path = tmp_path / "long_then_profiled.log"
+    path.write_bytes((root / "convnet_nchw_infer.log").read_bytes() * 20
+                     + (root / "profile_combined_infer.log").read_bytes())
+    return path
+
+
+def test_streamed_file_links_its_profiler_table_like_a_loaded_one(tmp_path: Path) -> None:
+    from dnnlens.analysis.result import analyze_log
+    from dnnlens.load import load
+    from dnnlens.stream import analyze_file_streaming
+
+    path = _log_ending_in_a_profile(tmp_path)
+    loaded = analyze_log(load([str(path)]), window_events=None)
+    streamed = analyze_file_streaming(str(path), window_events=1000)
+    assert streamed.extras["stream"]["events_total"] > 1000  # events were dropped
+    # hand count (tests/test_linking.py): the profiled region holds 45 primitives
+    assert loaded.extras["framework_link"]["runs"][0]["primitives_linked"] == 45
+    for key in ("framework_ops", "framework_ops_without_onednn"):
+        assert streamed.extras[key] == loaded.extras[key], key
+    assert streamed.extras["framework_link"]["runs"] == loaded.extras["framework_link"]["runs"]
+
+
+def test_streamed_file_says_when_its_table_lost_its_primitives(tmp_path: Path) -> None:
+    from dnnlens.stream import analyze_file_streaming
+
+    path = _log_ending_in_a_profile(tmp_path)
+    streamed = analyze_file_streaming(str(path), window_events=10)
+    assert "framework_ops" not in streamed.extras
+    (note,) = streamed.extras["framework_link"]["notes"]
+    assert "profiler table not linked" in note and "--window" in note

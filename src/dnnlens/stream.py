@@ -22,6 +22,7 @@ from dnnlens.model import ParsedLog, build_diagnostics, build_events
 from dnnlens.parsers.bulk import BulkScan
 from dnnlens.parsers.merge import merge_header
 from dnnlens.parsers.scanner import MALFORMED_TEXT_KEPT, InputScan, Scanner
+from dnnlens.parsers.torch_table import TableFinder
 
 #: Raw events kept for sequence-based analysis, by default (as for files).
 DEFAULT_WINDOW_EVENTS = 200_000
@@ -41,6 +42,10 @@ class StreamAnalyzer:
         self.diagnostic_counts: Counter[str] = Counter()
         self._window: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self._window_size = 0
+        #: the line of the last event that left the window (-1: none has)
+        self.dropped_last_line = -1
+        #: issue 3: finds profiler tables printed inside the stream (set it before feeding)
+        self.finder: TableFinder | None = None
 
     @property
     def lines(self) -> int:
@@ -57,7 +62,7 @@ class StreamAnalyzer:
         ``stats`` counts the invalid bytes of its lines."""
         if block:
             chunk = InputScan(self.path)
-            BulkScan(self.scanner, chunk, stats).feed(block)
+            BulkScan(self.scanner, chunk, stats, self.finder).feed(block)
             self.scanner.finish_scan(chunk)
             self._merge(chunk)
 
@@ -112,7 +117,9 @@ class StreamAnalyzer:
         self._window.append((lines, recs, times, stamps))
         self._window_size += n
         while self._window and self._window_size - len(self._window[0][0]) >= self.window_events:
-            self._window_size -= len(self._window.pop(0)[0])
+            dropped = self._window.pop(0)[0]
+            self._window_size -= len(dropped)
+            self.dropped_last_line = max(self.dropped_last_line, int(dropped[-1]))
 
     def summary(self) -> Summary:
         """The summary of everything read so far (exact, whatever the window)."""
@@ -125,7 +132,10 @@ class StreamAnalyzer:
         if self._window:
             lines, recs, times, stamps = (np.concatenate(parts) for parts in zip(*self._window,
                                                                                  strict=True))
-            keep = slice(max(0, len(lines) - self.window_events), None)
+            cut = max(0, len(lines) - self.window_events)
+            if cut:
+                self.dropped_last_line = max(self.dropped_last_line, int(lines[cut - 1]))
+            keep = slice(cut, None)
             w.event_line = array("q", lines[keep].tolist())
             w.event_record = array("q", recs[keep].tolist())
             w.event_time = array("d", times[keep].tolist())
@@ -149,6 +159,8 @@ class StreamAnalyzer:
         )
         summary = self.summary()
         analysis = Analysis(log=log, summary=summary)
+        if self.finder is not None:
+            self._link_tables(analysis)
         add_primitives(analysis, stats=self.stats.frame())
         analysis.extras["stream"] = {
             "window_events": self.window_events,
@@ -156,6 +168,43 @@ class StreamAnalyzer:
             "events_total": int(self.stats.frame()["count"].sum()),
         }
         return analysis
+
+
+    def _link_tables(self, analysis: Analysis) -> None:
+        """Link the profiler tables found in the stream whose profiled region is still in
+        the window of events; say so for the others (their primitives are gone)."""
+        from dnnlens.analysis.linking import framework_extras, table_region_start
+        from dnnlens.parsers.torch_trace import FrameworkData
+
+        finder = self.finder
+        assert finder is not None
+        finder.close()
+        if not finder.tables and not finder.markers:
+            return
+        data = FrameworkData(markers={self.path: list(finder.markers)},
+                             errors=list(finder.errors))
+        notes: list[str] = []
+        for table in finder.tables:
+            start = table_region_start(finder.markers, table.line)
+            if self.dropped_last_line < 0 or (start is not None
+                                              and self.dropped_last_line < start):
+                data.tables.append(table)
+            else:
+                notes.append(
+                    f"{table.source}:{table.line}: profiler table not linked: the events of "
+                    f"its profiled region were not all kept (the stream keeps the last "
+                    f"{self.window_events:,}); give a larger --window")
+        analysis.log.framework = data if data.tables else None
+        extras = framework_extras(analysis.log) if data.tables else {}
+        events = analysis.log.events
+        gone = analysis.summary.exec_count - int((events["operation"] == "exec").sum())
+        for run in extras.get("framework_link", {}).get("runs", []):
+            if "outside_window" in run:  # the executions that left the window are outside too
+                run["outside_window"] += gone
+        if notes:
+            link = extras.setdefault("framework_link", {"runs": [], "notes": []})
+            link["notes"] = notes + link["notes"]
+        analysis.extras.update(extras)
 
 
 #: A single log file at least this large is analysed by streaming (bounded memory).
@@ -168,10 +217,12 @@ def analyze_file_streaming(path: str, window_events: int | None = None) -> Analy
     Totals, breakdowns and ``primitives`` are exact; iterations, the op graph, the rules and
     the charts see the last ``window_events`` events (as for a long file in bulk). What
     reading learnt (compression, invalid bytes, a read error) is kept on the input's scan.
-    Profiler tables printed inside the log are not looked for on this path.
+    Profiler tables printed inside the log are found and linked when the events of their
+    profiled region are all still in the window (a note says so otherwise).
     """
     analyzer = StreamAnalyzer(path, DEFAULT_WINDOW_EVENTS if window_events is None
                               else window_events)
+    analyzer.finder = TableFinder(path)
     stats = ReadStats()
     opened = open_blocks(InputSource(path), stats)
     if stats.encoding == "utf-16":

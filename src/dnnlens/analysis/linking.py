@@ -595,6 +595,14 @@ def link_trace(log: ParsedLog, trace: TraceData) -> LinkResult:
     return LinkResult(frame, instances, rows, without, info, notes)
 
 
+def table_region_start(markers: list[tuple[int, str]], table_line: int) -> int | None:
+    """The line of the ``profiler_start`` that opens the profiled region of a table printed
+    at ``table_line`` (see :func:`_table_window`); None when the log has no marker pair
+    before it (the table then covers the whole log before it)."""
+    ranges = [r for r in _marker_ranges(markers) if r[1] <= table_line]
+    return ranges[-1][0] if ranges else None
+
+
 def _table_window(log: ParsedLog, execs: _Execs, table: ProfilerTable,
                   notes: list[str]) -> list[int]:
     """Exec positions the table's profiled window covers.
