@@ -23,6 +23,7 @@ from dnnlens.analysis.result import Analysis
 from dnnlens.analysis.summary import Summary
 from dnnlens.io import inputs
 from dnnlens.io.inputs import ReadStats
+from dnnlens.parsers.torch_table import TableFinder
 from dnnlens.stream import DEFAULT_WINDOW_EVENTS, StreamAnalyzer
 
 BATCH_SECONDS = 0.25
@@ -155,6 +156,7 @@ def analyze_stream(
     """Read ``stream`` to its end (or Ctrl-C) and return the analysis and whether it ended."""
     analyzer = StreamAnalyzer(name, DEFAULT_WINDOW_EVENTS if window_events is None
                               else window_events)
+    analyzer.finder = TableFinder(name)  # issue 3: a table the program prints is linked too
     stats = ReadStats()
     blocks = read_blocks(stream, tee, copy_to, stats, name)
     finished = consume(analyzer, blocks, live_console, stats)
