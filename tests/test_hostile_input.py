@@ -371,10 +371,12 @@ def test_empty_path_and_glob_without_match(tmp_path: Path) -> None:
 def test_scan_source_carries_what_reading_learnt(tmp_path: Path) -> None:
     path = tmp_path / "x.log"
     path.write_bytes(bz2.compress(b"\xff" + LINE.encode() + b"\n"))
-    scan = Scanner().scan_source(InputSource(str(path)))
+    from dnnlens.parsers import bulk
+
+    scan = bulk.scan_source(Scanner(), InputSource(str(path)))
     assert (scan.parsed, scan.invalid_utf8_bytes, scan.read_error) == (1, 1, None)
     assert scan.read_notes == [f"{path}: bzip2-compressed"]
-    scan = Scanner().scan_source(InputSource(str(tmp_path / "missing.log")))
+    scan = bulk.scan_source(Scanner(), InputSource(str(tmp_path / "missing.log")))
     assert scan.read_error is not None and "no such file" in scan.read_error
 
 

@@ -160,7 +160,5 @@ def analyze_stream(
     stats = ReadStats()
     blocks = read_blocks(stream, tee, copy_to, stats, name)
     finished = consume(analyzer, blocks, live_console, stats)
-    t = analyzer.total
-    t.invalid_utf8_bytes += stats.invalid_utf8_bytes
-    t.read_notes.extend(stats.notes)
+    analyzer.total.add_reading(stats)
     return analyzer.analysis(), finished

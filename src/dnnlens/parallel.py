@@ -55,9 +55,7 @@ def _scan_range(path: str, start: int, end: int) -> Part:
     scanner = Scanner()
     stats = ReadStats()
     scan = bulk.scan_blocks(scanner, path, open_range_blocks(path, start, end, stats), stats)
-    scan.invalid_utf8_bytes = stats.invalid_utf8_bytes
-    scan.read_notes = list(stats.notes)
-    scan.read_error = stats.error
+    scan.add_reading(stats)
     return scan, scanner.records, scanner.reasons
 
 

@@ -226,14 +226,10 @@ def analyze_file_streaming(path: str, window_events: int | None = None) -> Analy
     stats = ReadStats()
     opened = open_blocks(InputSource(path), stats)
     if stats.encoding == "utf-16":
-        for lines in opened:
-            analyzer.feed(lines)  # type: ignore[arg-type]
+        for lines in analyzer.finder.watch(opened):  # type: ignore[arg-type]
+            analyzer.feed(lines)
     else:
         for block in opened:
             analyzer.feed_block(block, stats)  # type: ignore[arg-type]
-    t = analyzer.total
-    t.read_error = t.read_error or stats.error
-    t.gzip = stats.gzip
-    t.invalid_utf8_bytes += stats.invalid_utf8_bytes
-    t.read_notes.extend(stats.notes)
+    analyzer.total.add_reading(stats)
     return analyzer.analysis()

@@ -137,32 +137,25 @@ class BulkScan:
         n0 = len(scan.event_line)
         classify = self.scanner._classify  # noqa: SLF001 - the same classification, by design
         add_untimed = self.scanner._add_untimed  # noqa: SLF001
+        # header and diagnostic lines of known shapes: diagnostics go in as columns, header
+        # lines one by one in line order with the slow lines (a header's effect is ordered)
         known = np.flatnonzero(untimed >= 0)
-        diag = np.zeros(0, dtype=np.int64)
-        if len(known):  # diagnostics go in as columns; header lines one by one, in order
-            values = untimed[known]
+        diag = known[:0]
+        if len(known):
+            shapes, which = np.unique(untimed[known], return_inverse=True)
             records = self.scanner.records
-            kinds = {int(v): records[int(v) >> 1].line_kind == LINE_DIAGNOSTIC
-                     for v in np.unique(values).tolist()}
-            is_diag = np.array([kinds[int(v)] for v in values.tolist()], dtype=bool) \
-                if len(kinds) > 1 else np.full(len(values), next(iter(kinds.values())))
+            is_diag = np.array([records[v >> 1].line_kind == LINE_DIAGNOSTIC
+                                for v in shapes.tolist()])[which]
             diag, known = known[is_diag], known[~is_diag]
         d0 = len(scan.diag_line)
-        if not len(known):
-            for i, text in zip(slow.tolist(), texts, strict=True):
+        text_of = dict(zip(slow.tolist(), texts, strict=True))
+        for i in np.sort(np.concatenate([slow, known])).tolist():
+            text = text_of.get(i)
+            if text is None:
+                v = int(untimed[i])
+                add_untimed(scan, base + i + 1, v >> 1, bool(v & 1))
+            else:
                 classify(scan, base + i + 1, text)
-        else:  # header and diagnostic lines of known shapes, in line order with the others
-            order = np.concatenate([slow, known])
-            order.sort(kind="stable")
-            text_of = dict(zip(slow.tolist(), texts, strict=True))
-            verdict_of = untimed
-            for i in order.tolist():
-                text = text_of.get(i)
-                if text is None:
-                    v = int(verdict_of[i])
-                    add_untimed(scan, base + i + 1, v >> 1, bool(v & 1))
-                else:
-                    classify(scan, base + i + 1, text)
         if fast.any():
             self._add_fast(np.flatnonzero(fast), base, rid2[fast], times[fast], stamps[fast], n0)
         if len(diag):
@@ -549,10 +542,7 @@ def scan_source(
         if wrap is not None:
             blocks = wrap(opened)  # type: ignore[arg-type]
         scan = scan_blocks(scanner, source.path, blocks, stats, finder)
-    scan.read_error = stats.error
-    scan.gzip = stats.gzip
-    scan.invalid_utf8_bytes = stats.invalid_utf8_bytes
-    scan.read_notes = list(stats.notes)
+    scan.add_reading(stats)
     return scan
 
 

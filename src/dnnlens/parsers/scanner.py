@@ -18,18 +18,12 @@ import math
 import re
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from dnnlens.io.inputs import (
-    MAX_LINE_CHARS,
-    InputError,
-    InputSource,
-    ReadStats,
-    iter_chunks,
-)
+from dnnlens.io.inputs import MAX_LINE_CHARS, ReadStats
 from dnnlens.parsers.header import Header
 from dnnlens.parsers.onednn_line import parse_line
 from dnnlens.parsers.records import LINE_DIAGNOSTIC, LINE_EVENT, LineRecord, MalformedLine
@@ -94,6 +88,13 @@ class InputScan:
     nul_lines: int = 0
     #: Notes from reading (compression, encoding, cut lines), one line each.
     read_notes: list[str] = field(default_factory=list)
+
+    def add_reading(self, stats: ReadStats) -> None:
+        """Take in what reading learnt: a read error, compression, invalid bytes, notes."""
+        self.read_error = self.read_error or stats.error
+        self.gzip = self.gzip or stats.gzip
+        self.invalid_utf8_bytes += stats.invalid_utf8_bytes
+        self.read_notes.extend(stats.notes)
 
     @property
     def family_names(self) -> list[str]:
@@ -232,32 +233,6 @@ class Scanner:
             scan.event_timestamp.extend([_NAN] * pad)
         self._reject_bad_times(scan)
         self._count_families(scan)
-
-    def scan_source(
-        self,
-        source: InputSource,
-        wrap: Callable[[Iterator[list[str]]], Iterable[list[str]]] | None = None,
-    ) -> InputScan:
-        """Read and scan one source; an unreadable source gives an empty scan with its error.
-
-        Everything learnt while reading (compression, invalid bytes, notes, a read error)
-        lands on the scan. ``wrap`` may wrap the chunk iterator (a progress bar).
-        """
-        stats = ReadStats()
-        chunks: Iterable[list[str]] = iter_chunks(source, stats)
-        if wrap is not None:
-            chunks = wrap(chunks)  # type: ignore[arg-type]
-        try:
-            scan = self.scan_chunks(source.path, chunks)
-        except InputError as exc:
-            scan = InputScan(source.path)
-            scan.read_error = str(exc)
-            return scan
-        scan.read_error = stats.error
-        scan.gzip = stats.gzip
-        scan.invalid_utf8_bytes = stats.invalid_utf8_bytes
-        scan.read_notes = list(stats.notes)
-        return scan
 
     def _reject_bad_times(self, scan: InputScan) -> None:
         """Events whose time is negative or infinite become malformed lines.
