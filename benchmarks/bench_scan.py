@@ -106,7 +106,9 @@ def build_log(source: Path, lines: int, path: Path) -> None:
 def run_child(code: str, path: Path, *extra: str) -> dict:
     """Run ``code`` in a fresh interpreter; it prints one dict."""
     out = subprocess.run(
-        [sys.executable, "-c", code, str(path), *extra], check=True, capture_output=True,
+        [sys.executable, "-c", code, str(path), *extra],
+        check=True,
+        capture_output=True,
         text=True,
     ).stdout
     return eval(out.strip().splitlines()[-1], {})  # our own child's repr of a dict
@@ -129,7 +131,10 @@ def run_cli(path: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     t = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, "-c", CLI, str(path)], check=True, capture_output=True, text=True,
+        [sys.executable, "-c", CLI, str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
         env=env,
     ).stdout
     dt = time.perf_counter() - t
@@ -142,8 +147,12 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=1_000_000)
     ap.add_argument("--source", type=Path, default=ROOT / "sample_logs/convnet_nchw_infer.log")
     ap.add_argument("--workdir", type=Path, default=None)
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="rounds; each stage reports the median of its paired ratios")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="rounds; each stage reports the median of its paired ratios",
+    )
     ap.add_argument("--json", action="store_true", help="print the results as JSON too")
     ap.add_argument("--keep", action="store_true", help="keep the generated log")
     args = ap.parse_args()
@@ -172,13 +181,19 @@ def main() -> None:
         if not args.keep:
             path.unlink(missing_ok=True)
     floors = [f for ps in pairs.values() for f, _ in ps]
-    print(f"{args.lines:,} lines, {size_mib:,.0f} MiB, built from {args.source.name}; "
-          f"{os.cpu_count()} CPUs; {args.repeat} paired rounds, medians")
-    print(f"{'stage':<9} {'seconds':>8} {'lines/s':>12} {'x floor':>8} {'(range)':>11}"
-          f" {'peak MiB':>9}")
+    print(
+        f"{args.lines:,} lines, {size_mib:,.0f} MiB, built from {args.source.name}; "
+        f"{os.cpu_count()} CPUs; {args.repeat} paired rounds, medians"
+    )
+    print(
+        f"{'stage':<9} {'seconds':>8} {'lines/s':>12} {'x floor':>8} {'(range)':>11}"
+        f" {'peak MiB':>9}"
+    )
     floor_s = statistics.median(f["seconds"] for f in floors)
-    print(f"{'floor':<9} {floor_s:>8.2f} {args.lines / floor_s:>12,.0f} {1:>8.1f} {'':>11}"
-          f" {max(f['rss_mib'] for f in floors):>9.0f}")
+    print(
+        f"{'floor':<9} {floor_s:>8.2f} {args.lines / floor_s:>12,.0f} {1:>8.1f} {'':>11}"
+        f" {max(f['rss_mib'] for f in floors):>9.0f}"
+    )
     summary = {"floor": {"seconds": floor_s}}
     for name, ps in pairs.items():
         ratios = [r["seconds"] / f["seconds"] for f, r in ps]
@@ -187,8 +202,10 @@ def main() -> None:
         ratio = statistics.median(ratios)
         summary[name] = {"seconds": secs, "x_floor": ratio, "rss_mib": rss}
         span = f"{min(ratios):.1f}-{max(ratios):.1f}"
-        print(f"{name:<9} {secs:>8.2f} {args.lines / secs:>12,.0f} {ratio:>8.1f} {span:>11}"
-              f" {rss:>9.0f}")
+        print(
+            f"{name:<9} {secs:>8.2f} {args.lines / secs:>12,.0f} {ratio:>8.1f} {span:>11}"
+            f" {rss:>9.0f}"
+        )
     if args.json:
         print(json.dumps({"lines": args.lines, "summary": summary, "pairs": pairs}, indent=2))
 

@@ -20,8 +20,12 @@ def _accumulate(events: pd.DataFrame, cuts: list[int]) -> pd.DataFrame:
     bounds = [0, *sorted(set(c % (len(events) + 1) for c in cuts)), len(events)]
     for a, b in zip(bounds, bounds[1:], strict=False):
         part = events.iloc[a:b]
-        acc.add(str(SAMPLE), part["line"].to_numpy(), part["record"].to_numpy(np.int64),
-                part["time_ms"].to_numpy())
+        acc.add(
+            str(SAMPLE),
+            part["line"].to_numpy(),
+            part["record"].to_numpy(np.int64),
+            part["time_ms"].to_numpy(),
+        )
     return acc.frame()
 
 

@@ -19,7 +19,7 @@ from dnnlens.load import load
 
 NCHW = Path(__file__).resolve().parent.parent / "sample_logs" / "convnet_nchw_infer.log"
 
-FAKE = '''#!{python}
+FAKE = """#!{python}
 import sys
 args = sys.argv[1:]
 template = next(a for a in args if a.startswith("--perf-template=")).split("=", 1)[1]
@@ -29,7 +29,7 @@ if "--reorder" in args and {fail_reorder}:
 prb = args[-1]
 print("some benchdnn chatter")
 print(template.replace("%prb%", prb).replace("%-time%", "0.0125").replace("%0time%", "0.02"))
-'''
+"""
 
 
 def _fake(tmp_path: Path, fail_reorder: bool = False) -> Path:
@@ -66,8 +66,19 @@ def test_a_failing_reproducer_is_reported_and_the_rest_run(tmp_path: Path) -> No
 
 
 def test_project_with_benchdnn_json(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["project", str(NCHW), "--benchdnn", str(_fake(tmp_path)),
-                                      "--benchdnn-top", "2", "--format", "json"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "project",
+            str(NCHW),
+            "--benchdnn",
+            str(_fake(tmp_path)),
+            "--benchdnn-top",
+            "2",
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert len(doc["benchdnn"]) == 2
@@ -75,7 +86,6 @@ def test_project_with_benchdnn_json(tmp_path: Path) -> None:
 
 
 def test_project_with_a_missing_benchdnn_is_one_line(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["project", str(NCHW), "--benchdnn",
-                                      str(tmp_path / "nope")])
+    result = CliRunner().invoke(app, ["project", str(NCHW), "--benchdnn", str(tmp_path / "nope")])
     assert result.exit_code == 2
     assert "cannot run benchdnn" in result.output

@@ -29,8 +29,12 @@ from dnnlens.parsers.scanner import InputScan, Scanner
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = sorted(
-    [*ROOT.glob("sample_logs/*.log"), *ROOT.glob("sample_logs/legacy/*.log"),
-     *ROOT.glob("sample_logs/*.txt"), *ROOT.glob("tests/data/corpus/*")],
+    [
+        *ROOT.glob("sample_logs/*.log"),
+        *ROOT.glob("sample_logs/legacy/*.log"),
+        *ROOT.glob("sample_logs/*.txt"),
+        *ROOT.glob("tests/data/corpus/*"),
+    ],
 )
 
 
@@ -97,7 +101,8 @@ HOSTILE = {
     "crlf": b"onednn_verbose,v1,primitive,exec,cpu,eltwise,jit:avx2,forward_inference,"
     b"data_f32::blocked:a::f0 diff_undef::undef:::,,alg:eltwise_relu,8,0.5\r\n" * 3,
     "no_final_newline": b"onednn_verbose,v1,primitive,exec,cpu,eltwise,jit:avx2,"
-    b"forward_inference,data_f32::blocked:a::f0,,alg:eltwise_relu,8,0.5\n" * 2
+    b"forward_inference,data_f32::blocked:a::f0,,alg:eltwise_relu,8,0.5\n"
+    * 2
     + b"onednn_verbose,v1,primitive,exec,cpu,eltwise,jit:avx2,forward_inference,"
     b"data_f32::blocked:a::f0,,alg:eltwise_relu,8,0.25",
     "nul_and_latin1": b"caf\xe9\nonednn_verbose,v1,primitive,exec,cpu,eltwise,jit:av\x00x2,"
@@ -105,12 +110,27 @@ HOSTILE = {
     "odd_numbers": b"".join(
         b"onednn_verbose,v1,%s,primitive,exec,cpu,eltwise,jit:avx2,forward_inference,"
         b"data_f32::blocked:a::f0,,alg:eltwise_relu,8,%s\n" % (ts, t)
-        for ts, t in [(b"12.5", b"0.5"), (b"1e999", b"1"), (b"12", b"1e999"), (b"1_0", b"2"),
-                      (b"7", b"1_0"), (b"8", b"-1"), (b"9", b"nan"), (b"10", b"0.5 ms"),
-                      (b"11", b"1e5"), (b"12", b"3.0."), (b"13", b"1.2.3"), (b"14", b" 5"),
-                      (b"15", b"1e123"), (b"16", b"00.25"), (b"17", b"5.")]),
+        for ts, t in [
+            (b"12.5", b"0.5"),
+            (b"1e999", b"1"),
+            (b"12", b"1e999"),
+            (b"1_0", b"2"),
+            (b"7", b"1_0"),
+            (b"8", b"-1"),
+            (b"9", b"nan"),
+            (b"10", b"0.5 ms"),
+            (b"11", b"1e5"),
+            (b"12", b"3.0."),
+            (b"13", b"1.2.3"),
+            (b"14", b" 5"),
+            (b"15", b"1e123"),
+            (b"16", b"00.25"),
+            (b"17", b"5."),
+        ]
+    ),
     "junk_prefix": b"[rank 0] onednn_verbose,v1,primitive,exec,cpu,eltwise,jit:avx2,"
-    b"forward_inference,data_f32::blocked:a::f0,,alg:eltwise_relu,8,0.5\n" * 3
+    b"forward_inference,data_f32::blocked:a::f0,,alg:eltwise_relu,8,0.5\n"
+    * 3
     + b"x,y,z onednn_verbose,v1,123.5,primitive,exec,cpu,eltwise,jit:avx2,"
     b"forward_inference,data_f32::blocked:a::f0,,alg:eltwise_relu,8,0.5\n" * 3,
     "glued": b"onednn_verbose,v1,primitive,exec,cpu,eltwise,jit:avx2,forward_inference,"
@@ -119,9 +139,12 @@ HOSTILE = {
     "bom": b"\xef\xbb\xbfonednn_verbose,v1,info,oneDNN v3.12.0 (commit abc)\n",
     "empty_lines": b"\n\n\r\n,,,,\n,,,,,,0.5\n",
     "info_with_time_like_tail": b"onednn_verbose,v1,info,cpu,runtime:OpenMP,nthr:2\n" * 4,
-    "version_lines_with_commas": (b"junk\n" + b"onednn_verbose,v1,info,oneDNN v3.12.0 (commit "
-                                  b"abc),a,b,c\nonednn_verbose,v1,12.5,primitive,create:dispatch,"
-                                  b"convolution,cpu,x,y,z\n") * 5,
+    "version_lines_with_commas": (
+        b"junk\n" + b"onednn_verbose,v1,info,oneDNN v3.12.0 (commit "
+        b"abc),a,b,c\nonednn_verbose,v1,12.5,primitive,create:dispatch,"
+        b"convolution,cpu,x,y,z\n"
+    )
+    * 5,
 }
 
 
@@ -164,20 +187,41 @@ def test_finder_sees_tables_and_markers(block_bytes: int, name: str, tmp_path: P
     bulk.scan_source(Scanner(), InputSource(str(path)), blocks_finder)
     assert len(lines_finder.tables) + len(lines_finder.markers) >= 3
     assert [(t.line, len(t.rows)) for t in lines_finder.tables] == [
-        (t.line, len(t.rows)) for t in blocks_finder.tables]
+        (t.line, len(t.rows)) for t in blocks_finder.tables
+    ]
     assert lines_finder.markers == blocks_finder.markers
 
 
 # -- fuzzing: real lines, mutated ------------------------------------------------------------
 
 SEED_LINES = [
-    line for p in (ROOT / "sample_logs" / "all_timestamps_infer.log",
-                   ROOT / "sample_logs" / "convnet_nchw_train.log",
-                   ROOT / "sample_logs" / "legacy" / "onednn-2.0.0.log")
+    line
+    for p in (
+        ROOT / "sample_logs" / "all_timestamps_infer.log",
+        ROOT / "sample_logs" / "convnet_nchw_train.log",
+        ROOT / "sample_logs" / "legacy" / "onednn-2.0.0.log",
+    )
     for line in p.read_bytes().splitlines(keepends=True)[:60]
 ]
-PIECES = [b",", b"\n", b"\r", b"0", b"1.5", b"e5", b"-", b"v1,", b"12345.678,", b" ", b"\x00",
-          b"\xe9", b"onednn_verbose,", b"dnnl_verbose,", b"_verbose,", b"inf", b"nan"]
+PIECES = [
+    b",",
+    b"\n",
+    b"\r",
+    b"0",
+    b"1.5",
+    b"e5",
+    b"-",
+    b"v1,",
+    b"12345.678,",
+    b" ",
+    b"\x00",
+    b"\xe9",
+    b"onednn_verbose,",
+    b"dnnl_verbose,",
+    b"_verbose,",
+    b"inf",
+    b"nan",
+]
 
 
 @st.composite
@@ -191,13 +235,16 @@ def mutated_logs(draw) -> bytes:
         if rng.random() < 0.5:
             lines[i] = line[:at] + rng.choice(PIECES) + line[at:]
         else:
-            lines[i] = line[:at] + line[at + rng.randrange(1, 8):]
+            lines[i] = line[:at] + line[at + rng.randrange(1, 8) :]
     return b"".join(lines)
 
 
 @settings(max_examples=60, deadline=None)
-@given(data=mutated_logs(), block=st.sampled_from([64, 300, 1 << 20]),
-       share=st.sampled_from([bulk.UNTIMED_SHARE, 1 << 30]))
+@given(
+    data=mutated_logs(),
+    block=st.sampled_from([64, 300, 1 << 20]),
+    share=st.sampled_from([bulk.UNTIMED_SHARE, 1 << 30]),
+)
 def test_fuzzed_logs(tmp_path_factory, data: bytes, block: int, share: int) -> None:
     path = tmp_path_factory.mktemp("fuzz") / "f.log"
     path.write_bytes(data)

@@ -43,11 +43,19 @@ PROGRAM = textwrap.dedent("""
 def _run(tmp_path: Path, *args: str, env: dict[str, str] | None = None):
     script = tmp_path / "prog.py"
     script.write_text(PROGRAM)
-    clean = {k: v for k, v in os.environ.items()
-             if not k.startswith(("ONEDNN_", "DNNL_", "MKLDNN_", "DNNLENS_"))}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ONEDNN_", "DNNL_", "MKLDNN_", "DNNLENS_"))
+    }
     clean.update(env or {})
-    return subprocess.run([sys.executable, *args, str(script), str(tmp_path / "out" / "run")],
-                          capture_output=True, text=True, env=clean, timeout=300)
+    return subprocess.run(
+        [sys.executable, *args, str(script), str(tmp_path / "out" / "run")],
+        capture_output=True,
+        text=True,
+        env=clean,
+        timeout=300,
+    )
 
 
 @needs_torch
@@ -77,9 +85,23 @@ def test_capture_command(tmp_path):
     script.write_text(PROGRAM)
     clean = {k: v for k, v in os.environ.items() if not k.startswith("DNNLENS_")}
     proc = subprocess.run(
-        [sys.executable, "-m", "dnnlens.cli", "capture", "-o", str(prefix), "--",
-         sys.executable, str(script), str(tmp_path / "ignored")],
-        capture_output=True, text=True, env=clean, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "dnnlens.cli",
+            "capture",
+            "-o",
+            str(prefix),
+            "--",
+            sys.executable,
+            str(script),
+            str(tmp_path / "ignored"),
+        ],
+        capture_output=True,
+        text=True,
+        env=clean,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     # the log covers the whole run (warm-up too); the trace lands beside it
     log = load([f"{prefix}.log", f"{prefix}.trace.json"])
@@ -91,8 +113,9 @@ def test_capture_command(tmp_path):
 
 
 def test_command_tees_output_and_passes_the_exit_code(tmp_path, capfd):
-    code = run_captured([sys.executable, "-c", "print('hello'); raise SystemExit(3)"],
-                        str(tmp_path / "x" / "run"))
+    code = run_captured(
+        [sys.executable, "-c", "print('hello'); raise SystemExit(3)"], str(tmp_path / "x" / "run")
+    )
     assert code == 3
     assert (tmp_path / "x" / "run.log").read_text() == "hello\n"
     assert "hello" in capfd.readouterr().out

@@ -28,8 +28,10 @@ TRACE = ROOT / "sample_logs" / "profile_lstm_infer.trace.json"
 CORPUS = ROOT / "tests" / "data" / "corpus"
 # hand counts (tests/test_sample_logs.py): 338 lines, 165 exec lines
 NCHW_LINES, NCHW_EXECS = 338, 165
-GOOD_LINE = ("onednn_verbose,v1,primitive,exec,cpu,reorder,jit:uni,undef,src:f32::blocked:abcd::f0"
-             " dst:f32::blocked:Acdb8a::f0,attr-scratchpad:user,,16x3x3x3,0.25")
+GOOD_LINE = (
+    "onednn_verbose,v1,primitive,exec,cpu,reorder,jit:uni,undef,src:f32::blocked:abcd::f0"
+    " dst:f32::blocked:Acdb8a::f0,attr-scratchpad:user,,16x3x3x3,0.25"
+)
 
 
 def run(*args: str) -> tuple[int, str, list[str]]:
@@ -122,8 +124,9 @@ def test_permission_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert doc["summary"]["exec_count"] == NCHW_EXECS  # the readable input is analysed
 
 
-@pytest.mark.skipif(not hasattr(sys, "getuid") or sys.platform == "win32",
-                    reason="POSIX permissions")
+@pytest.mark.skipif(
+    not hasattr(sys, "getuid") or sys.platform == "win32", reason="POSIX permissions"
+)
 def test_permission_denied_for_real(tmp_path: Path) -> None:
     import os
 
@@ -147,8 +150,10 @@ def test_truncated_gzip_keeps_what_was_read(tmp_path: Path) -> None:
     entry = doc["inputs"][0]
     assert entry["read_error"] is not None
     assert entry["lines"] > 10 * NCHW_LINES  # roughly half of 30 copies, nothing dropped
-    assert entry["parsed_lines"] + entry["foreign_lines"] + entry["malformed_lines"] == (
-        entry["lines"])
+    assert (
+        entry["parsed_lines"] + entry["foreign_lines"] + entry["malformed_lines"]
+        == (entry["lines"])
+    )
 
 
 def test_twenty_megabyte_single_line(tmp_path: Path) -> None:
@@ -175,13 +180,19 @@ def test_only_program_output(tmp_path: Path) -> None:
     assert code == EXIT_USAGE
     assert only_error(err) == (
         f"dnnlens: error: {log}: no oneDNN verbose line among its 3 lines; was "
-        "ONEDNN_VERBOSE=1 (DNNL_VERBOSE=1 before v2.5) set when it was written?")
+        "ONEDNN_VERBOSE=1 (DNNL_VERBOSE=1 before v2.5) set when it was written?"
+    )
 
 
 def test_invalid_utf8_is_replaced_and_counted(tmp_path: Path) -> None:
     log = tmp_path / "latin1.log"
-    log.write_bytes(b"caf\xe9 \xff\xfe\n" + GOOD_LINE.encode() + b"\n"
-                    + GOOD_LINE.encode().replace(b"jit:uni", b"jit:un\xe9") + b"\n")
+    log.write_bytes(
+        b"caf\xe9 \xff\xfe\n"
+        + GOOD_LINE.encode()
+        + b"\n"
+        + GOOD_LINE.encode().replace(b"jit:uni", b"jit:un\xe9")
+        + b"\n"
+    )
     code, doc, err = run_json(str(log))
     assert code == EXIT_OK, err
     entry = doc["inputs"][0]
@@ -191,13 +202,20 @@ def test_invalid_utf8_is_replaced_and_counted(tmp_path: Path) -> None:
 
 def test_nul_bytes_are_removed_and_noted(tmp_path: Path) -> None:
     log = tmp_path / "nul.log"
-    log.write_bytes(b"\x00" * 4096 + GOOD_LINE.encode() + b"\n"  # after logrotate copytruncate
-                    + GOOD_LINE.encode() + b"\x00\x00\n"  # preallocated tail
-                    + b"\x00" * 100 + b"\n")
+    log.write_bytes(
+        b"\x00" * 4096
+        + GOOD_LINE.encode()
+        + b"\n"  # after logrotate copytruncate
+        + GOOD_LINE.encode()
+        + b"\x00\x00\n"  # preallocated tail
+        + b"\x00" * 100
+        + b"\n"
+    )
     code, doc, err = run_json(str(log))
     assert code == EXIT_OK, err
-    assert err == [f"dnnlens: note: {log}: 3 lines held NUL bytes; they were removed before "
-                   "the line was read"]
+    assert err == [
+        f"dnnlens: note: {log}: 3 lines held NUL bytes; they were removed before the line was read"
+    ]
     assert doc["summary"]["exec_count"] == 2
     assert doc["summary"]["total_time_ms"] == pytest.approx(0.5)
 
@@ -213,11 +231,14 @@ def test_crlf_line_ends_read_like_lf(tmp_path: Path) -> None:
     assert doc["inputs"][0]["lines"] == NCHW_LINES
 
 
-@pytest.mark.parametrize(("head", "what"), [
-    (b"\x7fELF\x02\x01\x01\x00", "an ELF executable or library"),
-    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
-    (b"PK\x03\x04", "a zip archive"),
-])
+@pytest.mark.parametrize(
+    ("head", "what"),
+    [
+        (b"\x7fELF\x02\x01\x01\x00", "an ELF executable or library"),
+        (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+        (b"PK\x03\x04", "a zip archive"),
+    ],
+)
 def test_binary_formats_are_refused(tmp_path: Path, head: bytes, what: str) -> None:
     junk = tmp_path / "junk.bin"
     junk.write_bytes(head + random.Random(0).randbytes(100_000))
@@ -251,8 +272,11 @@ def _trace_parser_landed() -> bool:
     return importlib.util.find_spec("dnnlens.parsers.torch_trace") is not None
 
 
-@pytest.mark.xfail(not _trace_parser_landed(), strict=False,
-                   reason="the chrome-trace parser (issue 3) has not landed")
+@pytest.mark.xfail(
+    not _trace_parser_landed(),
+    strict=False,
+    reason="the chrome-trace parser (issue 3) has not landed",
+)
 def test_truncated_chrome_trace(tmp_path: Path) -> None:
     trace = tmp_path / "trace.json"
     trace.write_text(TRACE.read_text()[:5000])
@@ -265,15 +289,15 @@ def test_truncated_chrome_trace(tmp_path: Path) -> None:
 
 def test_one_bad_input_does_not_stop_the_others(tmp_path: Path) -> None:
     (tmp_path / "empty.log").write_bytes(b"")
-    code, doc, err = run_json(str(NCHW), str(tmp_path / "missing.log"),
-                              str(tmp_path / "empty.log"))
+    code, doc, err = run_json(str(NCHW), str(tmp_path / "missing.log"), str(tmp_path / "empty.log"))
     assert code == EXIT_USAGE
     assert [Path(i["path"]).name for i in doc["inputs"]] == [NCHW.name, "empty.log"]
     assert doc["summary"]["exec_count"] == NCHW_EXECS
     # the missing file is an error; the empty one, beside a real log, is a note
     assert len([line for line in err if line.startswith("dnnlens: error:")]) == 1
     assert [line for line in err if line.startswith("dnnlens: note:")] == [
-        f"dnnlens: note: {tmp_path / 'empty.log'}: empty file, nothing to analyse"]
+        f"dnnlens: note: {tmp_path / 'empty.log'}: empty file, nothing to analyse"
+    ]
 
 
 def test_a_non_log_beside_real_logs_is_a_note_not_an_error(tmp_path: Path) -> None:
@@ -290,8 +314,10 @@ def test_strict_turns_malformed_lines_into_exit_2() -> None:
     assert code == EXIT_OK, err
     code, _, err = run("--strict", str(log))
     assert code == EXIT_USAGE
-    assert only_error(err) == (f"dnnlens: error: 1 malformed verbose line (--strict); the first: "
-                               f"{log}:15: verbose marker cut off (truncated line)")
+    assert only_error(err) == (
+        f"dnnlens: error: 1 malformed verbose line (--strict); the first: "
+        f"{log}:15: verbose marker cut off (truncated line)"
+    )
 
 
 def test_internal_error_is_one_line_and_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -323,16 +349,25 @@ def test_messages_are_one_line_and_not_markup(tmp_path: Path) -> None:
     code, _, err = run(str(odd))
     assert code == EXIT_USAGE
     line = only_error(err)
-    assert line.endswith("[red]x[/red]\\nnext\\x1b[2J.log: no such file, and no file matches "
-                         "it as a pattern")
+    assert line.endswith(
+        "[red]x[/red]\\nnext\\x1b[2J.log: no such file, and no file matches it as a pattern"
+    )
 
 
 def test_no_traceback_from_the_real_entry_point(tmp_path: Path) -> None:
     (tmp_path / "empty.log").write_bytes(b"")
     proc = subprocess.run(
-        [sys.executable, "-m", "dnnlens.cli", "analyze", str(tmp_path / "nope.log"),
-         str(tmp_path / "empty.log")],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "dnnlens.cli",
+            "analyze",
+            str(tmp_path / "nope.log"),
+            str(tmp_path / "empty.log"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == EXIT_USAGE
     assert "Traceback" not in proc.stderr
@@ -352,7 +387,10 @@ def test_reader_going_away_is_quiet_and_not_exit_1(fmt: str) -> None:
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "dnnlens.cli", "analyze", "--format", fmt, str(NCHW)],
-            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
         )
     finally:
         os.close(write_end)

@@ -20,7 +20,14 @@ CORPUS = Path(__file__).parent / "data" / "corpus"
 EXPECTED = {
     "01_mkldnn0x_benchdnn_resnet_conv1.log": (7, 6, 1, 0, ["mkldnn-0.x"], None, {}),
     "03_mkldnn0x_tf_sum_reorder_loop_truncated.log": (
-        15, 14, 0, 1, ["mkldnn-0.x"], None, {15: "marker cut off"}),
+        15,
+        14,
+        0,
+        1,
+        ["mkldnn-0.x"],
+        None,
+        {15: "marker cut off"},
+    ),
     "05_dnnl1_6_benchdnn_conv_backtick.log": (9, 8, 0, 1, ["dnnl"], "1.6.0", {9: "truncated"}),
     "07_dnnl1x_tf23_osx_backward_data.log": (9, 8, 0, 1, ["dnnl"], None, {9: "truncated"}),
     "09_dnnl1_95_dpcpp_engine_header.log": (8, 7, 1, 0, ["dnnl"], "1.95.0", {}),
@@ -28,18 +35,52 @@ EXPECTED = {
     "13_onednn2_7_benchdnn_header_then_errors.log": (8, 5, 3, 0, ["onednn-flat"], "2.7.1", {}),
     "15_onednn2x_tf_opt_gemm_api_markdown_bold.log": (4, 3, 1, 0, ["onednn-flat"], None, {}),
     "17_onednn2x_tf_gemm_api_acl_single.log": (1, 1, 0, 0, ["onednn-flat"], None, {}),
-    "19_onednn3_3_ipexllm_python_logging_truncated.log": (
-        3, 2, 1, 0, ["onednn-flat"], "3.3.0", {}),
+    "19_onednn3_3_ipexllm_python_logging_truncated.log": (3, 2, 1, 0, ["onednn-flat"], "3.3.0", {}),
     "21_onednn3_3_pytorch_aarch64_header_truncated.log": (
-        9, 8, 0, 1, ["onednn-component"], "3.3.2", {9: "truncated"}),
+        9,
+        8,
+        0,
+        1,
+        ["onednn-component"],
+        "3.3.2",
+        {9: "truncated"},
+    ),
     "23_onednn3_4_aarch64_sve_dispatch_cmdline.log": (
-        10, 8, 1, 1, ["onednn-component"], "3.4.0", {10: "truncated"}),
+        10,
+        8,
+        1,
+        1,
+        ["onednn-component"],
+        "3.4.0",
+        {10: "truncated"},
+    ),
     "25_onednn3x_windows_gtest_exec_check_b.log": (
-        10, 5, 4, 1, ["onednn-component"], None, {10: "truncated"}),
+        10,
+        5,
+        4,
+        1,
+        ["onednn-component"],
+        None,
+        {10: "truncated"},
+    ),
     "27_onednn3x_amx_bf16_matmul_ellipses.log": (
-        9, 3, 5, 1, ["onednn-component"], None, {9: "truncated"}),
+        9,
+        3,
+        5,
+        1,
+        ["onednn-component"],
+        None,
+        {9: "truncated"},
+    ),
     "29_onednn3_8rc_xpu_gpu_gemm_info_postops.log": (
-        9, 8, 0, 1, ["onednn-v1"], None, {9: "truncated"}),
+        9,
+        8,
+        0,
+        1,
+        ["onednn-v1"],
+        None,
+        {9: "truncated"},
+    ),
     "31_onednn_v1_sdpa_gpu0_no_time.log": (5, 4, 0, 1, ["onednn-v1"], None, {5: "empty field"}),
     # a graph partition exec line mis-tagged "primitive" by a dev build: read as graph
     "33_onednn_v1_graph_partition_exec_quoted.log": (1, 1, 0, 0, ["onednn-v1"], None, {}),
@@ -57,12 +98,18 @@ def test_corpus_accounting(name: str) -> None:
     log = load([str(CORPUS / name)])
     (scan,) = log.scans
     assert (scan.lines, scan.parsed, scan.foreign, scan.malformed) == (
-        lines, parsed, foreign, malformed)
+        lines,
+        parsed,
+        foreign,
+        malformed,
+    )
     assert scan.parsed + scan.foreign + scan.malformed == scan.lines
     assert scan.family_names == families
     assert scan.header.version == version
-    got = {int(line): log.reasons[r] for line, r in zip(
-        scan.malformed_line, scan.malformed_reason, strict=True)}
+    got = {
+        int(line): log.reasons[r]
+        for line, r in zip(scan.malformed_line, scan.malformed_reason, strict=True)
+    }
     assert sorted(got) == sorted(reasons)
     for line, part in reasons.items():
         assert part in got[line]
@@ -81,10 +128,14 @@ def test_mkldnn_0x_times_by_kind() -> None:
 def test_sum_reorder_loop_times() -> None:
     s = summarize(load([str(CORPUS / "03_mkldnn0x_tf_sum_reorder_loop_truncated.log")]))
     kinds = {r["kind"]: (r["count"], r["time_ms"]) for r in s.by_kind}
-    assert kinds["sum"] == (7, pytest.approx(
-        0.0759277 + 0.0690918 + 0.0668945 + 0.153809 + 0.137939 + 0.14502 + 0.130127))
-    assert kinds["reorder"] == (7, pytest.approx(
-        0.12207 + 0.123047 + 0.135986 + 0.141846 + 0.133057 + 0.133057 + 0.132812))
+    assert kinds["sum"] == (
+        7,
+        pytest.approx(0.0759277 + 0.0690918 + 0.0668945 + 0.153809 + 0.137939 + 0.14502 + 0.130127),
+    )
+    assert kinds["reorder"] == (
+        7,
+        pytest.approx(0.12207 + 0.123047 + 0.135986 + 0.141846 + 0.133057 + 0.133057 + 0.132812),
+    )
 
 
 def test_dnnl_create_and_exec_are_apart() -> None:
@@ -93,8 +144,15 @@ def test_dnnl_create_and_exec_are_apart() -> None:
     assert s.total_time_ms == pytest.approx(0.988037 + 0.1521 + 0.12793)
     assert s.create_count == 1
     assert s.create_time_ms == pytest.approx(0.573975)
-    assert s.by_cache == [{"operation": "create", "cache": "cache_miss", "count": 1,
-                           "time_ms": pytest.approx(0.573975), "share": pytest.approx(1.0)}]
+    assert s.by_cache == [
+        {
+            "operation": "create",
+            "cache": "cache_miss",
+            "count": 1,
+            "time_ms": pytest.approx(0.573975),
+            "share": pytest.approx(1.0),
+        }
+    ]
 
 
 def test_backward_data_split() -> None:

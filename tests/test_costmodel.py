@@ -35,12 +35,20 @@ def _records(path: Path) -> tuple[LineRecord, ...]:
     return tuple(load([str(path)]).records)
 
 
-def record(path: Path, kind: str, problem: str, prop_kind: str | None = None,
-           attrs_has: str | None = None, mds_has: str | None = None) -> LineRecord:
+def record(
+    path: Path,
+    kind: str,
+    problem: str,
+    prop_kind: str | None = None,
+    attrs_has: str | None = None,
+    mds_has: str | None = None,
+) -> LineRecord:
     """The first event record of ``path`` with these fields (exec preferred)."""
     found = [
-        r for r in _records(path)
-        if r.kind == kind and r.problem == problem
+        r
+        for r in _records(path)
+        if r.kind == kind
+        and r.problem == problem
         and (prop_kind is None or r.prop_kind == prop_kind)
         and (attrs_has is None or attrs_has in r.attrs)
         and (mds_has is None or mds_has in r.mds)
@@ -97,8 +105,7 @@ def test_padded_elements():
 
 def test_compute_dtype():
     assert compute_dtype(parse_mds("src:u8::blocked:ab::f0 wei:s8::blocked:ab::f0")) == "int8"
-    assert compute_dtype(parse_mds("src:bf16::blocked:ab::f0 wei:bf16::blocked:ab::f0")) \
-        == "bf16"
+    assert compute_dtype(parse_mds("src:bf16::blocked:ab::f0 wei:bf16::blocked:ab::f0")) == "bf16"
     assert compute_dtype(parse_mds("src:f32::blocked:ab::f0"), "bf16") == "bf16"
     assert compute_dtype(parse_mds("fsrc:nchw fdst:nChw8c")) == "f32"  # 0.x: no dtypes
 
@@ -109,8 +116,13 @@ def test_compute_dtype():
 
 def test_conv_forward_nchw_sample():
     # convnet_nchw_infer.log line 11: mb4 ic3 oc16 64x64 k3 s1 p1, src abcd, dst aBcd8b
-    c = cost_of(record(SAMPLES / "convnet_nchw_infer.log", "convolution",
-                       "mb4_ic3oc16_ih64oh64kh3sh1dh0ph1_iw64ow64kw3sw1dw0pw1"))
+    c = cost_of(
+        record(
+            SAMPLES / "convnet_nchw_infer.log",
+            "convolution",
+            "mb4_ic3oc16_ih64oh64kh3sh1dh0ph1_iw64ow64kw3sw1dw0pw1",
+        )
+    )
     # 2 * mb4 * oc16 * ic3 * taps_h 190 * taps_w 190 = 384 * 36100
     assert c.flops == 13_862_400
     # src 4*3*64*64=49152 el *4 = 196608; wei 16*3*3*3=432 *4 = 1728;
@@ -139,8 +151,13 @@ def test_conv_backward_data_and_weights_cl_train():
 
 def test_conv_dilated_corpus():
     # 25_onednn3x_windows_gtest_exec_check_b.log: mb2 ic4 oc6 8x8 k3 dh1 (spacing 2) ph2
-    c = cost_of(record(CORPUS / "25_onednn3x_windows_gtest_exec_check_b.log", "convolution",
-                       "mb2_ic4oc6_ih8oh8kh3sh1dh1ph2_iw8ow8kw3sw1dw1pw2"))
+    c = cost_of(
+        record(
+            CORPUS / "25_onednn3x_windows_gtest_exec_check_b.log",
+            "convolution",
+            "mb2_ic4oc6_ih8oh8kh3sh1dh1ph2_iw8ow8kw3sw1dw1pw2",
+        )
+    )
     # taps 6+8+6 = 20 per dim: 2*2*6*4 * 20*20 = 96 * 400
     assert c.flops == 38_400
     # src 2*4*8*8=512, wei 6*4*3*3=216, bia 6, dst 2*6*8*8=768: 1502 el * 4
@@ -149,8 +166,13 @@ def test_conv_dilated_corpus():
 
 def test_conv_mkldnn0x_old_group_position_no_dtypes():
     # 01_mkldnn0x_benchdnn_resnet_conv1.log: mb50_g1ic3oc64 224->112 k7 s2 p3, fsrc:nchw
-    c = cost_of(record(CORPUS / "01_mkldnn0x_benchdnn_resnet_conv1.log", "convolution",
-                       "mb50_g1ic3oc64_ih224oh112kh7sh2dh0ph3_iw224ow112kw7sw2dw0pw3"))
+    c = cost_of(
+        record(
+            CORPUS / "01_mkldnn0x_benchdnn_resnet_conv1.log",
+            "convolution",
+            "mb50_g1ic3oc64_ih224oh112kh7sh2dh0ph3_iw224ow112kw7sw2dw0pw3",
+        )
+    )
     # taps 778 per dim: 2*50*64*3 * 778*778 = 19200 * 605284
     assert c.flops == 11_621_452_800
     # no dtype printed: f32 assumed; src 50*3*224*224 = 7526400 el, wei 64*3*7*7 = 9408,
@@ -161,9 +183,14 @@ def test_conv_mkldnn0x_old_group_position_no_dtypes():
 
 def test_conv_int8_legacy():
     # legacy/onednn-3.2.0.log: src s8 acdb, wei s8 ABcd2b8a4b, dst f32, mb2 ic8 oc16 14x14
-    c = cost_of(record(SAMPLES / "legacy" / "onednn-3.2.0.log", "convolution",
-                       "mb2_ic8oc16_ih14oh14kh3sh1dh0ph1_iw14ow14kw3sw1dw0pw1",
-                       "forward_inference"))
+    c = cost_of(
+        record(
+            SAMPLES / "legacy" / "onednn-3.2.0.log",
+            "convolution",
+            "mb2_ic8oc16_ih14oh14kh3sh1dh0ph1_iw14ow14kw3sw1dw0pw1",
+            "forward_inference",
+        )
+    )
     # taps 13+14+13 = 40 per dim: 2*2*16*8 * 1600
     assert c.flops == 819_200
     # src 2*8*14*14 = 3136 B (s8), wei 16*8*9 = 1152 B (s8), dst 2*16*14*14 = 6272 * 4
@@ -173,23 +200,33 @@ def test_conv_int8_legacy():
 
 def test_conv_post_ops_sum_and_relu():
     # compile_freezing_infer.log: brg_conv_fwd with bias and attr-post-ops:sum+eltwise_relu
-    c = cost_of(record(SAMPLES / "compile_freezing_infer.log", "convolution",
-                       "mb4_ic16oc16_ih32oh32kh3sh1dh0ph1_iw32ow32kw3sw1dw0pw1",
-                       attrs_has="sum+eltwise_relu"))
+    c = cost_of(
+        record(
+            SAMPLES / "compile_freezing_infer.log",
+            "convolution",
+            "mb4_ic16oc16_ih32oh32kh3sh1dh0ph1_iw32ow32kw3sw1dw0pw1",
+            attrs_has="sum+eltwise_relu",
+        )
+    )
     # 2*4*16*16 * 94*94 = 18096128, + 1 op per dst element per post-op: 2 * 65536
     assert c.flops == 18_096_128 + 131_072
     # src 262144 + wei 9216 + bia 64 + dst 262144 + dst read again by sum 262144
     assert c.bytes == 262_144 + 9_216 + 64 + 262_144 + 262_144
 
 
-@pytest.mark.parametrize("problem", [
-    "g32mb1_ic32oc32_ih112oh112kh3sh1dh0ph1_iw112ow112kw3sw1dw0pw1",  # v2.3+ group position
-    "mb1_g32ic32oc32_ih112oh112kh3sh1dh0ph1_iw112ow112kw3sw1dw0pw1",  # v0.x - v2.2
-])
+@pytest.mark.parametrize(
+    "problem",
+    [
+        "g32mb1_ic32oc32_ih112oh112kh3sh1dh0ph1_iw112ow112kw3sw1dw0pw1",  # v2.3+ group position
+        "mb1_g32ic32oc32_ih112oh112kh3sh1dh0ph1_iw112ow112kw3sw1dw0pw1",  # v0.x - v2.2
+    ],
+)
 def test_conv_grouped_depthwise_synthetic(problem):
     # synthetic depthwise conv (format doc §4.3 example), 112x112, k3 p1
-    mds = ("src:f32::blocked:aBcd8b::f0 wei:f32::blocked:Abcde8a::f0 bia:undef::undef::: "
-           "dst:f32::blocked:aBcd8b::f0")
+    mds = (
+        "src:f32::blocked:aBcd8b::f0 wei:f32::blocked:Abcde8a::f0 bia:undef::undef::: "
+        "dst:f32::blocked:aBcd8b::f0"
+    )
     c = primitive_cost("convolution", problem, mds, "forward_inference", "", "")
     assert c is not None
     # taps 111+112+111 = 334 per dim; ic/g = 1: 2*1*32*1 * 334*334 = 64 * 111556
@@ -200,9 +237,13 @@ def test_conv_grouped_depthwise_synthetic(problem):
 
 def test_conv_1d_synthetic():
     # synthetic 1D conv: iw224 ow224 kw3 dilation 1 (spacing 2) pw2
-    c = primitive_cost("convolution", "mb1_ic3oc64_iw224ow224kw3sw1dw1pw2",
-                       "src:f32::blocked:abc::f0 wei:f32::blocked:abc::f0 "
-                       "bia:undef::undef::: dst:f32::blocked:abc::f0", "forward_inference")
+    c = primitive_cost(
+        "convolution",
+        "mb1_ic3oc64_iw224ow224kw3sw1dw1pw2",
+        "src:f32::blocked:abc::f0 wei:f32::blocked:abc::f0 "
+        "bia:undef::undef::: dst:f32::blocked:abc::f0",
+        "forward_inference",
+    )
     # taps 222+224+222 = 668: 2*1*64*3 * 668
     assert c is not None and c.flops == 256_512
     # src 3*224 = 672, wei 64*3*3 = 576, dst 64*224 = 14336: 15584 el * 4
@@ -212,9 +253,13 @@ def test_conv_1d_synthetic():
 def test_deconvolution_synthetic():
     # synthetic 2x upsampling deconv: ih7 -> oh14, k4 s2 p1; taps counted on the
     # transposed conv (input 14, output 7): 6+7+7+6 = 26 per dim
-    c = primitive_cost("deconvolution", "mb1_ic16oc8_ih7oh14kh4sh2dh0ph1_iw7ow14kw4sw2dw0pw1",
-                       "src:f32::blocked:abcd::f0 wei:f32::blocked:abcd::f0 "
-                       "bia:undef::undef::: dst:f32::blocked:abcd::f0", "forward_inference")
+    c = primitive_cost(
+        "deconvolution",
+        "mb1_ic16oc8_ih7oh14kh4sh2dh0ph1_iw7ow14kw4sw2dw0pw1",
+        "src:f32::blocked:abcd::f0 wei:f32::blocked:abcd::f0 "
+        "bia:undef::undef::: dst:f32::blocked:abcd::f0",
+        "forward_inference",
+    )
     # 2*1*8*16 * 26*26 = 256 * 676
     assert c is not None and c.flops == 173_056
     # src 16*7*7 = 784, wei 8*16*4*4 = 2048, dst 8*14*14 = 1568: 4400 el * 4
@@ -227,8 +272,9 @@ def test_deconvolution_synthetic():
 
 def test_inner_product_legacy():
     # legacy/onednn-3.2.0.log: mb2ic16ih7iw7oc10, wei BcdA8b10a, bias
-    c = cost_of(record(SAMPLES / "legacy" / "onednn-3.2.0.log", "inner_product",
-                       "mb2ic16ih7iw7oc10"))
+    c = cost_of(
+        record(SAMPLES / "legacy" / "onednn-3.2.0.log", "inner_product", "mb2ic16ih7iw7oc10")
+    )
     # 2 * M2 * N10 * K(16*7*7=784)
     assert c.flops == 31_360
     # src 2*16*7*7 = 1568, wei 10*16*7*7 = 7840 (blocks 8b, 10a divide evenly), bia 10,
@@ -236,11 +282,14 @@ def test_inner_product_legacy():
     assert c.bytes == 37_752
 
 
-@pytest.mark.parametrize("path,problem", [
-    (SAMPLES / "legacy" / "onednn-2.0.0.log", "m32n48k64"),  # v1.2 - v2.1 form
-    (SAMPLES / "legacy" / "onednn-2.2.0.log", "32x64:64x48:32x48"),  # src:wei:dst
-    (SAMPLES / "legacy" / "onednn-3.2.0.log", "32x64:64x48"),  # src:wei
-])
+@pytest.mark.parametrize(
+    "path,problem",
+    [
+        (SAMPLES / "legacy" / "onednn-2.0.0.log", "m32n48k64"),  # v1.2 - v2.1 form
+        (SAMPLES / "legacy" / "onednn-2.2.0.log", "32x64:64x48:32x48"),  # src:wei:dst
+        (SAMPLES / "legacy" / "onednn-3.2.0.log", "32x64:64x48"),  # src:wei
+    ],
+)
 def test_matmul_legacy_forms(path, problem):
     c = cost_of(record(path, "matmul", problem))
     # 2 * M32 * N48 * K64
@@ -251,8 +300,11 @@ def test_matmul_legacy_forms(path, problem):
 
 def test_matmul_bf16_amx_corpus():
     # 27_onednn3x_amx_bf16_matmul_ellipses.log: 256x11008:11008x4096, bf16
-    c = cost_of(record(CORPUS / "27_onednn3x_amx_bf16_matmul_ellipses.log", "matmul",
-                       "256x11008:11008x4096"))
+    c = cost_of(
+        record(
+            CORPUS / "27_onednn3x_amx_bf16_matmul_ellipses.log", "matmul", "256x11008:11008x4096"
+        )
+    )
     # 2 * 256 * 4096 * 11008
     assert c.flops == 23_085_449_216
     # (256*11008 + 11008*4096 + 256*4096) * 2 B = (2818048 + 45088768 + 1048576) * 2
@@ -262,8 +314,13 @@ def test_matmul_bf16_amx_corpus():
 
 def test_matmul_batched_corpus():
     # 15_onednn2x_tf_opt_gemm_api_markdown_bold.log: 1536x384x64:1536x64x384:1536x384x384
-    c = cost_of(record(CORPUS / "15_onednn2x_tf_opt_gemm_api_markdown_bold.log", "matmul",
-                       "1536x384x64:1536x64x384:1536x384x384"))
+    c = cost_of(
+        record(
+            CORPUS / "15_onednn2x_tf_opt_gemm_api_markdown_bold.log",
+            "matmul",
+            "1536x384x64:1536x64x384:1536x384x384",
+        )
+    )
     # 2 * B1536 * M384 * N384 * K64
     assert c.flops == 28_991_029_248
     # (1536*384*64 + 1536*64*384 + 1536*384*384) * 4 = (37748736*2 + 226492416) * 4
@@ -272,27 +329,43 @@ def test_matmul_batched_corpus():
 
 def test_matmul_broadcast_batch_and_bias_synthetic():
     # synthetic: batch 2 against a broadcast weight batch 1
-    c = primitive_cost("matmul", "2x128x256:1x256x512", "src:f32::blocked:abc::f0 "
-                       "wei:f32::blocked:abc::f0 dst:f32::blocked:abc::f0", "undef")
+    c = primitive_cost(
+        "matmul",
+        "2x128x256:1x256x512",
+        "src:f32::blocked:abc::f0 wei:f32::blocked:abc::f0 dst:f32::blocked:abc::f0",
+        "undef",
+    )
     # B = max(2, 1) = 2: 2*2*128*512*256
     assert c is not None and c.flops == 67_108_864
     # src 2*128*256 = 65536, wei 256*512 = 131072, dst 2*128*512 = 131072: 327680 el * 4
     assert c.bytes == 1_310_720
     # synthetic: bias with mask 2 (dim 1 = N): 1x512
-    c = primitive_cost("matmul", "128x256:256x512", "src:f32::blocked:ab::f0 "
-                       "wei:f32::blocked:ab::f0 bia:f32::blocked:ab::f0_mask2 "
-                       "dst:f32::blocked:ab::f0", "undef")
+    c = primitive_cost(
+        "matmul",
+        "128x256:256x512",
+        "src:f32::blocked:ab::f0 "
+        "wei:f32::blocked:ab::f0 bia:f32::blocked:ab::f0_mask2 "
+        "dst:f32::blocked:ab::f0",
+        "undef",
+    )
     # src 32768 + wei 131072 + bias 512 + dst 65536 = 229888 el * 4
     assert c is not None and c.bytes == 919_552
 
 
-@pytest.mark.parametrize("path,problem,flops,nbytes", [
-    # 36864x1024:1024x1024: 2*36864*1024*1024; (37748736 + 1048576 + 37748736) * 4
-    (CORPUS / "15_onednn2x_tf_opt_gemm_api_markdown_bold.log", "36864x1024:1024x1024",
-     77_309_411_328, 306_184_192),
-    # 1x512:512x512: 2*1*512*512; (512 + 262144 + 512) * 4
-    (CORPUS / "17_onednn2x_tf_gemm_api_acl_single.log", "1x512:512x512", 524_288, 1_052_672),
-])
+@pytest.mark.parametrize(
+    "path,problem,flops,nbytes",
+    [
+        # 36864x1024:1024x1024: 2*36864*1024*1024; (37748736 + 1048576 + 37748736) * 4
+        (
+            CORPUS / "15_onednn2x_tf_opt_gemm_api_markdown_bold.log",
+            "36864x1024:1024x1024",
+            77_309_411_328,
+            306_184_192,
+        ),
+        # 1x512:512x512: 2*1*512*512; (512 + 262144 + 512) * 4
+        (CORPUS / "17_onednn2x_tf_gemm_api_acl_single.log", "1x512:512x512", 524_288, 1_052_672),
+    ],
+)
 def test_gemm_api_corpus(path, problem, flops, nbytes):
     c = cost_of(record(path, "gemm_api", problem))
     assert (c.flops, c.bytes) == (flops, nbytes)
@@ -301,8 +374,7 @@ def test_gemm_api_corpus(path, problem, flops, nbytes):
 def test_gemm_nested_with_post_ops_corpus():
     # 29_onednn3_8rc_xpu_gpu_gemm_info_postops.log: create_nested gemm src_a/src_b 2x2:2x3,
     # post-ops eltwise_linear + binary_add:f32:3:ab + eltwise_linear
-    c = cost_of(record(CORPUS / "29_onednn3_8rc_xpu_gpu_gemm_info_postops.log", "gemm",
-                       "2x2:2x3"))
+    c = cost_of(record(CORPUS / "29_onednn3_8rc_xpu_gpu_gemm_info_postops.log", "gemm", "2x2:2x3"))
     # 2*2*3*2 = 24, + 3 post-ops * 6 dst elements = 18
     assert c.flops == 42
     # src_a 4 + src_b 6 + dst 6 + binary src1 (mask 3: both dims) 6 = 22 el * 4
@@ -341,9 +413,13 @@ def test_lstm_sample():
 
 def test_gru_bidirectional_backward_synthetic():
     # synthetic: vanilla_gru, 2 layers, bidirectional_concat, backward (x2)
-    c = primitive_cost("rnn", "l2t10mb8sic32slc32dhc32dic32",
-                       "src_layer:f32::blocked:abc::f0 dst_layer:f32::blocked:abc::f0",
-                       "backward", "alg:vanilla_gru direction:bidirectional_concat")
+    c = primitive_cost(
+        "rnn",
+        "l2t10mb8sic32slc32dhc32dic32",
+        "src_layer:f32::blocked:abc::f0 dst_layer:f32::blocked:abc::f0",
+        "backward",
+        "alg:vanilla_gru direction:bidirectional_concat",
+    )
     # 2 (backward) * dirs2 * l2 * t10 * 2*gates3*dhc32*mb8*(32+32) = 80 * 98304
     assert c is not None and c.flops == 7_864_320
     # src_layer 10*8*32 = 2560, dst_layer 10*8*(2*32) = 5120 (concat): 7680 el * 4
@@ -365,27 +441,37 @@ def test_eltwise_legacy_data_only_md():
 
 def test_eltwise_relu_training_corpus():
     # 07_dnnl1x_tf23_osx_backward_data.log: relu forward_training 128x14x14x64
-    c = cost_of(record(CORPUS / "07_dnnl1x_tf23_osx_backward_data.log", "eltwise",
-                       "128x14x14x64"))
+    c = cost_of(record(CORPUS / "07_dnnl1x_tf23_osx_backward_data.log", "eltwise", "128x14x14x64"))
     # 128*14*14*64 = 1605632 elements, 1 op each, read + write 4 B
     assert (c.flops, c.bytes) == (1_605_632, 12_845_056)
 
 
 def test_eltwise_backward_synthetic():
     # synthetic v2.x backward eltwise: data (src) and diff (diff_dst) printed
-    c = primitive_cost("eltwise", "2x16x14x14", "data_f32::blocked:abcd:f0 "
-                       "diff_f32::blocked:abcd:f0", "backward_data", "alg:eltwise_relu")
+    c = primitive_cost(
+        "eltwise",
+        "2x16x14x14",
+        "data_f32::blocked:abcd:f0 diff_f32::blocked:abcd:f0",
+        "backward_data",
+        "alg:eltwise_relu",
+    )
     # 2 ops per element; data read, diff_dst read, diff_src written: 3 * 6272 * 4
     assert c is not None and (c.flops, c.bytes) == (12_544, 75_264)
 
 
-@pytest.mark.parametrize("path,kind", [
-    (SAMPLES / "legacy" / "onednn-3.2.0.log", "pooling"),
-    (SAMPLES / "legacy" / "onednn-2.4.0.log", "pooling_v2"),
-])
+@pytest.mark.parametrize(
+    "path,kind",
+    [
+        (SAMPLES / "legacy" / "onednn-3.2.0.log", "pooling"),
+        (SAMPLES / "legacy" / "onednn-2.4.0.log", "pooling_v2"),
+    ],
+)
 def test_pooling_legacy(path, kind):
-    problem = ("mb2ic16_ih14oh7kh2sh2dh0ph0_iw14ow7kw2sw2dw0pw0" if "3.2" in path.name or
-               "2.4" in path.name else "mb2ic16_ih14oh7kh2dh0sh2ph0_iw14ow7kw2dw0sw2pw0")
+    problem = (
+        "mb2ic16_ih14oh7kh2sh2dh0ph0_iw14ow7kw2sw2dw0pw0"
+        if "3.2" in path.name or "2.4" in path.name
+        else "mb2ic16_ih14oh7kh2dh0sh2ph0_iw14ow7kw2dw0sw2pw0"
+    )
     c = cost_of(record(path, kind, problem))
     # max over 2x2 windows, stride 2, no padding: 7 outputs * 2 taps = 14 per dim;
     # 1 op per tap: mb2 * ic16 * 14 * 14
@@ -396,15 +482,23 @@ def test_pooling_legacy(path, kind):
 
 def test_pooling_old_dilation_order_legacy():
     # legacy/onednn-2.0.0.log prints dh before sh: mb2ic16_ih14oh7kh2dh0sh2ph0_...
-    c = cost_of(record(SAMPLES / "legacy" / "onednn-2.0.0.log", "pooling",
-                       "mb2ic16_ih14oh7kh2dh0sh2ph0_iw14ow7kw2dw0sw2pw0"))
+    c = cost_of(
+        record(
+            SAMPLES / "legacy" / "onednn-2.0.0.log",
+            "pooling",
+            "mb2ic16_ih14oh7kh2dh0sh2ph0_iw14ow7kw2dw0sw2pw0",
+        )
+    )
     assert (c.flops, c.bytes) == (6_272, 31_360)  # same hand count as above
 
 
-@pytest.mark.parametrize("path,flags", [
-    (SAMPLES / "legacy" / "onednn-2.0.0.log", "flags:S"),  # v2.0 scale_shift letter
-    (SAMPLES / "legacy" / "onednn-3.2.0.log", "flags:CH"),  # v2.x+ scale and shift
-])
+@pytest.mark.parametrize(
+    "path,flags",
+    [
+        (SAMPLES / "legacy" / "onednn-2.0.0.log", "flags:S"),  # v2.0 scale_shift letter
+        (SAMPLES / "legacy" / "onednn-3.2.0.log", "flags:CH"),  # v2.x+ scale and shift
+    ],
+)
 def test_batch_norm_training_legacy(path, flags):
     r = record(path, "batch_normalization", "mb2ic16ih14iw14")
     assert r.aux == flags
@@ -418,17 +512,25 @@ def test_batch_norm_training_legacy(path, flags):
 
 def test_batch_norm_global_stats_numeric_flags_synthetic():
     # synthetic v1.x numeric flags:3 = use_global_stats | use_scaleshift, inference
-    c = primitive_cost("batch_normalization", "mb2ic16ih14iw14",
-                       "data_f32::blocked:aBcd8b:f0 diff_undef::undef::f0",
-                       "forward_inference", "flags:3")
+    c = primitive_cost(
+        "batch_normalization",
+        "mb2ic16ih14iw14",
+        "data_f32::blocked:aBcd8b:f0 diff_undef::undef::f0",
+        "forward_inference",
+        "flags:3",
+    )
     # stats given: 2 ops per element; same tensors, mean/var read instead of written
     assert c is not None and (c.flops, c.bytes) == (12_544, 50_432)
 
 
 def test_batch_norm_backward_synthetic():
-    c = primitive_cost("batch_normalization", "mb2ic16ih14iw14",
-                       "data_f32::blocked:aBcd8b:f0 diff_f32::blocked:aBcd8b:f0",
-                       "backward", "flags:CH")
+    c = primitive_cost(
+        "batch_normalization",
+        "mb2ic16ih14iw14",
+        "data_f32::blocked:aBcd8b:f0 diff_f32::blocked:aBcd8b:f0",
+        "backward",
+        "flags:CH",
+    )
     # 8 ops per element: 8 * 6272
     assert c is not None and c.flops == 50_176
     # data, diff_dst read, diff_src written (3*25088) + mean, var, scale, shift read and
@@ -437,8 +539,13 @@ def test_batch_norm_backward_synthetic():
 
 
 def test_layer_norm_synthetic():
-    c = primitive_cost("layer_normalization", "2x128x768", "src:f32::blocked:abc::f0 "
-                       "dst:f32::blocked:abc::f0", "forward_inference", "flags:CH")
+    c = primitive_cost(
+        "layer_normalization",
+        "2x128x768",
+        "src:f32::blocked:abc::f0 dst:f32::blocked:abc::f0",
+        "forward_inference",
+        "flags:CH",
+    )
     # stats computed on the fly (not stored): 5 * 2*128*768
     assert c is not None and c.flops == 983_040
     # src + dst 2 * 196608 * 4 = 1572864, scale + shift over the last dim 2 * 768 * 4
@@ -446,30 +553,48 @@ def test_layer_norm_synthetic():
 
 
 def test_group_norm_synthetic():
-    c = primitive_cost("group_normalization", "g4mb2ic16ih14iw14", "src:f32::blocked:abcd::f0 "
-                       "dst:f32::blocked:abcd::f0", "forward_training", "flags:CH")
+    c = primitive_cost(
+        "group_normalization",
+        "g4mb2ic16ih14iw14",
+        "src:f32::blocked:abcd::f0 dst:f32::blocked:abcd::f0",
+        "forward_training",
+        "flags:CH",
+    )
     # 5 * 6272; bytes 2*6272*4 + mean/var (mb2*g4 = 8 each) 64 + scale/shift (16 each) 128
     assert c is not None and (c.flops, c.bytes) == (31_360, 50_368)
 
 
 def test_softmax_synthetic():
-    c = primitive_cost("softmax", "128x1000", "src:f32::blocked:ab::f0 dst:f32::blocked:ab::f0",
-                       "forward_inference", "alg:softmax_accurate axis:1")
+    c = primitive_cost(
+        "softmax",
+        "128x1000",
+        "src:f32::blocked:ab::f0 dst:f32::blocked:ab::f0",
+        "forward_inference",
+        "alg:softmax_accurate axis:1",
+    )
     # 5 ops per element (max, subtract, exp, sum, scale); src + dst
     assert c is not None and (c.flops, c.bytes) == (640_000, 1_024_000)
 
 
 def test_lrn_synthetic():
-    c = primitive_cost("lrn", "mb2ic16ih14iw14ls5beta0.75", "data_f32::blocked:abcd:f0 "
-                       "diff_undef::undef::f0", "forward_inference", "alg:lrn_across_channels")
+    c = primitive_cost(
+        "lrn",
+        "mb2ic16ih14iw14ls5beta0.75",
+        "data_f32::blocked:abcd:f0 diff_undef::undef::f0",
+        "forward_inference",
+        "alg:lrn_across_channels",
+    )
     # (2*5 + 3) ops per element * 6272; data read + written
     assert c is not None and (c.flops, c.bytes) == (81_536, 50_176)
 
 
-@pytest.mark.parametrize("path,problem", [
-    (SAMPLES / "legacy" / "onednn-3.2.0.log", "2x16x14x14:1x16x1x1"),
-    (SAMPLES / "legacy" / "onednn-2.0.0.log", "2x16x14x14:1x16x1x1 2x16x14x14"),  # + dst
-])
+@pytest.mark.parametrize(
+    "path,problem",
+    [
+        (SAMPLES / "legacy" / "onednn-3.2.0.log", "2x16x14x14:1x16x1x1"),
+        (SAMPLES / "legacy" / "onednn-2.0.0.log", "2x16x14x14:1x16x1x1 2x16x14x14"),  # + dst
+    ],
+)
 def test_binary_legacy(path, problem):
     c = cost_of(record(path, "binary", problem))
     # 1 op per dst element 2*16*14*14; src0 6272 + src1 16 + dst 6272 el * 4
@@ -477,8 +602,12 @@ def test_binary_legacy(path, problem):
 
 
 def test_prelu_synthetic():
-    c = primitive_cost("prelu", "2x16x14x14:1x16x1x1", "data:f32::blocked:abcd::f0 "
-                       "wei:f32::blocked:abcd::f0 dst:f32::blocked:abcd::f0", "forward_inference")
+    c = primitive_cost(
+        "prelu",
+        "2x16x14x14:1x16x1x1",
+        "data:f32::blocked:abcd::f0 wei:f32::blocked:abcd::f0 dst:f32::blocked:abcd::f0",
+        "forward_inference",
+    )
     # 2 ops per element; data 6272 + wei 16 + dst 6272 el * 4
     assert c is not None and (c.flops, c.bytes) == (12_544, 50_240)
 
@@ -493,29 +622,44 @@ def test_sum_legacy():
 
 def test_sum_mkldnn0x_num_inputs_corpus():
     # 03_mkldnn0x_tf_sum_reorder_loop_truncated.log: one `in` md printed, aux num:2
-    c = cost_of(record(CORPUS / "03_mkldnn0x_tf_sum_reorder_loop_truncated.log", "sum",
-                       "128x128"))
+    c = cost_of(record(CORPUS / "03_mkldnn0x_tf_sum_reorder_loop_truncated.log", "sum", "128x128"))
     # 3 ops * 16384; 2 inputs + output: 3 * 16384 * 4
     assert (c.flops, c.bytes) == (49_152, 196_608)
 
 
 def test_concat_synthetic():
-    c = primitive_cost("concat", "2x16x7x7:2x8x7x7", "src:f32::blocked:abcd::f0 "
-                       "src:f32::blocked:abcd::f0 dst:f32::blocked:abcd::f0", "undef", "axis:1")
+    c = primitive_cost(
+        "concat",
+        "2x16x7x7:2x8x7x7",
+        "src:f32::blocked:abcd::f0 src:f32::blocked:abcd::f0 dst:f32::blocked:abcd::f0",
+        "undef",
+        "axis:1",
+    )
     # no arithmetic; srcs 1568 + 784, dst 2x24x7x7 = 2352: 4704 el * 4
     assert c is not None and (c.flops, c.bytes) == (0, 18_816)
 
 
 def test_shuffle_reduction_resampling_synthetic():
-    sh = primitive_cost("shuffle", "2x16x14x14", "data:f32::blocked:abcd::f0",
-                        "forward_inference", "axis:1 group:4")
+    sh = primitive_cost(
+        "shuffle", "2x16x14x14", "data:f32::blocked:abcd::f0", "forward_inference", "axis:1 group:4"
+    )
     assert sh is not None and (sh.flops, sh.bytes) == (0, 50_176)  # read + write 6272 el
-    rd = primitive_cost("reduction", "2x16x14x14:2x16x1x1", "src:f32::blocked:abcd::f0 "
-                        "dst:f32::blocked:abcd::f0", "undef", "alg:reduction_sum p:1 eps:0")
+    rd = primitive_cost(
+        "reduction",
+        "2x16x14x14:2x16x1x1",
+        "src:f32::blocked:abcd::f0 dst:f32::blocked:abcd::f0",
+        "undef",
+        "alg:reduction_sum p:1 eps:0",
+    )
     # 1 op per source element; src 6272 + dst 32 el * 4
     assert rd is not None and (rd.flops, rd.bytes) == (6_272, 25_216)
-    rs = primitive_cost("resampling", "mb2ic16_ih14oh28_iw14ow28", "src:f32::blocked:abcd::f0 "
-                        "dst:f32::blocked:abcd::f0", "forward_inference", "alg:resampling_linear")
+    rs = primitive_cost(
+        "resampling",
+        "mb2ic16_ih14oh28_iw14ow28",
+        "src:f32::blocked:abcd::f0 dst:f32::blocked:abcd::f0",
+        "forward_inference",
+        "alg:resampling_linear",
+    )
     # bilinear: 4 taps * 2 ops per dst element, 2*16*28*28 = 25088; src 6272 + dst 25088 el
     assert rs is not None and (rs.flops, rs.bytes) == (200_704, 125_440)
 
@@ -541,23 +685,36 @@ def test_reorder_weights_lstm_sample():
 
 def test_reorder_quantize_legacy():
     # legacy/onednn-3.2.0.log: f32 abcd -> s8 acdb 2x8x14x14
-    c = cost_of(record(SAMPLES / "legacy" / "onednn-3.2.0.log", "reorder", "2x8x14x14",
-                       mds_has="dst_s8::blocked:acdb"))
+    c = cost_of(
+        record(
+            SAMPLES / "legacy" / "onednn-3.2.0.log",
+            "reorder",
+            "2x8x14x14",
+            mds_has="dst_s8::blocked:acdb",
+        )
+    )
     # 3136 el read as f32 (12544 B), written as s8 (3136 B)
     assert c.bytes == 15_680
 
 
 def test_reorder_padded_destination_synthetic():
-    c = primitive_cost("reorder", "4x3x64x64", "src:f32::blocked:abcd::f0 "
-                       "dst:f32::blocked:aBcd8b::f0", "undef")
+    c = primitive_cost(
+        "reorder", "4x3x64x64", "src:f32::blocked:abcd::f0 dst:f32::blocked:aBcd8b::f0", "undef"
+    )
     # src 4*3*64*64 = 49152 el; dst C padded 3 -> 8: 4*8*64*64 = 131072 el; * 4 B
     assert c is not None and c.bytes == (49_152 + 131_072) * 4
 
 
 def test_reorder_mkldnn0x_corpus():
     # 01_mkldnn0x_benchdnn_resnet_conv1.log: in:f32_nchw out:f32_nChw8c 50x64x112x112
-    c = cost_of(record(CORPUS / "01_mkldnn0x_benchdnn_resnet_conv1.log", "reorder",
-                       "50x64x112x112", mds_has="out:f32_nChw8c"))
+    c = cost_of(
+        record(
+            CORPUS / "01_mkldnn0x_benchdnn_resnet_conv1.log",
+            "reorder",
+            "50x64x112x112",
+            mds_has="out:f32_nChw8c",
+        )
+    )
     # 40140800 el read and written, 4 B each
     assert c.bytes == 321_126_400
 
@@ -569,8 +726,11 @@ def test_reorder_mkldnn0x_corpus():
 def test_every_kind_in_logs_has_a_cost():
     """Every executed primitive line of every sample and corpus log gets a cost, except the
     ones with nothing to count (graph partitions, a truncated line with no problem)."""
-    paths = sorted(SAMPLES.glob("*.log")) + sorted((SAMPLES / "legacy").glob("*.log")) + \
-        sorted(CORPUS.glob("*.log"))
+    paths = (
+        sorted(SAMPLES.glob("*.log"))
+        + sorted((SAMPLES / "legacy").glob("*.log"))
+        + sorted(CORPUS.glob("*.log"))
+    )
     missing = []
     kinds = set()
     for path in paths:
@@ -584,30 +744,65 @@ def test_every_kind_in_logs_has_a_cost():
             if c is not None:
                 assert c.flops >= 0 and c.bytes > 0
     assert not missing
-    assert {"convolution", "reorder", "rnn", "matmul", "gemm_api", "inner_product", "eltwise",
-            "pooling", "pooling_v2", "batch_normalization", "binary", "sum", "sdpa"} <= kinds
+    assert {
+        "convolution",
+        "reorder",
+        "rnn",
+        "matmul",
+        "gemm_api",
+        "inner_product",
+        "eltwise",
+        "pooling",
+        "pooling_v2",
+        "batch_normalization",
+        "binary",
+        "sum",
+        "sdpa",
+    } <= kinds
 
 
-@pytest.mark.parametrize("kind,problem,mds", [
-    ("graph_partition", "matmul_qk;softmax", "in0_f32:0:strided:undef:1x2:2s1"),
-    ("zero_pad", "1x2", "data:f32::blocked:ab::f0"),
-    ("some_future_kind", "1x2", "src:f32::blocked:ab::f0"),
-    ("matmul", "*x256:256x512", "src:f32::blocked:ab::f0 wei:f32::blocked:ab::f0"),
-    ("convolution", "#", ""),
-    ("convolution", "", "src:f32::blocked:abcd::f0"),
-    ("convolution", "mbXicY", "src:f32"),
-    ("rnn", "l1t*mb4sic64slc32dhc64dic64", "src_layer:f32::blocked:abc::f0"),
-    ("", "", ""),
-])
+@pytest.mark.parametrize(
+    "kind,problem,mds",
+    [
+        ("graph_partition", "matmul_qk;softmax", "in0_f32:0:strided:undef:1x2:2s1"),
+        ("zero_pad", "1x2", "data:f32::blocked:ab::f0"),
+        ("some_future_kind", "1x2", "src:f32::blocked:ab::f0"),
+        ("matmul", "*x256:256x512", "src:f32::blocked:ab::f0 wei:f32::blocked:ab::f0"),
+        ("convolution", "#", ""),
+        ("convolution", "", "src:f32::blocked:abcd::f0"),
+        ("convolution", "mbXicY", "src:f32"),
+        ("rnn", "l1t*mb4sic64slc32dhc64dic64", "src_layer:f32::blocked:abc::f0"),
+        ("", "", ""),
+    ],
+)
 def test_unknown_or_unusable_gives_none(kind, problem, mds):
     assert primitive_cost(kind, problem, mds, "undef", "", "") is None
 
 
-@pytest.mark.parametrize("junk", ["\x00", "::::", "x" * 500, "1x" * 40, "mb1_ic", "a:b:c",
-                                  "g0mb1_ic4oc4_ih1oh1kh1sh0dh0ph0_iw1ow1kw1sw0dw0pw0"])
+@pytest.mark.parametrize(
+    "junk",
+    [
+        "\x00",
+        "::::",
+        "x" * 500,
+        "1x" * 40,
+        "mb1_ic",
+        "a:b:c",
+        "g0mb1_ic4oc4_ih1oh1kh1sh0dh0ph0_iw1ow1kw1sw0dw0pw0",
+    ],
+)
 def test_never_raises(junk):
-    for kind in ("convolution", "matmul", "reorder", "binary", "rnn", "pooling", "sdpa",
-                 "batch_normalization", "concat"):
+    for kind in (
+        "convolution",
+        "matmul",
+        "reorder",
+        "binary",
+        "rnn",
+        "pooling",
+        "sdpa",
+        "batch_normalization",
+        "concat",
+    ):
         primitive_cost(kind, junk, junk, junk, junk, junk)
 
 

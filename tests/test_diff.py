@@ -48,8 +48,13 @@ def test_kinds_contract(pair):
     kinds = {k["kind"]: k for k in pair.to_json()["kinds"]}
     assert set(kinds) == {"reorder", "convolution"}
     for row in kinds.values():
-        for key, kind in (("kind", str), ("base_count", int), ("new_count", int),
-                          ("base_ms", float), ("new_ms", float)):
+        for key, kind in (
+            ("kind", str),
+            ("base_count", int),
+            ("new_count", int),
+            ("base_ms", float),
+            ("new_ms", float),
+        ):
             assert isinstance(row[key], kind)
     assert (kinds["reorder"]["base_count"], kinds["reorder"]["new_count"]) == (121, 44)
     assert kinds["reorder"]["base_ms"] == pytest.approx(245.681646, abs=1e-5)
@@ -63,15 +68,25 @@ def test_kinds_contract(pair):
 def test_activation_reorders_vanish(pair):
     vanished = {(p["shape"], p["layouts"]) for p in pair.vanished}
     # the activation reorders around every convolution (NCHW plain <-> blocked aBcd8b)
-    for shape, flow in [("4x16x64x64", "aBcd8b->abcd"), ("4x16x32x32", "abcd->aBcd8b"),
-                        ("4x16x32x32", "aBcd8b->abcd"), ("4x32x16x16", "aBcd8b->abcd")]:
+    for shape, flow in [
+        ("4x16x64x64", "aBcd8b->abcd"),
+        ("4x16x32x32", "abcd->aBcd8b"),
+        ("4x16x32x32", "aBcd8b->abcd"),
+        ("4x32x16x16", "aBcd8b->abcd"),
+    ]:
         assert (shape, flow) in vanished
     # nothing that moves an activation (mb4 tensors) is left in NEW
-    assert not [p for p in pair.primitives
-                if p["kind"] == "reorder" and p["shape"].startswith("4x") and p["new_count"]]
+    assert not [
+        p
+        for p in pair.primitives
+        if p["kind"] == "reorder" and p["shape"].startswith("4x") and p["new_count"]
+    ]
     appeared = {(p["shape"], p["layouts"]) for p in pair.appeared}
-    assert appeared == {("16x16x3x3", "acdb->Acdb16a"), ("16x3x3x3", "acdb->Acdb16a"),
-                        ("32x16x3x3", "acdb->Acdb32a")}
+    assert appeared == {
+        ("16x16x3x3", "acdb->Acdb16a"),
+        ("16x3x3x3", "acdb->Acdb16a"),
+        ("32x16x3x3", "acdb->Acdb32a"),
+    }
 
 
 def test_implementation_changes(pair):
@@ -124,13 +139,13 @@ def test_fallback_iterations_agree():
 
 
 def test_flow_label_dtype():
-    assert flow_label("src:f32::blocked:abcd::f0 dst:bf16::blocked:abcd::f0") == \
-        "f32:abcd->bf16:abcd"
+    assert (
+        flow_label("src:f32::blocked:abcd::f0 dst:bf16::blocked:abcd::f0") == "f32:abcd->bf16:abcd"
+    )
     assert flow_label("in:f32_nchw out:f32_nChw8c") == "nchw->nChw8c"
 
 
-@pytest.mark.parametrize("text,value", [("5%", 0.05), ("5", 0.05), ("0.5 %", 0.005),
-                                        ("0", 0.0)])
+@pytest.mark.parametrize("text,value", [("5%", 0.05), ("5", 0.05), ("0.5 %", 0.005), ("0", 0.0)])
 def test_parse_percent(text, value):
     assert parse_percent(text) == pytest.approx(value)
 

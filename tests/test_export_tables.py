@@ -17,8 +17,10 @@ LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
 NCHW = str(LOGS / "convnet_nchw_infer.log")
 CL = str(LOGS / "convnet_cl_infer.log")
 
-LINE = ("onednn_verbose,v1,primitive,exec,cpu,reorder,jit:uni,undef,"
-        "src:f32::blocked:abcd::f0 dst:f32::blocked:aBcd8b::f0,,,2x16x7x7,{t}")
+LINE = (
+    "onednn_verbose,v1,primitive,exec,cpu,reorder,jit:uni,undef,"
+    "src:f32::blocked:abcd::f0 dst:f32::blocked:aBcd8b::f0,,,2x16x7x7,{t}"
+)
 
 
 def _read_csv_dataset(root: Path) -> pd.DataFrame:
@@ -47,7 +49,9 @@ def test_csv_two_runs(tmp_path):
     assert totals["convnet_nchw_infer"] == pytest.approx(356.084723, abs=1e-5)
     assert totals["convnet_cl_infer"] == pytest.approx(180.342063, abs=1e-5)
     assert execs.groupby("run")["iteration"].nunique().to_dict() == {
-        "convnet_cl_infer": 11, "convnet_nchw_infer": 11}
+        "convnet_cl_infer": 11,
+        "convnet_nchw_infer": 11,
+    }
 
 
 def test_parquet_dataset(tmp_path):
@@ -65,16 +69,23 @@ def test_parquet_dataset(tmp_path):
 
 def test_ranks_from_prefixes(tmp_path):
     log_path = tmp_path / "ddp.log"
-    log_path.write_text("\n".join([
-        "[rank0]:" + LINE.format(t="1.0"),
-        "[rank1]:" + LINE.format(t="2.0"),
-        "some program output",
-        "[rank1]:" + LINE.format(t="3.0"),
-        "[rank0]:" + LINE.format(t="4.0"),
-    ]) + "\n")
+    log_path.write_text(
+        "\n".join(
+            [
+                "[rank0]:" + LINE.format(t="1.0"),
+                "[rank1]:" + LINE.format(t="2.0"),
+                "some program output",
+                "[rank1]:" + LINE.format(t="3.0"),
+                "[rank0]:" + LINE.format(t="4.0"),
+            ]
+        )
+        + "\n"
+    )
     result = export_tables(load([str(log_path)]), tmp_path / "out", "csv")
     assert sorted(str(p.relative_to(tmp_path / "out")) for p in result.files) == [
-        "events/run=ddp/rank=0/part-0.csv", "events/run=ddp/rank=1/part-0.csv"]
+        "events/run=ddp/rank=0/part-0.csv",
+        "events/run=ddp/rank=1/part-0.csv",
+    ]
     df = _read_csv_dataset(tmp_path / "out" / "events")
     assert df.groupby("rank")["time_ms"].sum().to_dict() == {0: 5.0, 1: 5.0}
     assert df.sort_values("line")["rank"].tolist() == [0, 1, 1, 0]
@@ -88,7 +99,8 @@ def test_no_rank_prefix_is_rank_zero(tmp_path):
         fh.write("> " + LINE.format(t="1.5") + "\n")
     result = export_tables(load([str(log_path)]), tmp_path / "o", "csv")
     assert [str(p.relative_to(tmp_path / "o")) for p in result.files] == [
-        "events/run=plain/rank=0/part-0.csv"]
+        "events/run=plain/rank=0/part-0.csv"
+    ]
 
 
 def test_run_names():
@@ -126,7 +138,9 @@ def test_profiler_ops_join_the_log_run(tmp_path):
         pytest.skip("this build does not read profiler traces")
     result = export_tables(log, tmp_path, "csv")
     names = sorted(str(p.relative_to(tmp_path)) for p in result.files)
-    assert names == ["events/run=profile_nchw_infer/rank=0/part-0.csv",
-                     "ops/run=profile_nchw_infer/rank=0/part-0.csv"]
+    assert names == [
+        "events/run=profile_nchw_infer/rank=0/part-0.csv",
+        "ops/run=profile_nchw_infer/rank=0/part-0.csv",
+    ]
     ops = pd.read_csv(tmp_path / names[1])
     assert len(ops) == len(log.framework.traces[0].ops) and "name" in ops.columns

@@ -123,7 +123,12 @@ def test_column_helpers_match_pandas() -> None:
     assert [type(v) for v in got] == [type(v) for v in expected]
     assert all(x == y or (x != x and y != y) for x, y in zip(got, expected, strict=True))
     assert category_mask(col, lambda v: v in ("a", "b")).tolist() == [
-        True, False, True, True, False]
+        True,
+        False,
+        True,
+        True,
+        False,
+    ]
     plain = pd.Series(["x", "y"])
     assert list(str_values(plain)) == ["x", "y"]
     frame = pd.DataFrame({"n": [1, 2], "t": [0.5, np.nan], "s": ["u", "v"]}, index=[7, 3])
@@ -134,8 +139,7 @@ def test_column_helpers_match_pandas() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6), st.integers(0, 3)),
-                max_size=40))
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6), st.integers(0, 3)), max_size=40))
 def test_digraph_is_networkx_in_the_same_order(edges: list[tuple[int, int, int]]) -> None:
     mine, ref = Digraph(name="g"), nx.DiGraph(name="g")
     for n in range(0, 6, 2):

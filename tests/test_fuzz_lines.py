@@ -57,13 +57,47 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
-MARKERS = ["onednn_verbose", "dnnl_verbose", "mkldnn_verbose", "onednn_verbose,v1",
-           "onednn_verbose,v2", "ov_cpu_verbose", "onednn_verb", "ONEDNN_VERBOSE"]
-OPERATIONS = ["exec", "create", "create:cache_hit", "create:cache_miss", "create_nested",
-              "create:check", "create:dispatch", "exec:check", "info", "error", "warning",
-              "compile", "exec:external", "primitive", "graph", "common", "ukernel", ""]
-PREFIXES = ["[rank0]: ", "> ", "[2026-01-01 00:00:00.000] [oneDNN] [info] ", "`", "  ",
-            "INFO:root:", "\x1b[32m", "\ufeff", "Epoch 1: 10%\r"]
+MARKERS = [
+    "onednn_verbose",
+    "dnnl_verbose",
+    "mkldnn_verbose",
+    "onednn_verbose,v1",
+    "onednn_verbose,v2",
+    "ov_cpu_verbose",
+    "onednn_verb",
+    "ONEDNN_VERBOSE",
+]
+OPERATIONS = [
+    "exec",
+    "create",
+    "create:cache_hit",
+    "create:cache_miss",
+    "create_nested",
+    "create:check",
+    "create:dispatch",
+    "exec:check",
+    "info",
+    "error",
+    "warning",
+    "compile",
+    "exec:external",
+    "primitive",
+    "graph",
+    "common",
+    "ukernel",
+    "",
+]
+PREFIXES = [
+    "[rank0]: ",
+    "> ",
+    "[2026-01-01 00:00:00.000] [oneDNN] [info] ",
+    "`",
+    "  ",
+    "INFO:root:",
+    "\x1b[32m",
+    "\ufeff",
+    "Epoch 1: 10%\r",
+]
 ALPHABET = st.characters(codec="utf-8", exclude_categories=["Cs"])
 # the marker, and the field the scanner takes as the version (any field starting with v)
 _MARK = re.compile(r"(onednn|mkldnn|dnnl)_verbose,(v[^,]*,)?")
@@ -76,16 +110,35 @@ _MARK = re.compile(r"(onednn|mkldnn|dnnl)_verbose,(v[^,]*,)?")
 def mutation(draw: st.DrawFn, line: str) -> str:
     """One random change to ``line``."""
     fields = line.split(",")
-    kind = draw(st.sampled_from([
-        "truncate", "drop", "insert", "duplicate", "marker", "operation", "bytes", "huge",
-        "punct", "unicode", "nul", "glue", "cr", "prefix", "time", "swap", "grow",
-    ]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "truncate",
+                "drop",
+                "insert",
+                "duplicate",
+                "marker",
+                "operation",
+                "bytes",
+                "huge",
+                "punct",
+                "unicode",
+                "nul",
+                "glue",
+                "cr",
+                "prefix",
+                "time",
+                "swap",
+                "grow",
+            ]
+        )
+    )
     pos = draw(st.integers(0, len(line)))
     at = draw(st.integers(0, max(0, len(fields) - 1)))
     if kind == "truncate":
         return line[:pos]
     if kind == "drop" and len(fields) > 1:
-        return ",".join(fields[:at] + fields[at + 1:])
+        return ",".join(fields[:at] + fields[at + 1 :])
     if kind == "insert":
         new = draw(st.text(alphabet=st.sampled_from("abc019:_.-x+e ;*#/"), max_size=12))
         return ",".join(fields[:at] + [new] + fields[at:])
@@ -94,17 +147,17 @@ def mutation(draw: st.DrawFn, line: str) -> str:
     if kind == "marker":
         return ",".join([draw(st.sampled_from(MARKERS))] + fields[1:])
     if kind == "operation":
-        return ",".join(fields[:at] + [draw(st.sampled_from(OPERATIONS))] + fields[at + 1:])
+        return ",".join(fields[:at] + [draw(st.sampled_from(OPERATIONS))] + fields[at + 1 :])
     if kind == "bytes":
         raw = draw(st.binary(min_size=1, max_size=16))
         return line[:pos] + raw.decode("utf-8", "replace") + line[pos:]
     if kind == "huge":
         size = draw(st.sampled_from([300, 5_000, 80_000, MAX_LINE_CHARS + 5]))
         fill = draw(st.sampled_from(["x", "9", "a:", "ab_", " "]))
-        return ",".join(fields[:at] + [fill * (size // len(fill))] + fields[at + 1:])
+        return ",".join(fields[:at] + [fill * (size // len(fill))] + fields[at + 1 :])
     if kind == "grow" and fields[at]:  # a field's last character repeated: nthr:2222...
         size = draw(st.sampled_from([20, 5_000, 80_000]))
-        return ",".join(fields[:at] + [fields[at] + fields[at][-1] * size] + fields[at + 1:])
+        return ",".join(fields[:at] + [fields[at] + fields[at][-1] * size] + fields[at + 1 :])
     if kind == "punct":
         return line[:pos] + draw(st.sampled_from([",", ":", ",,", "::", ", ", ",:,"])) + line[pos:]
     if kind == "unicode":
@@ -118,8 +171,26 @@ def mutation(draw: st.DrawFn, line: str) -> str:
     if kind == "prefix":
         return draw(st.sampled_from(PREFIXES)) + line
     if kind == "time":
-        value = draw(st.sampled_from(["inf", "-inf", "nan", "-1", "1e400", "1e-400", "0.5.",
-                                      "0.5 ms", "1_0", " 2", "٣", "", "0x10", "1e5"]))
+        value = draw(
+            st.sampled_from(
+                [
+                    "inf",
+                    "-inf",
+                    "nan",
+                    "-1",
+                    "1e400",
+                    "1e-400",
+                    "0.5.",
+                    "0.5 ms",
+                    "1_0",
+                    " 2",
+                    "٣",
+                    "",
+                    "0x10",
+                    "1e5",
+                ]
+            )
+        )
         return ",".join(fields[:-1] + [value])
     if kind == "swap" and len(fields) > 2:
         i, j = at, draw(st.integers(0, len(fields) - 1))
@@ -174,7 +245,7 @@ def with_timestamp(line: str, ts: str) -> str | None:
     m = _MARK.search(line)
     if m is None:
         return None
-    return line[: m.end()] + ts + "," + line[m.end():]
+    return line[: m.end()] + ts + "," + line[m.end() :]
 
 
 # -- properties ----------------------------------------------------------------------------
@@ -196,7 +267,10 @@ def test_never_raises_and_every_line_is_accounted(lines: list[str], newline: boo
     # a second pass over the same lines (now all memoised) gives the same accounting
     again = scanner.scan("<fuzz>", lines)
     assert (again.parsed, again.foreign, again.malformed) == (
-        scan.parsed, scan.foreign, scan.malformed)
+        scan.parsed,
+        scan.foreign,
+        scan.malformed,
+    )
     assert list(again.event_record) == list(scan.event_record)
 
 

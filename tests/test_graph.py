@@ -158,9 +158,7 @@ def test_lstm() -> None:
     assert g.graph.edges["n2_rnn", "n5_rnn"]["dst_arg"] == "src_layer"
 
 
-@pytest.mark.parametrize(
-    "path", sorted((SAMPLES / "legacy").glob("*.log")), ids=lambda p: p.name
-)
+@pytest.mark.parametrize("path", sorted((SAMPLES / "legacy").glob("*.log")), ids=lambda p: p.name)
 def test_legacy_logs(path: Path) -> None:
     # 15 primitives per iteration + the 2 int8 reorders done once before the loop; reorders:
     # src and weights into the conv layouts, back to nchw, the inner product's weights, the

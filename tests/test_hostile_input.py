@@ -32,13 +32,17 @@ from dnnlens.parsers.scanner import Scanner
 ROOT = Path(__file__).resolve().parent.parent
 NCHW = ROOT / "sample_logs" / "convnet_nchw_infer.log"
 NCHW_LINES = 338
-HEAD = ("onednn_verbose,v1,primitive,exec,cpu,reorder,jit:uni,undef,src:f32::blocked:abcd::f0"
-        " dst:f32::blocked:Acdb8a::f0,attr-scratchpad:user,,16x3x3x3")
+HEAD = (
+    "onednn_verbose,v1,primitive,exec,cpu,reorder,jit:uni,undef,src:f32::blocked:abcd::f0"
+    " dst:f32::blocked:Acdb8a::f0,attr-scratchpad:user,,16x3x3x3"
+)
 LINE = HEAD + ",0.25"
-CONV = ("onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx2,forward_training,"
-        "src:f32:a:blocked:abcd::f0 wei:f32:a:blocked:Acdb8a::f0 bia:undef::undef::: "
-        "dst:f32:a:blocked:aBcd8b::f0,attr-scratchpad:user,alg:convolution_direct,"
-        "mb4_ic3oc16_ih64oh64kh3sh1dh0ph1_iw64ow64kw3sw1dw0pw1,5.94189")
+CONV = (
+    "onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx2,forward_training,"
+    "src:f32:a:blocked:abcd::f0 wei:f32:a:blocked:Acdb8a::f0 bia:undef::undef::: "
+    "dst:f32:a:blocked:aBcd8b::f0,attr-scratchpad:user,alg:convolution_direct,"
+    "mb4_ic3oc16_ih64oh64kh3sh1dh0ph1_iw64ow64kw3sw1dw0pw1,5.94189"
+)
 
 
 def scan_one(lines: list[str], scanner: Scanner | None = None):  # noqa: ANN201 - test helper
@@ -49,8 +53,10 @@ def scan_one(lines: list[str], scanner: Scanner | None = None):  # noqa: ANN201 
 
 
 def reasons(scanner: Scanner, scan) -> dict[int, str]:  # noqa: ANN001
-    return {int(line): scanner.reasons[r]
-            for line, r in zip(scan.malformed_line, scan.malformed_reason, strict=True)}
+    return {
+        int(line): scanner.reasons[r]
+        for line, r in zip(scan.malformed_line, scan.malformed_reason, strict=True)
+    }
 
 
 def read_all(path: Path) -> tuple[list[str], ReadStats]:
@@ -62,10 +68,17 @@ def read_all(path: Path) -> tuple[list[str], ReadStats]:
 # -- prefixes, glued lines, unknown fields, odd times ---------------------------------------
 
 
-@pytest.mark.parametrize("prefix", [
-    "[rank0]: ", "> ", "[2026-01-01 00:00:00.000] [oneDNN] [info] ", "`", "\ufeff",
-    "Epoch 1: 10%|#         |\r",
-])
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "[rank0]: ",
+        "> ",
+        "[2026-01-01 00:00:00.000] [oneDNN] [info] ",
+        "`",
+        "\ufeff",
+        "Epoch 1: 10%|#         |\r",
+    ],
+)
 def test_prefixed_lines_parse_like_bare_ones(prefix: str) -> None:
     scanner, scan = scan_one([prefix + LINE, prefix + LINE, LINE])
     assert (scan.parsed, scan.prefixed) == (3, 2)
@@ -82,8 +95,14 @@ def test_interleaved_line_is_malformed_not_misread() -> None:
     assert [scanner.records[r].kind for r in scan.event_record] == ["reorder", "convolution"]
 
 
-@pytest.mark.parametrize("glued", [HEAD + ",0.5onednn_verbose,0.7",  # marker before the time
-                                    HEAD + "dnnl_verbose,0.5", LINE + LINE])
+@pytest.mark.parametrize(
+    "glued",
+    [
+        HEAD + ",0.5onednn_verbose,0.7",  # marker before the time
+        HEAD + "dnnl_verbose,0.5",
+        LINE + LINE,
+    ],
+)
 def test_glued_lines_on_both_paths(glued: str) -> None:
     for scanner in (Scanner(), scan_one([LINE])[0]):  # cold; warm
         scanner, scan = scan_one([glued, glued], scanner)
@@ -100,8 +119,7 @@ def test_unknown_future_fields_are_kept_in_extra() -> None:
     scanner, scan = scan_one([HEAD + ",future:1,more:x,0.5"])
     assert scan.parsed == 1
     record = scanner.records[scan.event_record[0]]
-    assert (record.kind, record.problem, record.extra) == ("reorder", "16x3x3x3",
-                                                           "future:1,more:x")
+    assert (record.kind, record.problem, record.extra) == ("reorder", "16x3x3x3", "future:1,more:x")
     assert scan.event_time[0] == 0.5
 
 
@@ -144,9 +162,14 @@ def test_timestamp_and_a_second_number_field() -> None:
 
 
 def test_cut_marker_is_found_only_at_the_end() -> None:
-    scanner, scan = scan_one(["mkldnn_verbose,exec,reorder,simple:any,undef,in:f32_nchw out:f32"
-                              "_nChw8c,num:1,1x2x3x4,0.1", "some text then onednn_verb",
-                              "onednn_verb in the middle"])
+    scanner, scan = scan_one(
+        [
+            "mkldnn_verbose,exec,reorder,simple:any,undef,in:f32_nchw out:f32"
+            "_nChw8c,num:1,1x2x3x4,0.1",
+            "some text then onednn_verb",
+            "onednn_verb in the middle",
+        ]
+    )
     assert (scan.parsed, scan.malformed, scan.foreign) == (1, 1, 1)
     assert "marker cut off" in reasons(scanner, scan)[2]
 
@@ -160,8 +183,9 @@ def test_very_long_lines_are_not_parsed() -> None:
 
 
 def test_nul_bytes_inside_lines() -> None:
-    scanner, scan = scan_one(["\x00" * 5000 + LINE, LINE + "\x00\x00", "\x00" * 10,
-                              LINE[:30] + "\x00" + LINE[30:]])
+    scanner, scan = scan_one(
+        ["\x00" * 5000 + LINE, LINE + "\x00\x00", "\x00" * 10, LINE[:30] + "\x00" + LINE[30:]]
+    )
     assert (scan.parsed, scan.foreign, scan.nul_lines) == (3, 1, 4)
     assert list(scan.event_time) == [0.25] * 3
 
@@ -197,8 +221,7 @@ def test_crlf_lines_scan_like_lf(tmp_path: Path) -> None:
     assert a.scans[0].lines == b.scans[0].lines == NCHW_LINES
     assert list(a.events["time_ms"]) == list(b.events["time_ms"])
     assert all(line.endswith("\r\n") for line in read_all(crlf)[0])  # kept for --tee
-    assert not any(line.endswith("\r") for line in iter_lines(InputSource(str(crlf)),
-                                                              ReadStats()))
+    assert not any(line.endswith("\r") for line in iter_lines(InputSource(str(crlf)), ReadStats()))
 
 
 def test_truncated_gzip_keeps_every_line_before_the_cut(tmp_path: Path) -> None:
@@ -237,10 +260,11 @@ def test_other_compressions_by_content(tmp_path: Path, pack, kind: str) -> None:
 
 def test_byte_order_marks(tmp_path: Path) -> None:
     text = NCHW.read_text()
-    for name, data, encoding in [("u8.log", b"\xef\xbb\xbf" + text.encode(), "utf-8-sig"),
-                                 ("u16.log", text.encode("utf-16"), "utf-16"),
-                                 ("u16be.log", b"\xfe\xff" + text.encode("utf-16-be"),
-                                  "utf-16")]:
+    for name, data, encoding in [
+        ("u8.log", b"\xef\xbb\xbf" + text.encode(), "utf-8-sig"),
+        ("u16.log", text.encode("utf-16"), "utf-16"),
+        ("u16be.log", b"\xfe\xff" + text.encode("utf-16-be"), "utf-16"),
+    ]:
         (tmp_path / name).write_bytes(data)
         lines, stats = read_all(tmp_path / name)
         assert stats.encoding == encoding
@@ -259,8 +283,9 @@ def test_invalid_utf8_is_counted_per_source(tmp_path: Path) -> None:
     assert (a_stats.invalid_utf8_bytes, b_stats.invalid_utf8_bytes) == (3, 2)
 
 
-def test_a_multibyte_character_split_across_reads(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_multibyte_character_split_across_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(inputs, "_TEXT_CHUNK", 7)
     path = tmp_path / "u.log"
     path.write_text("é" * 50 + "\n" + "日本" * 30 + "\n", encoding="utf-8")
@@ -269,8 +294,9 @@ def test_a_multibyte_character_split_across_reads(tmp_path: Path,
     assert stats.invalid_utf8_bytes == 0
 
 
-def test_overlong_lines_are_cut_and_reading_goes_on(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_overlong_lines_are_cut_and_reading_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(inputs, "MAX_LINE_BYTES", 100)
     path = tmp_path / "long.log"
     path.write_bytes(b"a" * 1000 + b"\n" + b"short\n" + "é".encode() * 300 + b"\nend")
@@ -293,14 +319,17 @@ def test_a_line_without_end_cannot_fill_memory(tmp_path: Path) -> None:
     assert stats.cut_lines == 1
 
 
-@pytest.mark.parametrize(("data", "what"), [
-    (b"\x7fELF\x02\x01\x01" + bytes(100), "an ELF executable"),
-    (b"\x89PNG\r\n\x1a\n" + bytes(100), "a PNG image"),
-    (b"%PDF-1.7\n", "a PDF document"),
-    (b"\x28\xb5\x2f\xfd" + bytes(20), "zstd-compressed"),
-    (bytes(257) + b"ustar\x0000" + bytes(300), "a tar archive"),
-    (gzip.compress(b"PK\x03\x04" + bytes(100)), "gzip-compressed a zip archive"),
-])
+@pytest.mark.parametrize(
+    ("data", "what"),
+    [
+        (b"\x7fELF\x02\x01\x01" + bytes(100), "an ELF executable"),
+        (b"\x89PNG\r\n\x1a\n" + bytes(100), "a PNG image"),
+        (b"%PDF-1.7\n", "a PDF document"),
+        (b"\x28\xb5\x2f\xfd" + bytes(20), "zstd-compressed"),
+        (bytes(257) + b"ustar\x0000" + bytes(300), "a tar archive"),
+        (gzip.compress(b"PK\x03\x04" + bytes(100)), "gzip-compressed a zip archive"),
+    ],
+)
 def test_known_binary_formats_are_refused(tmp_path: Path, data: bytes, what: str) -> None:
     path = tmp_path / "x.log"
     path.write_bytes(data)
@@ -314,8 +343,9 @@ def test_devices_are_refused() -> None:
         read_all(Path("/dev/zero"))
 
 
-def test_read_error_mid_file_keeps_the_lines_before(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_error_mid_file_keeps_the_lines_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "x.log"
     path.write_bytes(NCHW.read_bytes())
     real_open = open
@@ -364,8 +394,10 @@ def test_unlistable_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 def test_empty_path_and_glob_without_match(tmp_path: Path) -> None:
     sources, errors = expand_inputs(["", str(tmp_path / "*.nothing")])
     assert sources == []
-    assert errors == ["'': an empty path names no file",
-                      f"{tmp_path}/*.nothing: no such file, and no file matches it as a pattern"]
+    assert errors == [
+        "'': an empty path names no file",
+        f"{tmp_path}/*.nothing: no such file, and no file matches it as a pattern",
+    ]
 
 
 def test_scan_source_carries_what_reading_learnt(tmp_path: Path) -> None:
@@ -385,8 +417,10 @@ def test_input_problems_one_message_per_input(tmp_path: Path) -> None:
     (tmp_path / "prog.log").write_text("hello\n")
     (tmp_path / "trace.txt").write_text('{"traceEvents": [\n{"name": "x"}\n')
     (tmp_path / "good.log").write_text(LINE + "\n")
-    log = load([str(tmp_path / n) for n in ("empty.log", "prog.log", "good.log", "trace.txt")]
-               + [str(tmp_path / "missing.log")])
+    log = load(
+        [str(tmp_path / n) for n in ("empty.log", "prog.log", "good.log", "trace.txt")]
+        + [str(tmp_path / "missing.log")]
+    )
     problems = input_problems(log)
     # beside a real log (good.log), inputs without a verbose line are notes, not errors
     assert len(problems.errors) == 2

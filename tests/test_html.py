@@ -25,52 +25,80 @@ CL = str(LOGS / "convnet_cl_infer.log")
 
 PAYLOAD_IMPL = "<script>alert(1)</script>"
 PAYLOAD_PRB = "<img src=x onerror=alert(2)>"
-CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser"))
-                 if p), None)
+CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser")) if p), None)
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 
 
 @pytest.fixture(scope="module")
 def nchw_html() -> str:
     analysis = analyze_log(load([NCHW]))
-    analysis.findings = [Finding(
-        "layout-round-trip", "DL002", "warning",
-        "activations are reordered between aBcd8b and abcd around the ops",
-        [Evidence(NCHW, 16), Evidence(NCHW, 21)], {"share": 0.3}, "use channels_last")]
+    analysis.findings = [
+        Finding(
+            "layout-round-trip",
+            "DL002",
+            "warning",
+            "activations are reordered between aBcd8b and abcd around the ops",
+            [Evidence(NCHW, 16), Evidence(NCHW, 21)],
+            {"share": 0.3},
+            "use channels_last",
+        )
+    ]
     return render_html(analysis)
 
 
 def _payload_log(tmp_path: Path) -> Path:
     path = tmp_path / "evil<b>name.log"
-    line = ("onednn_verbose,v1,primitive,exec,cpu,reorder,{impl},undef,"
-            "src:f32::blocked:abcd::f0 dst:f32::blocked:aBcd8b::f0,,,{prb},{t}")
-    path.write_text("\n".join(
-        [line.format(impl=PAYLOAD_IMPL, prb=PAYLOAD_PRB, t=t) for t in ("1.5", "1.25")]
-        + ["onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx2,forward_training,"
-           "src:f32::blocked:abcd::f0 wei:f32::blocked:abcd::f0 bia:undef::undef::: "
-           "dst:f32::blocked:abcd::f0,,alg:convolution_direct,"
-           "mb1_ic3oc16_ih8oh8kh3sh1dh0ph1_iw8ow8kw3sw1dw0pw1,0.5"]) + "\n")
+    line = (
+        "onednn_verbose,v1,primitive,exec,cpu,reorder,{impl},undef,"
+        "src:f32::blocked:abcd::f0 dst:f32::blocked:aBcd8b::f0,,,{prb},{t}"
+    )
+    path.write_text(
+        "\n".join(
+            [line.format(impl=PAYLOAD_IMPL, prb=PAYLOAD_PRB, t=t) for t in ("1.5", "1.25")]
+            + [
+                "onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx2,forward_training,"
+                "src:f32::blocked:abcd::f0 wei:f32::blocked:abcd::f0 bia:undef::undef::: "
+                "dst:f32::blocked:abcd::f0,,alg:convolution_direct,"
+                "mb1_ic3oc16_ih8oh8kh3sh1dh0ph1_iw8ow8kw3sw1dw0pw1,0.5"
+            ]
+        )
+        + "\n"
+    )
     return path
 
 
 def _payload_html(tmp_path: Path) -> str:
     path = _payload_log(tmp_path)
     analysis = analyze_log(load([str(path)]))
-    analysis.findings = [Finding("evil-rule<script>", "X<1>", "warning",
-                                 "message <script>alert(3)</script>",
-                                 [Evidence(str(path), 1)], {"k": "<script>"},
-                                 "fix <iframe src=javascript:alert(4)>")]
+    analysis.findings = [
+        Finding(
+            "evil-rule<script>",
+            "X<1>",
+            "warning",
+            "message <script>alert(3)</script>",
+            [Evidence(str(path), 1)],
+            {"k": "<script>"},
+            "fix <iframe src=javascript:alert(4)>",
+        )
+    ]
     return render_html(analysis)
 
 
 def test_sections_and_numbers(nchw_html):
     html = nchw_html
     assert html.startswith("<!doctype html>")
-    for text in ("Reorders take <b>69.0%</b> of the primitive time",
-                 "Where the time went", "One iteration, in order: where the reorders sit",
-                 "Time per iteration", "Reorder flow: from layout to layout",
-                 "Time by primitive kind", "Time by implementation", "Top primitives",
-                 "Findings (1)", "Inputs"):
+    for text in (
+        "Reorders take <b>69.0%</b> of the primitive time",
+        "Where the time went",
+        "One iteration, in order: where the reorders sit",
+        "Time per iteration",
+        "Reorder flow: from layout to layout",
+        "Time by primitive kind",
+        "Time by implementation",
+        "Top primitives",
+        "Findings (1)",
+        "Inputs",
+    ):
         assert text in html, text
     assert "245.7 ms in 121 executions" in html
     assert html.count("<svg") >= 6
@@ -124,9 +152,19 @@ def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     assert CHROMIUM is not None
     profile = tmp_path / "profile"
     profile.mkdir(exist_ok=True)
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-           "--no-first-run", "--disable-background-networking", "--disable-component-update",
-           "--disable-sync", f"--user-data-dir={profile}", *args]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
 
 
@@ -160,8 +198,7 @@ def test_browser_screenshot(tmp_path, nchw_html):
     page = tmp_path / "report.html"
     page.write_text(nchw_html, encoding="utf-8")
     shot = tmp_path / "shot.png"
-    done = _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,2000",
-                     page.as_uri())
+    done = _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,2000", page.as_uri())
     assert done.returncode == 0, done.stderr[-2000:]
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000

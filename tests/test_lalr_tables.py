@@ -53,7 +53,8 @@ def test_table_is_used_and_equals_a_fresh_analysis(
 
     assert rules(loaded) == rules(fresh)
     assert sorted((t.name, repr(t.pattern), t.priority) for t in loaded.terminals) == sorted(
-        (t.name, repr(t.pattern), t.priority) for t in fresh.terminals)
+        (t.name, repr(t.pattern), t.priority) for t in fresh.terminals
+    )
     assert {hash(r) for r in loaded.rules} == {hash(r) for r in fresh.rules}
 
 
@@ -75,10 +76,14 @@ def _sample_fields() -> dict[str, set[str]]:
     }
 
 
-@pytest.mark.parametrize("name,transformer", [
-    ("memdesc.lark", fields._MdTransformer), ("attrs.lark", fields._AttrsTransformer),
-    ("problem.lark", fields._ProblemTransformer),
-])
+@pytest.mark.parametrize(
+    "name,transformer",
+    [
+        ("memdesc.lark", fields._MdTransformer),
+        ("attrs.lark", fields._AttrsTransformer),
+        ("problem.lark", fields._ProblemTransformer),
+    ],
+)
 def test_loaded_parser_parses_like_a_fresh_one(name: str, transformer: type) -> None:
     _current_table(name)
     loaded = lalr_tables.lalr_parser(name, transformer())

@@ -106,14 +106,14 @@ def test_shape_and_order_give_the_same_links(nchw, tmp_path):
     _, by_time = nchw
     log_path = SAMPLES / "profile_nchw_infer.log"
     for markers in (True, False):
-        log = load([_without(log_path, tmp_path, stamps=False, markers=markers),
-                    _files("nchw_infer")[1]])
+        log = load(
+            [_without(log_path, tmp_path, stamps=False, markers=markers), _files("nchw_infer")[1]]
+        )
         (result,) = link_framework(log)
         assert result.info["method"] == "shape"
         got = result.links[["op", "kind", "time_ms"]].reset_index(drop=True)
         assert got.equals(by_time.links[["op", "kind", "time_ms"]].reset_index(drop=True))
-        assert set(result.links.loc[result.links["kind"] == "convolution", "method"]) == {
-            "shape"}
+        assert set(result.links.loc[result.links["kind"] == "convolution", "method"]) == {"shape"}
         assert result.ops[0]["link"] == "shape"
         ambiguous = any("more than one place" in n for n in result.notes)
         assert ambiguous == (not markers)  # 6 passes logged, 5 profiled: the last 5 taken
@@ -129,17 +129,28 @@ def test_lstm(tmp_path):
     assert len(inst) == 10 and (inst["primitives"] == 1).all() and (inst["reorders"] == 2).all()
     (row,) = result.ops
     assert (row["calls"], row["link"], row["primitive_count"], row["reorder_count"]) == (
-        10, "timestamp", 10, 20)
+        10,
+        "timestamp",
+        10,
+        20,
+    )
     assert row["onednn_time_ms"] == pytest.approx(sum(t for _, _, t in window))
     # linear does not reach oneDNN in this torch build: aten::addmm ran without it
     assert not ({"matmul", "inner_product"} & set(log.events["kind"].astype(str)))
     assert [r["name"] for r in result.without_onednn] == ["aten::addmm"]
     # without timestamps: the same pairs by shape
-    nots = load([_without(SAMPLES / "profile_lstm_infer.log", tmp_path, False, True),
-                 _files("lstm_infer")[1]])
+    nots = load(
+        [
+            _without(SAMPLES / "profile_lstm_infer.log", tmp_path, False, True),
+            _files("lstm_infer")[1],
+        ]
+    )
     (again,) = link_framework(nots)
-    assert again.links[["op", "kind"]].reset_index(drop=True).equals(
-        result.links[["op", "kind"]].reset_index(drop=True))
+    assert (
+        again.links[["op", "kind"]]
+        .reset_index(drop=True)
+        .equals(result.links[["op", "kind"]].reset_index(drop=True))
+    )
 
 
 def test_bf16_reaches_no_onednn():
@@ -161,8 +172,7 @@ def test_table_only_log_links_by_order():
     (row,) = result.ops
     assert row["name"] == "aten::mkldnn_convolution" and row["link"] == "order"
     by_kind = {k["kind"]: k["count"] for k in row["onednn"]}
-    assert by_kind == dict(Counter(k for _, k, _ in window)) == {"convolution": 12,
-                                                                  "reorder": 33}
+    assert by_kind == dict(Counter(k for _, k, _ in window)) == {"convolution": 12, "reorder": 33}
     assert row["calls"] == 12  # from the table
     assert row["onednn_time_ms"] == pytest.approx(sum(t for _, _, t in window))
     assert result.info["outside_window"] == 15

@@ -45,8 +45,10 @@ def test_blocks_arrive_before_the_stream_ends(monkeypatch) -> None:
     half = len(lines) // 2
     # the first half, then half a line, a pause, the rest of that line and the rest
     cut = len(lines[half]) // 2
-    parts = [b"".join(lines[:half]) + lines[half][:cut], lines[half][cut:] + b"".join(
-        lines[half + 1 :])]
+    parts = [
+        b"".join(lines[:half]) + lines[half][:cut],
+        lines[half][cut:] + b"".join(lines[half + 1 :]),
+    ]
     pipe = _SlowPipe(parts, pause=0.5)
     tee = io.BytesIO()
     got: list[tuple[float, bytes]] = []
@@ -76,7 +78,8 @@ def test_live_view_shows_figures_while_reading(monkeypatch) -> None:
     data = NCHW.read_bytes()
     pipe = _SlowPipe([data[: len(data) // 2], data[len(data) // 2 :]], pause=0.4)
     analysis, finished = live.analyze_stream(
-        pipe.reader, live_console=Console(file=io.StringIO(), force_terminal=True))
+        pipe.reader, live_console=Console(file=io.StringIO(), force_terminal=True)
+    )
     assert finished
     assert shown, "the live view was never drawn"
     assert "lines (" in shown[0] and "executions" in shown[0]

@@ -48,7 +48,8 @@ def test_parallel_equals_single(big_log: Path, jobs: int, monkeypatch) -> None:
     assert a.families == b.families
     assert list(a.malformed_line) == list(b.malformed_line)
     assert [one.reasons[r] for r in a.malformed_reason] == [
-        many.reasons[r] for r in b.malformed_reason]
+        many.reasons[r] for r in b.malformed_reason
+    ]
     assert a.header.version == b.header.version
     assert a.header.version_lines == b.header.version_lines
     ev1, ev2 = one.events, many.events

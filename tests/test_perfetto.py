@@ -38,8 +38,12 @@ def check_structure(trace: dict) -> list[dict]:
         assert isinstance(e["pid"], int) and isinstance(e["tid"], int)
         assert isinstance(e["name"], str)
         if e["ph"] == "M":
-            assert e["name"] in ("process_name", "process_sort_index", "thread_name",
-                                 "thread_sort_index")
+            assert e["name"] in (
+                "process_name",
+                "process_sort_index",
+                "thread_name",
+                "thread_sort_index",
+            )
             continue
         assert isinstance(e["ts"], int | float) and math.isfinite(e["ts"]) and e["ts"] >= 0
         if e["ph"] == "X":
@@ -129,8 +133,13 @@ def test_max_events_cuts_at_an_iteration(nchw):
 
 def test_findings_become_instant_events(nchw):
     nchw.findings = [
-        Finding("layout-round-trip", "DL002", "warning", "round <trips>",
-                [Evidence(NCHW, 16), Evidence(NCHW, 21)]),
+        Finding(
+            "layout-round-trip",
+            "DL002",
+            "warning",
+            "round <trips>",
+            [Evidence(NCHW, 16), Evidence(NCHW, 21)],
+        ),
         Finding("no-evidence", "X1", "info", "whole log"),
     ]
     try:
@@ -141,22 +150,27 @@ def test_findings_become_instant_events(nchw):
     inst = [e for e in trace["traceEvents"] if e["ph"] == "i"]
     placed = [e for e in inst if e["args"]["rule"] == "layout-round-trip"]
     assert len(placed) == 2 and all(e["s"] == "t" for e in placed)
-    lines = {e["args"]["line"]: e["ts"] for e in trace["traceEvents"]
-             if e["ph"] == "X" and "line" in e.get("args", {})}
+    lines = {
+        e["args"]["line"]: e["ts"]
+        for e in trace["traceEvents"]
+        if e["ph"] == "X" and "line" in e.get("args", {})
+    }
     assert sorted(e["ts"] for e in placed) == sorted([lines[16], lines[21]])
     glob = [e for e in inst if e["args"]["rule"] == "no-evidence"]
     assert len(glob) == 1 and glob[0]["s"] == "g"
 
 
 def test_overlapping_timestamps_go_to_extra_tracks():
-    text = "\n".join([
-        "onednn_verbose,v1,1000.000,primitive,exec,gpu,matmul,ocl:gemm:any,undef,"
-        "src:f32::blocked:ab::f0 wei:f32::blocked:ab::f0 dst:f32::blocked:ab::f0,,,2x2:2x2,5",
-        "onednn_verbose,v1,1001.000,primitive,exec,gpu,matmul,ocl:gemm:any,undef,"
-        "src:f32::blocked:ab::f0 wei:f32::blocked:ab::f0 dst:f32::blocked:ab::f0,,,2x2:2x2,5",
-        "onednn_verbose,v1,1010.000,primitive,exec,gpu,matmul,ocl:gemm:any,undef,"
-        "src:f32::blocked:ab::f0 wei:f32::blocked:ab::f0 dst:f32::blocked:ab::f0,,,2x2:2x2,1",
-    ])
+    text = "\n".join(
+        [
+            "onednn_verbose,v1,1000.000,primitive,exec,gpu,matmul,ocl:gemm:any,undef,"
+            "src:f32::blocked:ab::f0 wei:f32::blocked:ab::f0 dst:f32::blocked:ab::f0,,,2x2:2x2,5",
+            "onednn_verbose,v1,1001.000,primitive,exec,gpu,matmul,ocl:gemm:any,undef,"
+            "src:f32::blocked:ab::f0 wei:f32::blocked:ab::f0 dst:f32::blocked:ab::f0,,,2x2:2x2,5",
+            "onednn_verbose,v1,1010.000,primitive,exec,gpu,matmul,ocl:gemm:any,undef,"
+            "src:f32::blocked:ab::f0 wei:f32::blocked:ab::f0 dst:f32::blocked:ab::f0,,,2x2:2x2,1",
+        ]
+    )
     xs = check_structure(build_trace(analyze_log(load_text(text))))
     prims = [e for e in xs if e["tid"] != 0]
     assert [e["tid"] for e in prims] == [1, 2, 1]
@@ -164,15 +178,18 @@ def test_overlapping_timestamps_go_to_extra_tracks():
 
 
 def test_graph_partitions_on_their_own_track():
-    text = "\n".join([
-        "onednn_verbose,v1,primitive,exec,cpu,matmul,brg:avx2,undef,src:f32::blocked:ab::f0 "
-        "wei:f32::blocked:ab::f0 dst:f32::blocked:ab::f0,,,2x2:2x2,1",
-        "onednn_verbose,v1,primitive,exec,cpu,eltwise,jit:avx2,forward_inference,"
-        "src:f32::blocked:ab::f0 dst:f32::blocked:ab::f0,,alg:eltwise_relu alpha:0 beta:0,2x2,1",
-        "onednn_verbose,v1,graph,exec,cpu,100002,matmul_post_ops,MatMul;ReLU,,"
-        "in0_f32:0:strided:undef:2x2:2s1 out0_f32:2:strided:undef:2x2:2s1,fpm:strict,"
-        "larger_partition_kernel_t,dnnl_backend,2.5",
-    ])
+    text = "\n".join(
+        [
+            "onednn_verbose,v1,primitive,exec,cpu,matmul,brg:avx2,undef,src:f32::blocked:ab::f0 "
+            "wei:f32::blocked:ab::f0 dst:f32::blocked:ab::f0,,,2x2:2x2,1",
+            "onednn_verbose,v1,primitive,exec,cpu,eltwise,jit:avx2,forward_inference,"
+            "src:f32::blocked:ab::f0 dst:f32::blocked:ab::f0,,"
+            "alg:eltwise_relu alpha:0 beta:0,2x2,1",
+            "onednn_verbose,v1,graph,exec,cpu,100002,matmul_post_ops,MatMul;ReLU,,"
+            "in0_f32:0:strided:undef:2x2:2s1 out0_f32:2:strided:undef:2x2:2s1,fpm:strict,"
+            "larger_partition_kernel_t,dnnl_backend,2.5",
+        ]
+    )
     analysis = analyze_log(load_text(text))
     xs = check_structure(build_trace(analysis))
     graph = [e for e in xs if e["tid"] >= 1001]
@@ -205,8 +222,7 @@ def test_parse_window():
 def test_cli(tmp_path):
     out = tmp_path / "sub" / "trace.json.gz"
     runner = CliRunner()
-    result = runner.invoke(app, ["export", "perfetto", NCHW, "-o", str(out),
-                                 "--iterations", "1:3"])
+    result = runner.invoke(app, ["export", "perfetto", NCHW, "-o", str(out), "--iterations", "1:3"])
     assert result.exit_code == 0, result.output
     with gzip.open(out, "rt") as fh:
         xs = check_structure(json.load(fh))
@@ -214,7 +230,10 @@ def test_cli(tmp_path):
     assert "30 executions" in result.stderr
     quiet = runner.invoke(app, ["export", "perfetto", NCHW, "-o", str(out), "-q"])
     assert quiet.exit_code == 0 and quiet.stderr == ""
-    assert runner.invoke(app, ["export", "perfetto", NCHW, "-o", str(out),
-                               "--iterations", "x"]).exit_code == 2
-    assert runner.invoke(app, ["export", "perfetto", "missing.log", "-o",
-                               str(out)]).exit_code == 2
+    assert (
+        runner.invoke(
+            app, ["export", "perfetto", NCHW, "-o", str(out), "--iterations", "x"]
+        ).exit_code
+        == 2
+    )
+    assert runner.invoke(app, ["export", "perfetto", "missing.log", "-o", str(out)]).exit_code == 2

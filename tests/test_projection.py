@@ -36,8 +36,9 @@ CL_CONV = (1, 3, 5, 7)  # channels_last pass: reorder(wei), conv, ... (no activa
 
 def hand_medians(path: Path, period: int) -> list[float]:
     """Median per position over passes 2..11 of a sample, from the raw lines."""
-    times = [float(line.rsplit(",", 1)[1]) for line in path.read_text().splitlines()
-             if ",exec," in line]
+    times = [
+        float(line.rsplit(",", 1)[1]) for line in path.read_text().splitlines() if ",exec," in line
+    ]
     passes = [times[i : i + period] for i in range(0, len(times), period)]
     assert len(passes) == 11
     return [statistics.median(p[k] for p in passes[1:]) for k in range(period)]
@@ -78,8 +79,12 @@ def test_remove_activation_reorders_with_channels_last_measured(nchw, cl):
     med, cl_med = hand_medians(NCHW, 15), hand_medians(CL, 8)
     r = project(nchw, ["remove:activation-reorders"], measured=[cl]).changes[0]
     # NCHW pass - activation reorders - NCHW convs + CL convs (k-th conv of a shape <-> k-th)
-    expected = (sum(med) - sum(med[i] for i in NCHW_ACT) - sum(med[i] for i in NCHW_CONV)
-                + sum(cl_med[i] for i in CL_CONV))
+    expected = (
+        sum(med)
+        - sum(med[i] for i in NCHW_ACT)
+        - sum(med[i] for i in NCHW_CONV)
+        + sum(cl_med[i] for i in CL_CONV)
+    )
     assert r.projected_ms == pytest.approx(expected)
     assert r.sources == ["log", "measured"]
     convs = {a.position: a for a in r.adjustments if a.kind == "convolution"}
@@ -106,8 +111,7 @@ def test_bf16_on_avx2_by_roofline(nchw):
     med = hand_medians(NCHW, 15)
     r = project(nchw, ["dtype:bf16"]).changes[0]
     # avx2: no bf16 arithmetic; convolutions are compute bound (x1), reorders move half
-    expected = sum(med[i] for i in NCHW_CONV) + 0.5 * sum(
-        med[i] for i in (*NCHW_WEIGHT, *NCHW_ACT))
+    expected = sum(med[i] for i in NCHW_CONV) + 0.5 * sum(med[i] for i in (*NCHW_WEIGHT, *NCHW_ACT))
     assert r.projected_ms == pytest.approx(expected)
     assert r.sources == ["roofline"]
     assert any("no bf16 arithmetic" in w for w in r.warnings)
@@ -139,16 +143,22 @@ def test_mean_statistic(nchw):
 # synthetic logs: fusion and measured dtype
 
 
-HEADER = ["onednn_verbose,v1,info,oneDNN v3.12.0 (commit x)",
-          "onednn_verbose,v1,info,cpu,runtime:OpenMP,nthr:2",
-          "onednn_verbose,v1,info,cpu,isa:Intel AVX2"]
-CONV = ("onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx2,forward_inference,"
-        "src:{dt}::blocked:acdb::f0 wei:{dt}::blocked:Acdb8a::f0 bia:undef::undef::: "
-        "dst:{dt}::blocked:acdb::f0,{attrs},alg:convolution_direct,"
-        "mb1_ic8oc8_ih8oh8kh3sh1dh0ph1_iw8ow8kw3sw1dw0pw1,{t}")
-ELT = ("onednn_verbose,v1,primitive,exec,cpu,eltwise,jit:avx2,forward_inference,"
-       "src:f32::blocked:acdb::f0 dst:f32::blocked:acdb::f0,,alg:eltwise_relu alpha:0 beta:0,"
-       "1x8x8x8,{t}")
+HEADER = [
+    "onednn_verbose,v1,info,oneDNN v3.12.0 (commit x)",
+    "onednn_verbose,v1,info,cpu,runtime:OpenMP,nthr:2",
+    "onednn_verbose,v1,info,cpu,isa:Intel AVX2",
+]
+CONV = (
+    "onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx2,forward_inference,"
+    "src:{dt}::blocked:acdb::f0 wei:{dt}::blocked:Acdb8a::f0 bia:undef::undef::: "
+    "dst:{dt}::blocked:acdb::f0,{attrs},alg:convolution_direct,"
+    "mb1_ic8oc8_ih8oh8kh3sh1dh0ph1_iw8ow8kw3sw1dw0pw1,{t}"
+)
+ELT = (
+    "onednn_verbose,v1,primitive,exec,cpu,eltwise,jit:avx2,forward_inference,"
+    "src:f32::blocked:acdb::f0 dst:f32::blocked:acdb::f0,,alg:eltwise_relu alpha:0 beta:0,"
+    "1x8x8x8,{t}"
+)
 
 
 def synthetic(passes: int, fused: bool = False, dt: str = "f32", conv_ms: float = 0.5):
@@ -198,7 +208,10 @@ def test_machine_profile_thread_mismatch_is_noted():
 
 def test_normalize_changes():
     assert normalize_changes(["weight-reorders"], ["eltwise"], "bf16") == [
-        "remove:weight-reorders", "fuse:eltwise", "dtype:bf16"]
+        "remove:weight-reorders",
+        "fuse:eltwise",
+        "dtype:bf16",
+    ]
     for bad in ((["nothing"], None, None), (None, ["relu"], None), (None, None, "f16")):
         with pytest.raises(ValueError):
             normalize_changes(*bad)
@@ -217,8 +230,19 @@ runner = CliRunner()
 
 
 def test_cli_project_json():
-    res = runner.invoke(app, ["project", str(NCHW), "--remove", "activation-reorders",
-                              "--measured", str(CL), "--format", "json"])
+    res = runner.invoke(
+        app,
+        [
+            "project",
+            str(NCHW),
+            "--remove",
+            "activation-reorders",
+            "--measured",
+            str(CL),
+            "--format",
+            "json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     assert [c["change"] for c in doc["changes"]] == ["remove:activation-reorders"]
@@ -256,8 +280,9 @@ def test_cli_machine_show(tmp_path):
 
 def test_cli_machine_probe_writes_profile(tmp_path):
     out = tmp_path / "box.toml"
-    res = runner.invoke(app, ["machine", "probe", "-o", str(out), "--seconds", "0.2",
-                              "--format", "json"])
+    res = runner.invoke(
+        app, ["machine", "probe", "-o", str(out), "--seconds", "0.2", "--format", "json"]
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     assert doc["peak_gflops"]["f32"] > 0 and doc["bandwidth_gbs"] > 0

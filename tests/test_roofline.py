@@ -63,10 +63,16 @@ def test_nominal_peaks_per_isa():
 
 def test_isa_from_cpu_flags():
     assert isa_from_flags({"avx", "avx2", "fma"}) == "avx2"
-    assert isa_from_flags({"avx2", "avx512f", "avx512bw", "avx512vl", "avx512dq",
-                           "avx512_vnni"}) == "avx512_core_vnni"
-    assert isa_from_flags({"avx2", "avx512f", "avx512bw", "avx512vl", "avx512dq",
-                           "avx512_bf16", "amx_bf16"}) == "avx512_core_amx"
+    assert (
+        isa_from_flags({"avx2", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni"})
+        == "avx512_core_vnni"
+    )
+    assert (
+        isa_from_flags(
+            {"avx2", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_bf16", "amx_bf16"}
+        )
+        == "avx512_core_amx"
+    )
     assert isa_from_flags({"sse4_1"}) == "sse41"
     assert isa_from_flags({"asimd"}) == "asimd"
     assert isa_from_flags(set()) == ""
@@ -79,8 +85,10 @@ def test_machine_for_log_reads_the_header():
 
 
 def test_machine_for_log_without_header_uses_impl_isa():
-    line = ("onednn_verbose,v1,primitive,exec,cpu,reorder,jit:avx512_core,undef,"
-            "src:f32::blocked:ab::f0 dst:f32::blocked:ba::f0,,,4x4,0.01")
+    line = (
+        "onednn_verbose,v1,primitive,exec,cpu,reorder,jit:avx512_core,undef,"
+        "src:f32::blocked:ab::f0 dst:f32::blocked:ba::f0,,,4x4,0.01"
+    )
     m = machine_for_log(load_text(line))
     assert m.isa == "avx512_core" and m.sources["isa"] == "implementation names"
 
@@ -102,8 +110,11 @@ def test_profile_roundtrip(tmp_path, suffix):
 
 def test_profile_overrides_and_errors(tmp_path):
     p = tmp_path / "m.json"
-    p.write_text(json.dumps({"isa": "avx512_core", "threads": 4, "freq_ghz": 3.0,
-                             "peak_gflops": {"bf16": 999}}))
+    p.write_text(
+        json.dumps(
+            {"isa": "avx512_core", "threads": 4, "freq_ghz": 3.0, "peak_gflops": {"bf16": 999}}
+        )
+    )
     m = load_machine(p)
     # the ISA sets vector width and FMA units: 4 * 3.0 * 64
     assert m.peak("f32") == pytest.approx(768.0)
@@ -127,8 +138,11 @@ def test_gemm_probe_is_bounded():
 
 
 def test_place_compute_bound_conv_by_hand():
-    rec = next(r for r in load([str(NCHW)]).records
-               if r.kind == "convolution" and r.problem == CONV1 and r.operation == "exec")
+    rec = next(
+        r
+        for r in load([str(NCHW)]).records
+        if r.kind == "convolution" and r.problem == CONV1 and r.operation == "exec"
+    )
     cost = primitive_cost(rec.kind, rec.problem, rec.mds, rec.prop_kind, rec.aux, rec.attrs)
     assert cost is not None
     # 11 calls in 26.725836 ms (sum of the 11 exec times of this line in the sample)
@@ -144,8 +158,9 @@ def test_place_compute_bound_conv_by_hand():
 
 
 def test_place_reorder_memory_bound_by_hand():
-    cost = primitive_cost("reorder", "4x16x64x64", "src:f32::blocked:aBcd8b::f0 "
-                          "dst:f32::blocked:abcd::f0", "undef")
+    cost = primitive_cost(
+        "reorder", "4x16x64x64", "src:f32::blocked:aBcd8b::f0 dst:f32::blocked:abcd::f0", "undef"
+    )
     assert cost is not None
     out = place(cost, 2, 1.0, avx2_2thr())
     # no FLOPs: memory bound; 2097152 B per call at 20 GB/s = 0.10486 ms
@@ -157,8 +172,9 @@ def test_place_reorder_memory_bound_by_hand():
 
 
 def test_place_untimed():
-    cost = primitive_cost("reorder", "4x4", "src:f32::blocked:ab::f0 dst:f32::blocked:ba::f0",
-                          "undef")
+    cost = primitive_cost(
+        "reorder", "4x4", "src:f32::blocked:ab::f0 dst:f32::blocked:ba::f0", "undef"
+    )
     assert cost is not None
     out = place(cost, 0, 0.0, avx2_2thr())
     assert out["gflops"] is None and out["efficiency"] is None
@@ -167,8 +183,18 @@ def test_place_untimed():
 def test_primitives_json_contract_nchw_sample():
     analysis = analyze_log(load([str(NCHW)]))
     rows = primitives_json(analysis)
-    keys = ["kind", "impl", "problem", "count", "time_ms", "flops", "bytes", "gflops", "bound",
-            "efficiency"]
+    keys = [
+        "kind",
+        "impl",
+        "problem",
+        "count",
+        "time_ms",
+        "flops",
+        "bytes",
+        "gflops",
+        "bound",
+        "efficiency",
+    ]
     assert all(list(r)[: len(keys)] == keys for r in rows)
     assert len(rows) == 10  # distinct exec lines (see analyze: 9 shapes, 2 reorders share one)
     times = [r["time_ms"] for r in rows]
@@ -211,15 +237,30 @@ def test_machine_passed_in_changes_the_roof():
 def test_roofline_svg_is_well_formed_and_escaped():
     analysis = analyze_log(load([str(NCHW)]))
     rows = primitives_json(analysis)
-    rows.append({"kind": "matmul", "impl": "<script>alert('x')</script>", "problem": 'a"&b',
-                 "count": 1, "time_ms": 1.0, "flops": 1000, "bytes": 100, "gflops": 0.001,
-                 "bound": "compute", "efficiency": 0.5, "dtype": "f32"})
+    rows.append(
+        {
+            "kind": "matmul",
+            "impl": "<script>alert('x')</script>",
+            "problem": 'a"&b',
+            "count": 1,
+            "time_ms": 1.0,
+            "flops": 1000,
+            "bytes": 100,
+            "gflops": 0.001,
+            "bound": "compute",
+            "efficiency": 0.5,
+            "dtype": "f32",
+        }
+    )
     svg = roofline_svg(rows, avx2_2thr(), title="<title> & more")
     root = ET.fromstring(svg)
     assert root.tag.endswith("svg")
     assert "<script>" not in svg and "&lt;script&gt;" in svg
-    circles = [e for e in root.iter() if e.tag.endswith("circle") and e.find(
-        "{http://www.w3.org/2000/svg}title") is not None]
+    circles = [
+        e
+        for e in root.iter()
+        if e.tag.endswith("circle") and e.find("{http://www.w3.org/2000/svg}title") is not None
+    ]
     assert len(circles) == 4  # three convolutions + the injected matmul
     assert "7 primitives without arithmetic" in svg  # the reorders
 

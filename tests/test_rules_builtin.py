@@ -29,34 +29,82 @@ def fired(rel: str, rule: str) -> list[Finding]:
 
 # (rule, a real log where it fires, real logs where it stays quiet)
 CASES = [
-    ("reorder-overhead", S + "convnet_nchw_infer.log",
-     [S + "convnet_cl_infer.log", S + "compile_freezing_infer.log", S + "convnet_cl_train.log"]),
-    ("layout-round-trip", S + "convnet_nchw_infer.log",
-     [S + "convnet_cl_infer.log", S + "compile_freezing_infer.log", S + "convnet_cl_train.log"]),
-    ("weight-reorder-per-iteration", S + "lstm_infer.log",
-     [S + "compile_freezing_infer.log", S + "convnet_nchw_train.log"]),
-    ("reference-implementation", C + "03_mkldnn0x_tf_sum_reorder_loop_truncated.log",
-     [S + "convnet_nchw_infer.log", S + "lstm_infer.log"]),
-    ("isa-below-machine", S + "isa_sse41_infer.log",
-     [S + "convnet_nchw_infer.log", C + "05_dnnl1_6_benchdnn_conv_backtick.log",
-      C + "27_onednn3x_amx_bf16_matmul_ellipses.log"]),
-    ("cache-miss-steady-state", CHURN,
-     [S + "convnet_nchw_infer.log", S + "compile_freezing_infer.log",
-      S + "convnet_nchw_train.log"]),
-    ("dtype-conversion", L + "onednn-3.2.0.log",
-     [S + "convnet_nchw_infer.log", C + "27_onednn3x_amx_bf16_matmul_ellipses.log"]),
-    ("missed-fusion", L + "onednn-3.2.0.log",
-     [S + "convnet_nchw_infer.log", C + "29_onednn3_8rc_xpu_gpu_gemm_info_postops.log",
-      C + "07_dnnl1x_tf23_osx_backward_data.log"]),
-    ("tiny-primitives", L + "onednn-2.2.0.log",
-     [S + "convnet_nchw_infer.log", S + "convnet_cl_train.log"]),
-    ("unstable-timing", S + "contended_infer.log",
-     [S + "convnet_cl_train.log", S + "compile_freezing_infer.log",
-      S + "all_timestamps_infer.log"]),
-    ("low-efficiency", S + "isa_sse41_infer.log",
-     [S + "all_timestamps_infer.log", S + "convnet_cl_train.log"]),
-    ("no-onednn-lines", S + "convnet_bf16_autocast_infer.log",
-     [S + "convnet_nchw_infer.log", C + "27_onednn3x_amx_bf16_matmul_ellipses.log"]),
+    (
+        "reorder-overhead",
+        S + "convnet_nchw_infer.log",
+        [S + "convnet_cl_infer.log", S + "compile_freezing_infer.log", S + "convnet_cl_train.log"],
+    ),
+    (
+        "layout-round-trip",
+        S + "convnet_nchw_infer.log",
+        [S + "convnet_cl_infer.log", S + "compile_freezing_infer.log", S + "convnet_cl_train.log"],
+    ),
+    (
+        "weight-reorder-per-iteration",
+        S + "lstm_infer.log",
+        [S + "compile_freezing_infer.log", S + "convnet_nchw_train.log"],
+    ),
+    (
+        "reference-implementation",
+        C + "03_mkldnn0x_tf_sum_reorder_loop_truncated.log",
+        [S + "convnet_nchw_infer.log", S + "lstm_infer.log"],
+    ),
+    (
+        "isa-below-machine",
+        S + "isa_sse41_infer.log",
+        [
+            S + "convnet_nchw_infer.log",
+            C + "05_dnnl1_6_benchdnn_conv_backtick.log",
+            C + "27_onednn3x_amx_bf16_matmul_ellipses.log",
+        ],
+    ),
+    (
+        "cache-miss-steady-state",
+        CHURN,
+        [
+            S + "convnet_nchw_infer.log",
+            S + "compile_freezing_infer.log",
+            S + "convnet_nchw_train.log",
+        ],
+    ),
+    (
+        "dtype-conversion",
+        L + "onednn-3.2.0.log",
+        [S + "convnet_nchw_infer.log", C + "27_onednn3x_amx_bf16_matmul_ellipses.log"],
+    ),
+    (
+        "missed-fusion",
+        L + "onednn-3.2.0.log",
+        [
+            S + "convnet_nchw_infer.log",
+            C + "29_onednn3_8rc_xpu_gpu_gemm_info_postops.log",
+            C + "07_dnnl1x_tf23_osx_backward_data.log",
+        ],
+    ),
+    (
+        "tiny-primitives",
+        L + "onednn-2.2.0.log",
+        [S + "convnet_nchw_infer.log", S + "convnet_cl_train.log"],
+    ),
+    (
+        "unstable-timing",
+        S + "contended_infer.log",
+        [
+            S + "convnet_cl_train.log",
+            S + "compile_freezing_infer.log",
+            S + "all_timestamps_infer.log",
+        ],
+    ),
+    (
+        "low-efficiency",
+        S + "isa_sse41_infer.log",
+        [S + "all_timestamps_infer.log", S + "convnet_cl_train.log"],
+    ),
+    (
+        "no-onednn-lines",
+        S + "convnet_bf16_autocast_infer.log",
+        [S + "convnet_nchw_infer.log", C + "27_onednn3x_amx_bf16_matmul_ellipses.log"],
+    ),
 ]
 
 

@@ -30,8 +30,12 @@ def findings(*args: str) -> list[dict]:
 def test_analyze_json_has_findings_of_the_builtin_rules() -> None:
     found = findings(NCHW)
     rules = [f["rule"] for f in found]
-    assert {"reorder-overhead", "layout-round-trip", "weight-reorder-per-iteration",
-            "unstable-timing"} <= set(rules)
+    assert {
+        "reorder-overhead",
+        "layout-round-trip",
+        "weight-reorder-per-iteration",
+        "unstable-timing",
+    } <= set(rules)
     for f in found:
         assert set(f) >= {"rule", "code", "severity", "message", "evidence", "data", "fix"}
         assert f["evidence"] and f["evidence"][0]["path"] == NCHW
@@ -45,20 +49,27 @@ def test_fail_on_warning_exits_1_and_clean_logs_exit_0() -> None:
 
 def test_select_and_ignore() -> None:
     assert [f["rule"] for f in findings(NCHW, "--select", "layout-round-trip")] == [
-        "layout-round-trip"]
+        "layout-round-trip"
+    ]
     assert [f["rule"] for f in findings(NCHW, "--select", "DL001", "--select", "DL002")] == [
-        "reorder-overhead", "layout-round-trip"]
+        "reorder-overhead",
+        "layout-round-trip",
+    ]
     rest = [f["rule"] for f in findings(NCHW, "--ignore", "unstable-timing")]
     assert "unstable-timing" not in rest and "layout-round-trip" in rest
     # selecting away every warning makes --fail-on pass
-    assert invoke("analyze", NCHW, "--select", "tiny-primitives", "--fail-on",
-                  "warning").exit_code == 0
+    assert (
+        invoke("analyze", NCHW, "--select", "tiny-primitives", "--fail-on", "warning").exit_code
+        == 0
+    )
 
 
 def test_a_bad_rule_file_is_exit_2_and_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("rules:\n  - name: bad\n    where: kind == 'reorder' and tim_ms > 1\n"
-                   "    when: count() > 0\n    message: x\n")
+    bad.write_text(
+        "rules:\n  - name: bad\n    where: kind == 'reorder' and tim_ms > 1\n"
+        "    when: count() > 0\n    message: x\n"
+    )
     result = invoke("analyze", NCHW, "--rules", str(bad))
     assert result.exit_code == 2
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]

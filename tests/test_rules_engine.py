@@ -32,8 +32,7 @@ def test_builtins_come_from_the_entry_point_group() -> None:
     add_entry_points(reg)
     builtins = [n for n, e in reg.entries.items() if e.source == "builtin"]
     assert set(builtins) <= set(eps)
-    assert builtins[:3] == ["reorder-overhead", "layout-round-trip",
-                            "weight-reorder-per-iteration"]
+    assert builtins[:3] == ["reorder-overhead", "layout-round-trip", "weight-reorder-per-iteration"]
     assert [reg.entries[n].code for n in builtins] == [f"DL{i:03d}" for i in range(1, 13)]
 
 
@@ -49,11 +48,11 @@ def test_every_builtin_documents_rationale_and_fix() -> None:
 def test_select_and_ignore_by_name_and_code(nchw) -> None:
     only = run_rules(nchw, RuleOptions(select=["DL002"], search_config=False))
     assert names(only) == ["layout-round-trip"]
-    some = run_rules(nchw, RuleOptions(select=["reorder-overhead,layout-round-trip"],
-                                       search_config=False))
+    some = run_rules(
+        nchw, RuleOptions(select=["reorder-overhead,layout-round-trip"], search_config=False)
+    )
     assert sorted(names(some)) == ["layout-round-trip", "reorder-overhead"]
-    rest = run_rules(nchw, RuleOptions(ignore=["layout-round-trip", "DL010"],
-                                       search_config=False))
+    rest = run_rules(nchw, RuleOptions(ignore=["layout-round-trip", "DL010"], search_config=False))
     assert "layout-round-trip" not in names(rest) and "unstable-timing" not in names(rest)
     assert "reorder-overhead" in names(rest)
     with pytest.raises(RuleSetupError, match="did you mean 'reorder-overhead'"):
@@ -89,13 +88,16 @@ def test_dnnlens_toml_rule_files_relative_to_it(nchw, tmp_path: Path) -> None:
     assert names(found) == ["always"] and found[0].message == "356 ms"
 
 
-@pytest.mark.parametrize("text, match", [
-    ("[tool.dnnlens.rules.reorder-overhead]\nshar = 0.2\n", r"pyproject.toml:\d+: .*'shar'"),
-    ("[tool.dnnlens.rules.reorder-overhead]\nshare = 'x'\n", "must be a float"),
-    ("[tool.dnnlens.rules.no-such-rule]\nx = 1\n", "unknown rule 'no-such-rule'"),
-    ("[tool.dnnlens]\nselct = []\n", r"pyproject.toml:2: unknown key 'selct'"),
-    ("[tool.dnnlens.rules.reorder-overhead]\nseverity = 'fatal'\n", "severity"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("[tool.dnnlens.rules.reorder-overhead]\nshar = 0.2\n", r"pyproject.toml:\d+: .*'shar'"),
+        ("[tool.dnnlens.rules.reorder-overhead]\nshare = 'x'\n", "must be a float"),
+        ("[tool.dnnlens.rules.no-such-rule]\nx = 1\n", "unknown rule 'no-such-rule'"),
+        ("[tool.dnnlens]\nselct = []\n", r"pyproject.toml:2: unknown key 'selct'"),
+        ("[tool.dnnlens.rules.reorder-overhead]\nseverity = 'fatal'\n", "severity"),
+    ],
+)
 def test_bad_configuration_is_one_clear_error(nchw, tmp_path: Path, text: str, match: str):
     cfg = tmp_path / "pyproject.toml"
     cfg.write_text(text)
@@ -154,15 +156,25 @@ def test_python_plugin_file_and_a_failing_rule(nchw, tmp_path: Path) -> None:
     assert {"reorder-overhead", "layout-round-trip"} <= set(by)  # the others still ran
 
 
-@pytest.mark.parametrize("source, match", [
-    ("def oops(:\n", r"plugin.py:1: SyntaxError"),
-    ("import math\n\nraise RuntimeError('no')\n", r"plugin.py:3: RuntimeError: no"),
-    ("x = 1\n", "defines no rule"),
-    ("from dnnlens.analysis.rules import Rule\nclass A(Rule):\n    name = 'Bad Name'\n"
-     "    def check(self, ctx):\n        return []\n", "not kebab-case"),
-    ("from dnnlens.analysis.rules import Rule\nclass A(Rule):\n    name = 'reorder-overhead'\n"
-     "    def check(self, ctx):\n        return []\n", "already defined by builtin"),
-])
+@pytest.mark.parametrize(
+    "source, match",
+    [
+        ("def oops(:\n", r"plugin.py:1: SyntaxError"),
+        ("import math\n\nraise RuntimeError('no')\n", r"plugin.py:3: RuntimeError: no"),
+        ("x = 1\n", "defines no rule"),
+        (
+            "from dnnlens.analysis.rules import Rule\nclass A(Rule):\n    name = 'Bad Name'\n"
+            "    def check(self, ctx):\n        return []\n",
+            "not kebab-case",
+        ),
+        (
+            "from dnnlens.analysis.rules import Rule\nclass A(Rule):\n"
+            "    name = 'reorder-overhead'\n"
+            "    def check(self, ctx):\n        return []\n",
+            "already defined by builtin",
+        ),
+    ],
+)
 def test_broken_plugin_files(nchw, tmp_path: Path, source: str, match: str) -> None:
     plugin = tmp_path / "plugin.py"
     plugin.write_text(source)
@@ -241,6 +253,9 @@ def test_plugins_from_installed_packages(nchw, tmp_path: Path, monkeypatch) -> N
     assert list(reg.entries)[-1] == "slow-convs"  # after the built-ins
     broken = _FakeEntryPoint("bad", "team_rules:nope", ImportError("no module team_rules"))
     monkeypatch.setattr(registry, "entry_points", lambda group: [*real, broken])
-    with pytest.raises(RuleSetupError, match=r"entry point bad = team_rules:nope \(package "
-                                             r"team-rules\): cannot load: ImportError"):
+    with pytest.raises(
+        RuleSetupError,
+        match=r"entry point bad = team_rules:nope \(package "
+        r"team-rules\): cannot load: ImportError",
+    ):
         run_rules(nchw, RuleOptions(search_config=False))

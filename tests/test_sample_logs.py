@@ -56,11 +56,16 @@ HAND_COUNTS = {
 }
 
 FAMILY = {
-    "legacy/onednn-2.0.0.log": "dnnl", "legacy/onednn-2.2.0.log": "dnnl",
-    "legacy/onednn-2.2.0-timestamp.log": "dnnl", "legacy/onednn-2.4.0.log": "dnnl",
-    "legacy/onednn-2.4.0-timestamp.log": "dnnl", "legacy/onednn-2.5.0.log": "onednn-flat",
-    "legacy/onednn-2.6.0.log": "onednn-flat", "legacy/onednn-2.6.3-debian.log": "onednn-flat",
-    "legacy/onednn-3.0.0.log": "onednn-flat", "legacy/onednn-3.2.0.log": "onednn-flat",
+    "legacy/onednn-2.0.0.log": "dnnl",
+    "legacy/onednn-2.2.0.log": "dnnl",
+    "legacy/onednn-2.2.0-timestamp.log": "dnnl",
+    "legacy/onednn-2.4.0.log": "dnnl",
+    "legacy/onednn-2.4.0-timestamp.log": "dnnl",
+    "legacy/onednn-2.5.0.log": "onednn-flat",
+    "legacy/onednn-2.6.0.log": "onednn-flat",
+    "legacy/onednn-2.6.3-debian.log": "onednn-flat",
+    "legacy/onednn-3.0.0.log": "onednn-flat",
+    "legacy/onednn-3.2.0.log": "onednn-flat",
     "legacy/onednn-3.2.0-timestamp.log": "onednn-flat",
     "convnet_nchw_infer.log": "onednn-v1",
 }
@@ -92,8 +97,9 @@ def test_sample_log_matches_hand_count(name: str) -> None:
 
 
 def test_timestamps_are_read_where_printed() -> None:
-    log = load([str(ROOT / "legacy/onednn-2.2.0-timestamp.log"),
-                str(ROOT / "legacy/onednn-2.2.0.log")])
+    log = load(
+        [str(ROOT / "legacy/onednn-2.2.0-timestamp.log"), str(ROOT / "legacy/onednn-2.2.0.log")]
+    )
     ev = log.events
     stamped = ev[ev["input"].str.endswith("timestamp.log")]
     plain = ev[~ev["input"].str.endswith("timestamp.log")]

@@ -19,8 +19,9 @@ NCHW = Path(__file__).resolve().parent.parent / "sample_logs" / "convnet_nchw_in
 
 @pytest.mark.parametrize(("skip", "execs"), [(0, 165), (1, 150), (10, 15), (11, 0)])
 def test_skip_iterations_counts(skip: int, execs: int) -> None:
-    result = CliRunner().invoke(app, ["analyze", str(NCHW), "--format", "json",
-                                      "--skip-iterations", str(skip)])
+    result = CliRunner().invoke(
+        app, ["analyze", str(NCHW), "--format", "json", "--skip-iterations", str(skip)]
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["summary"]["exec_count"] == execs

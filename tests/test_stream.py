@@ -20,8 +20,9 @@ NCHW_LINES, NCHW_EXECS, NCHW_MS = 338, 165, 356.084723
 
 
 def test_stdin_stream_equals_hand_count() -> None:
-    result = CliRunner().invoke(app, ["analyze", "-", "--format", "json", "--no-live"],
-                                input=NCHW.read_text())
+    result = CliRunner().invoke(
+        app, ["analyze", "-", "--format", "json", "--no-live"], input=NCHW.read_text()
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["inputs"][0]["lines"] == NCHW_LINES
@@ -46,36 +47,51 @@ def test_window_bounds_raw_events_not_totals() -> None:
 
 def test_tee_passes_lines_through_unchanged() -> None:
     text = NCHW.read_text()
-    result = CliRunner().invoke(app, ["analyze", "-", "--tee", "--no-live", "--format", "json"],
-                                input=text)
+    result = CliRunner().invoke(
+        app, ["analyze", "-", "--tee", "--no-live", "--format", "json"], input=text
+    )
     assert result.exit_code == 0
     assert result.stdout.startswith(text)
-    doc = json.loads(result.stdout[len(text):])
+    doc = json.loads(result.stdout[len(text) :])
     assert doc["summary"]["exec_count"] == NCHW_EXECS
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dnnlens.cli", "run", *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "dnnlens.cli", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_run_keeps_log_shows_output_and_passes_exit_code(tmp_path: Path) -> None:
     log = tmp_path / "kept.log"
     program = f"import sys; sys.stdout.write(open({str(NCHW)!r}).read()); sys.exit(3)"
-    proc = _run("--log", str(log), "--no-live", "--format", "json", "--",
-                sys.executable, "-c", program)
+    proc = _run(
+        "--log", str(log), "--no-live", "--format", "json", "--", sys.executable, "-c", program
+    )
     assert proc.returncode == 3
     assert log.read_text() == NCHW.read_text()
     assert proc.stdout.startswith(NCHW.read_text())
-    doc = json.loads(proc.stdout[len(NCHW.read_text()):])
+    doc = json.loads(proc.stdout[len(NCHW.read_text()) :])
     assert doc["summary"]["exec_count"] == NCHW_EXECS
     assert doc["run"]["exit_code"] == 3
 
 
 def test_run_sets_verbose_variables(tmp_path: Path) -> None:
     program = "import os; print(os.environ['ONEDNN_VERBOSE'], os.environ['DNNL_VERBOSE_TIMESTAMP'])"
-    proc = _run("--log", str(tmp_path / "k.log"), "--no-live", "--level", "2", "--",
-                sys.executable, "-c", program)
+    proc = _run(
+        "--log",
+        str(tmp_path / "k.log"),
+        "--no-live",
+        "--level",
+        "2",
+        "--",
+        sys.executable,
+        "-c",
+        program,
+    )
     assert proc.returncode == 0
     assert proc.stdout.splitlines()[0] == "2 1"
 
@@ -111,16 +127,19 @@ def test_run_error_with_markup_in_the_command_is_printed_as_is(tmp_path: Path) -
     # before errors went through one module, this line went through rich markup and crashed
     proc = _run("--log", str(tmp_path / "k.log"), "--", "[/x]no-such")
     assert proc.returncode == 2
-    assert proc.stderr.strip() == ("dnnlens: error: cannot run '[/x]no-such': "
-                                   "No such file or directory")
+    assert proc.stderr.strip() == (
+        "dnnlens: error: cannot run '[/x]no-such': No such file or directory"
+    )
 
 
 def _log_ending_in_a_profile(tmp_path: Path) -> Path:
     """Many plain iterations, then a profiled run with its table (real logs, joined)."""
     root = Path(__file__).resolve().parent.parent / "sample_logs"
     path = tmp_path / "long_then_profiled.log"
-    path.write_bytes((root / "convnet_nchw_infer.log").read_bytes() * 20
-                     + (root / "profile_combined_infer.log").read_bytes())
+    path.write_bytes(
+        (root / "convnet_nchw_infer.log").read_bytes() * 20
+        + (root / "profile_combined_infer.log").read_bytes()
+    )
     return path
 
 

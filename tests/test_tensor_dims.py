@@ -35,7 +35,8 @@ SAMPLES = ROOT / "sample_logs"
 LEGACY = SAMPLES / "legacy"
 CORPUS = ROOT / "tests" / "data" / "corpus"
 ALL_LOGS = sorted(
-    glob.glob(str(SAMPLES / "*.log")) + glob.glob(str(LEGACY / "*.log"))
+    glob.glob(str(SAMPLES / "*.log"))
+    + glob.glob(str(LEGACY / "*.log"))
     + glob.glob(str(CORPUS / "*.log"))
 )
 
@@ -57,8 +58,11 @@ def dims_by_arg(r: LineRecord) -> dict[str, Dims | None]:
     kind = r.kind.strip().lower().removesuffix("_v2")
     named = dict(parse_problem(kind, r.problem).dims)
     aux = parse_aux(r.aux)
-    return {md.arg: named_tensor_dims(kind, named, md, aux)
-            for md in parse_mds(r.mds) if not md.is_absent}
+    return {
+        md.arg: named_tensor_dims(kind, named, md, aux)
+        for md in parse_mds(r.mds)
+        if not md.is_absent
+    }
 
 
 def md(arg: str, tag: str) -> MemDesc:
@@ -77,8 +81,11 @@ def test_grouped_g1_mkldnn0x_weights_have_the_group_dim():
     # 01_mkldnn0x_benchdnn_resnet_conv1.log: `g1` printed (old group position) with
     # fwei:gOhwi8o, a 5D tag: oneDNN prints g only for weights with the group dim.
     r = line(CORPUS / "01_mkldnn0x_benchdnn_resnet_conv1.log", "convolution", CONV1)
-    assert dims_by_arg(r) == {"src": (50, 3, 224, 224), "wei": (1, 64, 3, 7, 7),
-                              "dst": (50, 64, 112, 112)}
+    assert dims_by_arg(r) == {
+        "src": (50, 3, 224, 224),
+        "wei": (1, 64, 3, 7, 7),
+        "dst": (50, 64, 112, 112),
+    }
     # the reorder that makes those weights prints them: 1x64x3x7x7, goihw -> gOhwi8o
     reorder = line(CORPUS / "01_mkldnn0x_benchdnn_resnet_conv1.log", "reorder", "1x64x3x7x7")
     assert parse_problem("reorder", reorder.problem).tensors == ((1, 64, 3, 7, 7),)
@@ -104,8 +111,10 @@ def test_grouped_g1_blocked_tag_now_pads():
     # The old cost model gave the weights 4 dims, so the rank-5 tag did not apply and oc 60
     # was counted unpadded (60*3*3*3 = 1620); the blocks pad it to 64: 64*3*3*3 = 1728.
     problem = "g1mb2_ic3oc60_ih14oh14kh3sh1dh0ph1_iw14ow14kw3sw1dw0pw1"
-    mds = ("src:f32::blocked:abcd::f0 wei:f32::blocked:aBcde8b::f0 bia:undef::undef::: "
-           "dst:f32::blocked:aBcd8b::f0")
+    mds = (
+        "src:f32::blocked:abcd::f0 wei:f32::blocked:aBcde8b::f0 bia:undef::undef::: "
+        "dst:f32::blocked:aBcd8b::f0"
+    )
     c = primitive_cost("convolution", problem, mds, "forward_inference", "", "")
     assert c is not None
     wei = next(t for t in c.tensors if t.arg == "wei")
@@ -115,10 +124,13 @@ def test_grouped_g1_blocked_tag_now_pads():
     assert c.bytes == (1_176 + 1_728 + 25_088) * 4
 
 
-@pytest.mark.parametrize("problem", [
-    "g32mb1_ic32oc32_ih112oh112kh3sh1dh0ph1_iw112ow112kw3sw1dw0pw1",  # v2.3+ group position
-    "mb1_g32ic32oc32_ih112oh112kh3sh1dh0ph1_iw112ow112kw3sw1dw0pw1",  # v0.x - v2.2
-])
+@pytest.mark.parametrize(
+    "problem",
+    [
+        "g32mb1_ic32oc32_ih112oh112kh3sh1dh0ph1_iw112ow112kw3sw1dw0pw1",  # v2.3+ group position
+        "mb1_g32ic32oc32_ih112oh112kh3sh1dh0ph1_iw112ow112kw3sw1dw0pw1",  # v0.x - v2.2
+    ],
+)
 @pytest.mark.parametrize("tag", ["Abcde8a", "abcde", "", "abcd"])
 def test_depthwise_synthetic(problem, tag):
     # synthetic (format doc §4.3): depthwise, g == ic == oc == 32. Grouped whatever the
@@ -132,12 +144,15 @@ def test_depthwise_synthetic(problem, tag):
     assert named_tensor_dims("convolution", d, md("bia", "a"), {}) == (32,)
 
 
-@pytest.mark.parametrize(("tag", "grouped"), [
-    ("gOhwi8o", True),   # rank 5: grouped, g = 1 (the corpus line)
-    ("abcde", True),
-    ("", True),          # rank unknown: `g` printed, so the weights have the group dim
-    ("OIhw8i8o", False),  # rank 4: the tag says no group dim, and g = 1 changes no count
-])
+@pytest.mark.parametrize(
+    ("tag", "grouped"),
+    [
+        ("gOhwi8o", True),  # rank 5: grouped, g = 1 (the corpus line)
+        ("abcde", True),
+        ("", True),  # rank unknown: `g` printed, so the weights have the group dim
+        ("OIhw8i8o", False),  # rank 4: the tag says no group dim, and g = 1 changes no count
+    ],
+)
 def test_g1_follows_the_weights_rank(tag, grouped):
     d = dict(parse_problem("convolution", CONV1).dims)
     assert conv_weights_grouped(d, md("wei", tag)) is grouped
@@ -149,8 +164,7 @@ def test_plain_conv():
     # convnet_nchw_infer.log: wei Acdb8a (rank 4), no g printed
     problem = "mb4_ic3oc16_ih64oh64kh3sh1dh0ph1_iw64ow64kw3sw1dw0pw1"
     r = line(SAMPLES / "convnet_nchw_infer.log", "convolution", problem)
-    assert dims_by_arg(r) == {"src": (4, 3, 64, 64), "wei": (16, 3, 3, 3),
-                              "dst": (4, 16, 64, 64)}
+    assert dims_by_arg(r) == {"src": (4, 3, 64, 64), "wei": (16, 3, 3, 3), "dst": (4, 16, 64, 64)}
     d = dict(parse_problem("convolution", problem).dims)
     assert not conv_weights_grouped(d, md("wei", "Acdb8a"))
     assert not conv_weights_grouped(d, md("wei", ""))
@@ -160,11 +174,18 @@ def test_plain_conv():
 
 def test_plain_conv_legacy_with_bias():
     # legacy/onednn-2.0.0.log: v1 md syntax, bias present
-    r = line(LEGACY / "onednn-2.0.0.log", "convolution",
-             "mb2_ic8oc16_ih14oh14kh3sh1dh0ph1_iw14ow14kw3sw1dw0pw1")
+    r = line(
+        LEGACY / "onednn-2.0.0.log",
+        "convolution",
+        "mb2_ic8oc16_ih14oh14kh3sh1dh0ph1_iw14ow14kw3sw1dw0pw1",
+    )
     assert "bia_f32" in r.mds
-    assert dims_by_arg(r) == {"src": (2, 8, 14, 14), "wei": (16, 8, 3, 3), "bia": (16,),
-                              "dst": (2, 16, 14, 14)}
+    assert dims_by_arg(r) == {
+        "src": (2, 8, 14, 14),
+        "wei": (16, 8, 3, 3),
+        "bia": (16,),
+        "dst": (2, 16, 14, 14),
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -174,8 +195,12 @@ def test_plain_conv_legacy_with_bias():
 def test_inner_product():
     # legacy/onednn-2.0.0.log: mb2ic16ih7iw7oc10, wei BcdA8b10a
     r = line(LEGACY / "onednn-2.0.0.log", "inner_product", "mb2ic16ih7iw7oc10")
-    assert dims_by_arg(r) == {"src": (2, 16, 7, 7), "wei": (10, 16, 7, 7), "bia": (10,),
-                              "dst": (2, 10)}
+    assert dims_by_arg(r) == {
+        "src": (2, 16, 7, 7),
+        "wei": (10, 16, 7, 7),
+        "bia": (10,),
+        "dst": (2, 10),
+    }
 
 
 def test_matmul_named_problem_now_in_the_graph():
@@ -205,8 +230,9 @@ def test_rnn_bias_now_in_the_graph():
 
 def test_pooling_and_batch_norm():
     # legacy/onednn-3.0.0.log pooling (ws undef), legacy/onednn-2.0.0.log batch norm `data`
-    r = line(LEGACY / "onednn-3.0.0.log", "pooling",
-             "mb2ic16_ih14oh7kh2sh2dh0ph0_iw14ow7kw2sw2dw0pw0")
+    r = line(
+        LEGACY / "onednn-3.0.0.log", "pooling", "mb2ic16_ih14oh7kh2sh2dh0ph0_iw14ow7kw2sw2dw0pw0"
+    )
     assert dims_by_arg(r) == {"src": (2, 16, 14, 14), "dst": (2, 16, 7, 7)}
     r = line(LEGACY / "onednn-2.0.0.log", "batch_normalization", "mb2ic16ih14iw14")
     assert dims_by_arg(r) == {"data": (2, 16, 14, 14)}
@@ -228,16 +254,20 @@ def test_reorder_is_a_dims_list_not_named():
 def test_data_kinds_need_mb():
     # synthetic: a named problem without mb gives no data dims
     assert named_tensor_dims("eltwise", {"ic": 16}, md("data", "abcd"), {}) is None
-    assert named_tensor_dims("eltwise", {"mb": 2, "ic": 16, "ih": 4, "iw": 4},
-                             md("diff", "abcd"), {}) == (2, 16, 4, 4)
+    assert named_tensor_dims(
+        "eltwise", {"mb": 2, "ic": 16, "ih": 4, "iw": 4}, md("diff", "abcd"), {}
+    ) == (2, 16, 4, 4)
 
 
 @pytest.mark.parametrize("path", ALL_LOGS, ids=lambda p: Path(p).name)
 def test_cost_model_and_graph_shape_every_line_alike(path):
     # on every line of every log, named or dims list: where both know a tensor's dims,
     # they are the same
-    for r in {(r.kind, r.problem, r.mds, r.prop_kind, r.aux, r.attrs): r
-              for r in _records(Path(path)) if r.kind}.values():
+    for r in {
+        (r.kind, r.problem, r.mds, r.prop_kind, r.aux, r.attrs): r
+        for r in _records(Path(path))
+        if r.kind
+    }.values():
         c = primitive_cost(r.kind, r.problem, r.mds, r.prop_kind, r.aux, r.attrs)
         if c is None:
             continue
@@ -295,11 +325,14 @@ def test_list_groups_reads_space_separated_words():
     assert parse_problem("binary", "2x16x14x14:1x16x1x1 2x16x14x14").tensors[1] != SRC1
 
 
-@pytest.mark.parametrize(("path", "problem"), [
-    (LEGACY / "onednn-3.2.0.log", "2x16x14x14:1x16x1x1"),  # src0:src1
-    (LEGACY / "onednn-2.2.0.log", "2x16x14x14:1x16x1x1"),
-    (LEGACY / "onednn-2.0.0.log", "2x16x14x14:1x16x1x1 2x16x14x14"),  # src0:src1 dst
-])
+@pytest.mark.parametrize(
+    ("path", "problem"),
+    [
+        (LEGACY / "onednn-3.2.0.log", "2x16x14x14:1x16x1x1"),  # src0:src1
+        (LEGACY / "onednn-2.2.0.log", "2x16x14x14:1x16x1x1"),
+        (LEGACY / "onednn-2.0.0.log", "2x16x14x14:1x16x1x1 2x16x14x14"),  # src0:src1 dst
+    ],
+)
 def test_binary_every_version(path, problem):
     # src1 broadcast over mb, h, w; the dst is src0's shape, printed or not
     r = line(path, "binary", problem)
@@ -322,10 +355,13 @@ def test_binary_v2_0_dst_now_feeds_the_sum_in_the_graph():
     assert reorder.consumer == "n4_eltwise"
 
 
-@pytest.mark.parametrize(("path", "problem", "flops", "nbytes"), [
-    (LEGACY / "onednn-3.2.0.log", "2x16x14x14", 18_816, 75_264),
-    (LEGACY / "onednn-2.0.0.log", "2x16x14x14", 18_816, 75_264),
-])
+@pytest.mark.parametrize(
+    ("path", "problem", "flops", "nbytes"),
+    [
+        (LEGACY / "onednn-3.2.0.log", "2x16x14x14", 18_816, 75_264),
+        (LEGACY / "onednn-2.0.0.log", "2x16x14x14", 18_816, 75_264),
+    ],
+)
 def test_sum_prints_its_dst_which_every_source_matches(path, problem, flops, nbytes):
     r = line(path, "sum", problem)
     assert list_dims(r) == [("src", SRC0), ("src", SRC0), ("dst", SRC0)]
@@ -340,40 +376,54 @@ def test_sum_mkldnn0x_in_out():
     assert cost_of(r)[:2] == (49_152, 196_608)  # docs/cost-model.md §2.8
 
 
-@pytest.mark.parametrize(("path", "problem", "dims"), [
-    (LEGACY / "onednn-3.2.0.log", "2x16x14x14", SRC0),
-    (LEGACY / "onednn-2.0.0.log", "2x16x14x14", SRC0),
-    (CORPUS / "07_dnnl1x_tf23_osx_backward_data.log", "128x14x14x64", (128, 14, 14, 64)),
-    (CORPUS / "09_dnnl1_95_dpcpp_engine_header.log", "2x3x4x5", (2, 3, 4, 5)),
-])
+@pytest.mark.parametrize(
+    ("path", "problem", "dims"),
+    [
+        (LEGACY / "onednn-3.2.0.log", "2x16x14x14", SRC0),
+        (LEGACY / "onednn-2.0.0.log", "2x16x14x14", SRC0),
+        (CORPUS / "07_dnnl1x_tf23_osx_backward_data.log", "128x14x14x64", (128, 14, 14, 64)),
+        (CORPUS / "09_dnnl1_95_dpcpp_engine_header.log", "2x3x4x5", (2, 3, 4, 5)),
+    ],
+)
 def test_eltwise_data(path, problem, dims):
     # `data` has the printed dims; the undef `diff` md is absent
     r = line(path, "eltwise", problem)
     assert list_dims(r) == [("data", dims)]
 
 
-@pytest.mark.parametrize(("path", "problem"), [
-    (SAMPLES / "all_timestamps_infer.log", "16x3x3x3"),
-    (CORPUS / "01_mkldnn0x_benchdnn_resnet_conv1.log", "1x64x3x7x7"),
-    (LEGACY / "onednn-2.0.0.log", "10x16x7x7"),
-])
+@pytest.mark.parametrize(
+    ("path", "problem"),
+    [
+        (SAMPLES / "all_timestamps_infer.log", "16x3x3x3"),
+        (CORPUS / "01_mkldnn0x_benchdnn_resnet_conv1.log", "1x64x3x7x7"),
+        (LEGACY / "onednn-2.0.0.log", "10x16x7x7"),
+    ],
+)
 def test_reorder_src_and_dst(path, problem):
     r = line(path, "reorder", problem)
     dims = list_groups(problem)[0][0]
     assert [d for _, d in list_dims(r)] == [dims, dims]
 
 
-@pytest.mark.parametrize(("path", "problem", "want"), [
-    # v3.2+ src:wei
-    (LEGACY / "onednn-3.2.0.log", "32x64:64x48", [(32, 64), (64, 48), (32, 48)]),
-    # v2.2 - v3.1 src:wei:dst
-    (LEGACY / "onednn-2.2.0.log", "32x64:64x48:32x48", [(32, 64), (64, 48), (32, 48)]),
-    (CORPUS / "15_onednn2x_tf_opt_gemm_api_markdown_bold.log",
-     "1536x384x64:1536x64x384:1536x384x384",
-     [(1536, 384, 64), (1536, 64, 384), (1536, 384, 384)]),
-    (CORPUS / "27_onednn3x_amx_bf16_matmul_ellipses.log", "256x4096:4096x11008",
-     [(256, 4096), (4096, 11008), (256, 11008)]),
-])
+@pytest.mark.parametrize(
+    ("path", "problem", "want"),
+    [
+        # v3.2+ src:wei
+        (LEGACY / "onednn-3.2.0.log", "32x64:64x48", [(32, 64), (64, 48), (32, 48)]),
+        # v2.2 - v3.1 src:wei:dst
+        (LEGACY / "onednn-2.2.0.log", "32x64:64x48:32x48", [(32, 64), (64, 48), (32, 48)]),
+        (
+            CORPUS / "15_onednn2x_tf_opt_gemm_api_markdown_bold.log",
+            "1536x384x64:1536x64x384:1536x384x384",
+            [(1536, 384, 64), (1536, 64, 384), (1536, 384, 384)],
+        ),
+        (
+            CORPUS / "27_onednn3x_amx_bf16_matmul_ellipses.log",
+            "256x4096:4096x11008",
+            [(256, 4096), (4096, 11008), (256, 11008)],
+        ),
+    ],
+)
 def test_matmul(path, problem, want):
     r = line(path, "matmul", problem)
     assert [d for _, d in list_dims(r)] == want
@@ -394,15 +444,25 @@ def test_gemm_src_a_src_b_now_in_the_graph():
 def test_sdpa_now_in_the_graph():
     # 31_onednn_v1_sdpa_gpu0_no_time.log: q:k:v, k printed transposed (D x Sk). The graph's
     # old copy gave key, val and the mask the query's dims.
-    r = line(CORPUS / "31_onednn_v1_sdpa_gpu0_no_time.log", "sdpa",
-             "1x2x1x128:1x2x128x384:1x2x384x128")
-    assert list_dims(r) == [("query", (1, 2, 1, 128)), ("key", (1, 2, 128, 384)),
-                            ("val", (1, 2, 384, 128)), ("msk", (384,)),
-                            ("dst", (1, 2, 1, 128))]
+    r = line(
+        CORPUS / "31_onednn_v1_sdpa_gpu0_no_time.log", "sdpa", "1x2x1x128:1x2x128x384:1x2x384x128"
+    )
+    assert list_dims(r) == [
+        ("query", (1, 2, 1, 128)),
+        ("key", (1, 2, 128, 384)),
+        ("val", (1, 2, 384, 128)),
+        ("msk", (384,)),
+        ("dst", (1, 2, 1, 128)),
+    ]
     # the 1d mask md is 4D (abcd): the graph drops dims of another rank, the cost model
     # counts its 384 elements
-    assert graph_dims(r) == [("query", "1x2x1x128"), ("key", "1x2x128x384"),
-                             ("val", "1x2x384x128"), ("msk", "?"), ("dst", "1x2x1x128")]
+    assert graph_dims(r) == [
+        ("query", "1x2x1x128"),
+        ("key", "1x2x128x384"),
+        ("val", "1x2x384x128"),
+        ("msk", "?"),
+        ("dst", "1x2x1x128"),
+    ]
     # the first such line has s8 key/val: 256*2 + 98,304 + 98,304 + 384*2 + 256*2 bytes
     assert "key:s8" in r.mds
     assert cost_of(r)[:2] == (397_056, 198_400)
@@ -413,21 +473,26 @@ def test_sdpa_now_in_the_graph():
 
 def test_binary_select_third_piece_is_a_source_synthetic():
     # `src0:src1:src2` (select): the graph's old copy took src2 for the dst
-    mds = parse_mds("src:f32::blocked:abcd::f0 src:f32::blocked:abcd::f0 "
-                    "src:s8::blocked:abcd::f0 dst:f32::blocked:abcd::f0")
+    mds = parse_mds(
+        "src:f32::blocked:abcd::f0 src:f32::blocked:abcd::f0 "
+        "src:s8::blocked:abcd::f0 dst:f32::blocked:abcd::f0"
+    )
     groups = list_groups("2x16x1x1:1x16x14x14:2x1x14x14")
     assert list_tensor_dims("binary", groups, mds, {})[-1] == (2, 16, 14, 14)
 
 
-@pytest.mark.parametrize(("problem", "aux", "dst"), [
-    ("2x16x7x7:2x8x7x7", {"axis": "1"}, (2, 24, 7, 7)),  # v3.x: no dst printed
-    ("2x16x7x7:2x8x7x7 2x24x7x7", {"axis": "1"}, (2, 24, 7, 7)),  # v2.x: dst after a space
-    ("2x16x7x7:2x8x7x7", {"axis": "-3"}, (2, 24, 7, 7)),  # counted from the end
-    ("2x16x7x7:2x16x7x7", {"axis": "4"}, None),  # past the rank (the cost model wrapped)
-    ("2x16x7x7:2x8x7x7", {}, None),  # no axis
-    ("2x16x7x7", {}, (2, 16, 7, 7)),  # one source
-    ("2x*x7x7:2x8x7x7", {"axis": "1"}, (2, None, 7, 7)),
-])
+@pytest.mark.parametrize(
+    ("problem", "aux", "dst"),
+    [
+        ("2x16x7x7:2x8x7x7", {"axis": "1"}, (2, 24, 7, 7)),  # v3.x: no dst printed
+        ("2x16x7x7:2x8x7x7 2x24x7x7", {"axis": "1"}, (2, 24, 7, 7)),  # v2.x: dst after a space
+        ("2x16x7x7:2x8x7x7", {"axis": "-3"}, (2, 24, 7, 7)),  # counted from the end
+        ("2x16x7x7:2x16x7x7", {"axis": "4"}, None),  # past the rank (the cost model wrapped)
+        ("2x16x7x7:2x8x7x7", {}, None),  # no axis
+        ("2x16x7x7", {}, (2, 16, 7, 7)),  # one source
+        ("2x*x7x7:2x8x7x7", {"axis": "1"}, (2, None, 7, 7)),
+    ],
+)
 def test_concat_dst_synthetic(problem, aux, dst):
     assert list_dst_dims("concat", list_groups(problem), aux) == dst
 
@@ -449,19 +514,26 @@ def test_concat_cost_counts_the_sources_without_an_axis_synthetic():
 def test_softmax_and_resampling_synthetic():
     mds = parse_mds("src_f32::blocked:abcd::f0 dst_f32::blocked:abcd::f0")
     assert list_tensor_dims("softmax", list_groups("2x16x7x7"), mds, {}) == [
-        (2, 16, 7, 7), (2, 16, 7, 7)]
+        (2, 16, 7, 7),
+        (2, 16, 7, 7),
+    ]
     # resampling of the v2.0 era printed `src dst`
     assert list_tensor_dims("resampling", list_groups("2x16x7x7 2x16x14x14"), mds, {}) == [
-        (2, 16, 7, 7), (2, 16, 14, 14)]
+        (2, 16, 7, 7),
+        (2, 16, 14, 14),
+    ]
 
 
-@pytest.mark.parametrize(("shapes", "want"), [
-    (((2, 16, 14, 14), (1, 16, 1, 1)), (2, 16, 14, 14)),
-    (((3, 1, 5), (4, 5)), (3, 4, 5)),  # right aligned (the graph's old copy refused)
-    (((2, None, 7), (1, 16, 1)), (2, 16, 7)),  # runtime dim vs 16: 16 (graph's: unknown)
-    (((2, None, 7), (1, 1, 1)), (2, None, 7)),
-    (((), ()), ()),
-])
+@pytest.mark.parametrize(
+    ("shapes", "want"),
+    [
+        (((2, 16, 14, 14), (1, 16, 1, 1)), (2, 16, 14, 14)),
+        (((3, 1, 5), (4, 5)), (3, 4, 5)),  # right aligned (the graph's old copy refused)
+        (((2, None, 7), (1, 16, 1)), (2, 16, 7)),  # runtime dim vs 16: 16 (graph's: unknown)
+        (((2, None, 7), (1, 1, 1)), (2, None, 7)),
+        (((), ()), ()),
+    ],
+)
 def test_broadcast_dims(shapes, want):
     assert broadcast_dims(*shapes) == want
 

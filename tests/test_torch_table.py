@@ -31,8 +31,15 @@ def _row(table, name, **match):
 
 def test_nchw_table_golden():
     t = read_table_file(str(SAMPLES / "profile_nchw_infer.table.txt"))
-    assert t.headers == ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total",
-                         "CPU time avg", "# of Calls"]
+    assert t.headers == [
+        "Name",
+        "Self CPU %",
+        "Self CPU",
+        "CPU total %",
+        "CPU total",
+        "CPU time avg",
+        "# of Calls",
+    ]
     assert len(t.rows) == 34
     assert not t.by_input_shape
     assert t.totals_ms == {"self_cpu_time_total_ms": pytest.approx(20.667)}
@@ -66,8 +73,11 @@ def test_group_by_input_shape_table():
     convs = t.rows[t.rows["name"] == "aten::mkldnn_convolution"]
     assert sorted(convs["calls"]) == [5, 5, 10]
     assert convs["calls"].sum() == 20
-    stem = _row(t, "aten::mkldnn_convolution",
-                input_shapes="[[4, 3, 64, 64], [16, 3, 3, 3], [], [], [], [], []]")
+    stem = _row(
+        t,
+        "aten::mkldnn_convolution",
+        input_shapes="[[4, 3, 64, 64], [16, 3, 3, 3], [], [], [], [], []]",
+    )
     assert stem["self_cpu_ms"] == pytest.approx(4.283)
     linear = _row(t, "aten::linear")
     assert linear["input_shapes"] == "[[4, 32], [10, 32], [10]]"
@@ -78,14 +88,20 @@ def test_lstm_and_bf16_tables():
     assert len(lstm.rows) == 19
     rnn = _row(lstm, "aten::mkldnn_rnn_layer")
     assert (rnn["self_cpu_pct"], rnn["cpu_total_ms"], rnn["calls"]) == (
-        pytest.approx(80.66), pytest.approx(5.620), 10)
+        pytest.approx(80.66),
+        pytest.approx(5.620),
+        10,
+    )
     assert lstm.totals_ms["self_cpu_time_total_ms"] == pytest.approx(6.797)
 
     bf16 = read_table_file(str(SAMPLES / "profile_bf16_train.table.txt"))
     assert len(bf16.rows) == 86
     top = bf16.rows.iloc[0]
     assert (top["name"], top["calls"], top["self_cpu_ms"]) == (
-        "aten::_slow_conv2d_forward", 12, pytest.approx(172.423))
+        "aten::_slow_conv2d_forward",
+        12,
+        pytest.approx(172.423),
+    )
     # names with spaces stay whole; names cut at the column width are flagged
     truncated = bf16.rows[bf16.rows["truncated"]]
     assert len(truncated) == 7
@@ -135,38 +151,42 @@ def test_not_a_table():
 
 
 def test_extra_columns_and_empty_cells():
-    text = "\n".join([
-        "----------  ------------  ------------  ------------  ------------  ---------------",
-        "      Name      Self CPU     CPU total       CPU Mem    # of Calls  Source Location",
-        "----------  ------------  ------------  ------------  ------------  ---------------",
-        "   aten::a       1.000ms       2.000ms       1.00 Mb             3  a.py(1): f     ",
-        "                                                                    b.py(2): g     ",
-        "   aten::b       2.000us       2.000us                           1                 ",
-        "----------  ------------  ------------  ------------  ------------  ---------------",
-        "Self CPU time total: 1.002ms",
-        "Self CUDA time total: 0.000us",
-    ])
+    text = "\n".join(
+        [
+            "----------  ------------  ------------  ------------  ------------  ---------------",
+            "      Name      Self CPU     CPU total       CPU Mem    # of Calls  Source Location",
+            "----------  ------------  ------------  ------------  ------------  ---------------",
+            "   aten::a       1.000ms       2.000ms       1.00 Mb             3  a.py(1): f     ",
+            "                                                                    b.py(2): g     ",
+            "   aten::b       2.000us       2.000us                           1                 ",
+            "----------  ------------  ------------  ------------  ------------  ---------------",
+            "Self CPU time total: 1.002ms",
+            "Self CUDA time total: 0.000us",
+        ]
+    )
     t = parse_table(text)
     assert list(t.rows["name"]) == ["aten::a", "aten::b"]
     assert t.rows["cpu_mem_bytes"].iloc[0] == 1024**2
     assert math.isnan(t.rows["cpu_mem_bytes"].iloc[1])
     assert t.rows["source_location"].iloc[0] == "a.py(1): f\nb.py(2): g"
-    assert t.totals_ms == {"self_cpu_time_total_ms": pytest.approx(1.002),
-                           "self_cuda_time_total_ms": 0.0}
+    assert t.totals_ms == {
+        "self_cpu_time_total_ms": pytest.approx(1.002),
+        "self_cuda_time_total_ms": 0.0,
+    }
 
 
 # --------------------------------------------------------------------------------------------
 # properties: tables laid out the way torch lays them out
 
 
-_WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_:.#0123456789ABC", min_size=1,
-                max_size=20).filter(lambda w: not w.startswith("-"))
+_WORD = st.text(
+    alphabet="abcdefghijklmnopqrstuvwxyz_:.#0123456789ABC", min_size=1, max_size=20
+).filter(lambda w: not w.startswith("-"))
 _NAME = st.lists(_WORD, min_size=1, max_size=3).map(" ".join)
 _UNIT = st.sampled_from(["us", "ms", "s"])
 _TIME = st.tuples(st.floats(0, 99999, allow_nan=False), _UNIT).map(lambda t: f"{t[0]:.3f}{t[1]}")
 _PCT = st.floats(0, 100, allow_nan=False).map(lambda v: f"{v:.2f}%")
-_SHAPES = st.lists(st.lists(st.integers(1, 512), max_size=4), max_size=5).map(
-    lambda s: str(s))
+_SHAPES = st.lists(st.lists(st.integers(1, 512), max_size=4), max_size=5).map(lambda s: str(s))
 
 
 @st.composite
@@ -178,20 +198,41 @@ def _tables(draw):
         name = draw(_NAME)
         if len(name) >= 52:
             name = name[:52] + "..."
-        row = [name, draw(_PCT), draw(_TIME), draw(_PCT), draw(_TIME), draw(_TIME),
-               str(draw(st.integers(1, 10**6)))]
+        row = [
+            name,
+            draw(_PCT),
+            draw(_TIME),
+            draw(_PCT),
+            draw(_TIME),
+            draw(_TIME),
+            str(draw(st.integers(1, 10**6))),
+        ]
         if shapes:
             row.append(draw(_SHAPES)[:80].rstrip())
         rows.append(row)
-    headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg",
-               "# of Calls"] + (["Input Shapes"] if shapes else [])
+    headers = [
+        "Name",
+        "Self CPU %",
+        "Self CPU",
+        "CPU total %",
+        "CPU total",
+        "CPU time avg",
+        "# of Calls",
+    ] + (["Input Shapes"] if shapes else [])
     widths = [min(max([len(r[0]) for r in rows] + [4]) + 4, 55)] + [12] * 6
     if shapes:
         widths.append(min(max([len(r[-1]) for r in rows] + [12]) + 4, 80))
     fmt = "".join("{:>" + str(w) + "}  " for w in widths)
     rule = "".join("-" * w + "  " for w in widths)
-    lines = [rule, fmt.format(*headers), rule, *(fmt.format(*r) for r in rows), rule,
-             f"Self CPU time total: {draw(_TIME)}", ""]
+    lines = [
+        rule,
+        fmt.format(*headers),
+        rule,
+        *(fmt.format(*r) for r in rows),
+        rule,
+        f"Self CPU time total: {draw(_TIME)}",
+        "",
+    ]
     return "\n".join(lines), rows
 
 

@@ -38,7 +38,11 @@ def test_real_trace(nchw):
     assert nchw.metadata["record_shapes"] == 1
     first = ops.iloc[0]
     assert (first["name"], first["external_id"], first["parent"], first["depth"]) == (
-        "aten::conv2d", 1, -1, 0)
+        "aten::conv2d",
+        1,
+        -1,
+        0,
+    )
     assert first["input_dims"] == "[[4, 3, 64, 64], [16, 3, 3, 3], [], [], [], [], []]"
     assert first["ts_us"] == pytest.approx(5153095192747.930)
     assert first["dur_us"] == pytest.approx(1585.974)
@@ -62,7 +66,7 @@ def test_epoch_axis_matches_onednn_timestamps(nchw):
     conv = nchw.ops[nchw.ops["name"] == "aten::mkldnn_convolution"].iloc[0]
     start, end = nchw.epoch_ms(conv["ts_us"]), nchw.epoch_ms(conv["end_us"])
     log = (SAMPLES / "profile_nchw_infer.log").read_text().splitlines()
-    after = log[log.index(next(x for x in log if "profiler_start" in x)) + 1:]
+    after = log[log.index(next(x for x in log if "profiler_start" in x)) + 1 :]
     first_exec = next(x for x in after if ",exec," in x)
     stamp = float(first_exec.split(",")[2])
     assert start < stamp < end
@@ -95,8 +99,15 @@ def test_small_chunks_give_the_same_table(monkeypatch, nchw, chunk):
 
 
 def test_streaming_keeps_a_bounded_buffer(monkeypatch, tmp_path):
-    event = {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1,
-             "dur": 1.0, "args": {"External id": 1, "Input Dims": [[64, 64], [64, 64]]}}
+    event = {
+        "ph": "X",
+        "cat": "cpu_op",
+        "name": "aten::add",
+        "pid": 1,
+        "tid": 1,
+        "dur": 1.0,
+        "args": {"External id": 1, "Input Dims": [[64, 64], [64, 64]]},
+    }
     events = ",".join(json.dumps({**event, "ts": 10.0 * i}) for i in range(20000))
     path = tmp_path / "big.json"
     path.write_text('{"baseTimeNanoseconds": 1000000, "traceEvents": [' + events + "]}")
@@ -120,8 +131,17 @@ def test_streaming_keeps_a_bounded_buffer(monkeypatch, tmp_path):
 def test_truncated_trace_keeps_what_is_complete():
     text = NCHW.read_text()
     previous = -1
-    for cut in (0, 10, 200, 5000, len(text) // 3, len(text) // 2, len(text) - 300,
-                len(text) - 5, len(text) - 1):
+    for cut in (
+        0,
+        10,
+        200,
+        5000,
+        len(text) // 3,
+        len(text) // 2,
+        len(text) - 300,
+        len(text) - 5,
+        len(text) - 1,
+    ):
         t = parse_trace_json(text[:cut], "cut.json")
         assert t.error is not None and t.error.startswith("cut.json: ")
         assert "ends early" in t.error or "not a chrome trace" in t.error
@@ -153,15 +173,23 @@ def test_other_shapes_of_json():
 def test_load_routes_traces(tmp_path):
     renamed = tmp_path / "trace.log"  # a trace whatever its name: its content starts with {
     renamed.write_bytes(NCHW.read_bytes())
-    log = load([str(SAMPLES / "profile_nchw_infer.log"), str(renamed),
-                str(SAMPLES / "profile_nchw_infer.table.txt")])
-    assert [s.path for s in log.scans] == [str(SAMPLES / "profile_nchw_infer.log"),
-                                           str(SAMPLES / "profile_nchw_infer.table.txt")]
+    log = load(
+        [
+            str(SAMPLES / "profile_nchw_infer.log"),
+            str(renamed),
+            str(SAMPLES / "profile_nchw_infer.table.txt"),
+        ]
+    )
+    assert [s.path for s in log.scans] == [
+        str(SAMPLES / "profile_nchw_infer.log"),
+        str(SAMPLES / "profile_nchw_infer.table.txt"),
+    ]
     assert log.framework is not None
     assert [t.path for t in log.framework.traces] == [str(renamed)]
     assert len(log.framework.tables) == 1
-    assert log.framework.markers == {str(SAMPLES / "profile_nchw_infer.log"): [
-        (23, "start"), (99, "stop")]}
+    assert log.framework.markers == {
+        str(SAMPLES / "profile_nchw_infer.log"): [(23, "start"), (99, "stop")]
+    }
     assert log.input_errors == []
 
 

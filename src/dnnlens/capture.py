@@ -101,7 +101,7 @@ class _Fd1Redirect:
                 with contextlib.suppress(OSError):
                     view = memoryview(data)
                     while view:  # a pipe or terminal may take part of it
-                        view = view[os.write(self._saved, view):]
+                        view = view[os.write(self._saved, view) :]
 
     def close(self) -> None:
         """Flush everything into the sink and give fd 1 back."""
@@ -125,11 +125,16 @@ def _onednn_verbose(level: int) -> Iterator[None]:
     if any(v not in ("", "0", "none") for v in from_start):
         # verbose is on for the whole run: leave it alone (torch's switch would turn it off
         # for good on exit); the log is the fd-1 output of the block
-        if os.environ.get("ONEDNN_VERBOSE_TIMESTAMP", os.environ.get(
-                "DNNL_VERBOSE_TIMESTAMP", "0")) in ("0", ""):
-            warnings.warn("dnnlens.capture: ONEDNN_VERBOSE is set without "
-                          "ONEDNN_VERBOSE_TIMESTAMP=1: the lines carry no timestamps and "
-                          "linking falls back to shapes", RuntimeWarning, stacklevel=2)
+        if os.environ.get(
+            "ONEDNN_VERBOSE_TIMESTAMP", os.environ.get("DNNL_VERBOSE_TIMESTAMP", "0")
+        ) in ("0", ""):
+            warnings.warn(
+                "dnnlens.capture: ONEDNN_VERBOSE is set without "
+                "ONEDNN_VERBOSE_TIMESTAMP=1: the lines carry no timestamps and "
+                "linking falls back to shapes",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         yield
         return
     os.environ.setdefault("ONEDNN_VERBOSE_TIMESTAMP", "1")
@@ -138,19 +143,27 @@ def _onednn_verbose(level: int) -> Iterator[None]:
             try:
                 stack.enter_context(torch.backends.mkldnn.verbose(level))
             except (AssertionError, RuntimeError) as exc:
-                warnings.warn(f"dnnlens.capture: oneDNN verbose could not be turned on: {exc}",
-                              RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"dnnlens.capture: oneDNN verbose could not be turned on: {exc}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
         else:
-            warnings.warn("dnnlens.capture: this torch build has no oneDNN (mkldnn); the log "
-                          "will hold no verbose lines", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                "dnnlens.capture: this torch build has no oneDNN (mkldnn); the log "
+                "will hold no verbose lines",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         ipex = sys.modules.get("intel_extension_for_pytorch")
         ipex_verbose = getattr(ipex, "verbose", None) if ipex is not None else None
         if callable(ipex_verbose):
             try:
                 stack.enter_context(ipex_verbose(level))
             except Exception as exc:  # noqa: BLE001 - IPEX is optional, never fatal
-                warnings.warn(f"dnnlens.capture: IPEX verbose failed: {exc}", RuntimeWarning,
-                              stacklevel=2)
+                warnings.warn(
+                    f"dnnlens.capture: IPEX verbose failed: {exc}", RuntimeWarning, stacklevel=2
+                )
         yield
 
 
@@ -180,8 +193,10 @@ def capture(
     directory = os.path.dirname(prefix)
     if directory:
         os.makedirs(directory, exist_ok=True)
-    result = Capture(log_path=None if under_cli else prefix + ".log",
-                     trace_path=prefix + ".trace.json" if profile else None)
+    result = Capture(
+        log_path=None if under_cli else prefix + ".log",
+        trace_path=prefix + ".trace.json" if profile else None,
+    )
     with contextlib.ExitStack() as stack:
         if not under_cli:
             sink = stack.enter_context(open(prefix + ".log", "wb"))
@@ -189,8 +204,11 @@ def capture(
             stack.callback(redirect.close)
             stack.enter_context(_onednn_verbose(level))
         if profile:
-            prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                          record_shapes=record_shapes, with_stack=with_stack)
+            prof = torch.profiler.profile(
+                activities=[torch.profiler.ProfilerActivity.CPU],
+                record_shapes=record_shapes,
+                with_stack=with_stack,
+            )
             result.profiler = prof
             stack.callback(lambda: prof.export_chrome_trace(result.trace_path))
             stack.enter_context(prof)

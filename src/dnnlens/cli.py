@@ -89,8 +89,11 @@ def _last_resort(command: Callable[..., None]) -> Callable[..., None]:
             if isinstance(exc, OSError) and exc.filename is not None:
                 raise _fail(f"{exc.filename}: {exc.strerror or exc}") from None
             detail = (str(exc).strip().splitlines() or [""])[0][:300]
-            _say("internal error", f"{type(exc).__name__}: {detail} (please report this at "
-                 "the dnnlens issue tracker; DNNLENS_TRACEBACK=1 shows where it happened)")
+            _say(
+                "internal error",
+                f"{type(exc).__name__}: {detail} (please report this at "
+                "the dnnlens issue tracker; DNNLENS_TRACEBACK=1 shows where it happened)",
+            )
             raise typer.Exit(EXIT_INTERNAL) from None
 
     return run
@@ -143,12 +146,16 @@ def analyze(
         True, "--live/--no-live", help="With -: a live view on stderr while lines arrive."
     ),
     window: int = typer.Option(
-        200_000, "--window", min=0,
+        200_000,
+        "--window",
+        min=0,
         help="Events (the last ones) that iterations, graph, rules and charts look at; "
         "0 for all. Totals are always exact.",
     ),
     skip: int = typer.Option(
-        0, "--skip-iterations", min=0,
+        0,
+        "--skip-iterations",
+        min=0,
         help="Leave out the first N iterations (warm-up), found in the exec stream.",
     ),
     jobs: int = typer.Option(
@@ -169,8 +176,10 @@ def analyze(
         show_live = live and not quiet and sys.stderr.isatty()
         live_console = Console(stderr=True) if show_live else None
         analysis, _ = analyze_stream(
-            sys.stdin.buffer, tee=sys.stdout.buffer if tee else None,
-            window_events=window or None, live_console=live_console,
+            sys.stdin.buffer,
+            tee=sys.stdout.buffer if tee else None,
+            window_events=window or None,
+            live_console=live_console,
         )
         log = analysis.log
     elif _stream_file(paths, jobs, skip):
@@ -191,7 +200,9 @@ def analyze(
             raise _fail("; ".join(log.input_errors) or "no input")
         analysis = analyze_log(log, window_events=window or None, skip=skip)
     options = RuleOptions(
-        rule_paths=list(rules), select=list(select), ignore=list(ignore),
+        rule_paths=list(rules),
+        select=list(select),
+        ignore=list(ignore),
         config_path=str(config) if config else None,
     )
     try:

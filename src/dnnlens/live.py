@@ -96,21 +96,25 @@ def read_blocks(
 def live_panel(analyzer: StreamAnalyzer, summary: Summary) -> Group:
     """What the live view shows: lines read, totals, time by kind, top primitives."""
     t = analyzer.total
-    head = (f"[bold]dnnlens[/bold] live: {t.lines:,} lines ({t.parsed:,} parsed, "
-            f"{t.foreign:,} foreign, {t.malformed:,} malformed); "
-            f"{summary.exec_count:,} executions, {summary.total_time_ms:,.3f} ms")
+    head = (
+        f"[bold]dnnlens[/bold] live: {t.lines:,} lines ({t.parsed:,} parsed, "
+        f"{t.foreign:,} foreign, {t.malformed:,} malformed); "
+        f"{summary.exec_count:,} executions, {summary.total_time_ms:,.3f} ms"
+    )
     kinds = Table(title="time by kind", title_justify="left", expand=False)
     for col in ("kind", "count", "time ms", "share"):
         kinds.add_column(col, justify="left" if col == "kind" else "right")
     for r in summary.by_kind[:6]:
-        kinds.add_row(r["kind"], f"{r['count']:,}", f"{r['time_ms']:,.3f}",
-                      f"{100 * r['share']:.1f}%")
+        kinds.add_row(
+            r["kind"], f"{r['count']:,}", f"{r['time_ms']:,.3f}", f"{100 * r['share']:.1f}%"
+        )
     top = Table(title="top primitives", title_justify="left", expand=False)
     for col in ("kind", "impl", "problem", "count", "time ms"):
         top.add_column(col, overflow="fold")
     for r in summary.top_primitives[:5]:
-        top.add_row(r["kind"], r["impl"], r["problem"][:60], f"{r['count']:,}",
-                    f"{r['time_ms']:,.3f}")
+        top.add_row(
+            r["kind"], r["impl"], r["problem"][:60], f"{r['count']:,}", f"{r['time_ms']:,.3f}"
+        )
     return Group(head, kinds, top)
 
 
@@ -154,8 +158,9 @@ def analyze_stream(
     live_console: Console | None = None,
 ) -> tuple[Analysis, bool]:
     """Read ``stream`` to its end (or Ctrl-C) and return the analysis and whether it ended."""
-    analyzer = StreamAnalyzer(name, DEFAULT_WINDOW_EVENTS if window_events is None
-                              else window_events)
+    analyzer = StreamAnalyzer(
+        name, DEFAULT_WINDOW_EVENTS if window_events is None else window_events
+    )
     analyzer.finder = TableFinder(name)  # issue 3: a table the program prints is linked too
     stats = ReadStats()
     blocks = read_blocks(stream, tee, copy_to, stats, name)

@@ -29,6 +29,7 @@ def scan_source(
     """
     wrap = None
     if progress is not None:
+
         def wrap(blocks: Iterator[bytes]) -> Iterable[bytes]:
             return progress.track(source, blocks)
 
@@ -47,9 +48,7 @@ def finish(scanner: Scanner, scans: list[InputScan], errors: list[str]) -> Parse
     )
 
 
-def load(
-    specs: list[str], progress: InputProgress | None = None, jobs: int = 1
-) -> ParsedLog:
+def load(specs: list[str], progress: InputProgress | None = None, jobs: int = 1) -> ParsedLog:
     """Parse every input named by ``specs`` (paths, globs, directories, ``-``).
 
     With ``jobs`` > 1, log files are scanned in that many processes (large files split into

@@ -48,12 +48,29 @@ if TYPE_CHECKING:  # issue 3: framework profiler data (imported lazily by dnnlen
 
 #: Record attributes copied into string (categorical) columns.
 RECORD_COLUMNS = (
-    "family", "operation", "cache", "component", "engine", "kind", "impl", "prop_kind",
-    "mds", "attrs", "aux", "problem", "extra",
+    "family",
+    "operation",
+    "cache",
+    "component",
+    "engine",
+    "kind",
+    "impl",
+    "prop_kind",
+    "mds",
+    "attrs",
+    "aux",
+    "problem",
+    "extra",
 )
 DERIVED_COLUMNS = ("impl_family", "isa", "direction")
 EVENT_COLUMNS = (
-    "input", "line", "record", *RECORD_COLUMNS, *DERIVED_COLUMNS, "time_ms", "timestamp_ms",
+    "input",
+    "line",
+    "record",
+    *RECORD_COLUMNS,
+    *DERIVED_COLUMNS,
+    "time_ms",
+    "timestamp_ms",
 )
 DIAGNOSTIC_COLUMNS = ("input", "line", "record", "operation", "component", "text", "location")
 
@@ -82,8 +99,9 @@ def _categorical(values: list[str], record_ids: np.ndarray) -> pd.Categorical:
         return pd.Categorical.from_codes(np.zeros(0, dtype=np.int32), categories=[])
     categories, codes = np.unique(np.asarray(values, dtype=object), return_inverse=True)
     # codes index the unique values by construction: no range check over every event
-    return pd.Categorical.from_codes(codes.astype(np.int32)[record_ids], categories=categories,
-                                     validate=False)
+    return pd.Categorical.from_codes(
+        codes.astype(np.int32)[record_ids], categories=categories, validate=False
+    )
 
 
 def _concat(scans: list[InputScan], name: str, dtype: type) -> np.ndarray:

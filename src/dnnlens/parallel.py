@@ -103,25 +103,42 @@ def merge_parts(path: str, parts: list[Part], scanner: Scanner) -> InputScan:
         rmap, wmap = interner.records(records), interner.reasons(reasons)
         n = len(scan.event_line)
         lines.append(np.frombuffer(scan.event_line, np.int64) + offset)
-        recs.append(rmap[np.frombuffer(scan.event_record, np.int64)] if n else
-                    np.zeros(0, np.int64))
+        recs.append(
+            rmap[np.frombuffer(scan.event_record, np.int64)] if n else np.zeros(0, np.int64)
+        )
         times.append(np.frombuffer(scan.event_time, np.float64))
         if stamped:
-            stamps.append(np.frombuffer(scan.event_timestamp, np.float64)
-                          if len(scan.event_timestamp) == n else np.full(n, np.nan))
+            stamps.append(
+                np.frombuffer(scan.event_timestamp, np.float64)
+                if len(scan.event_timestamp) == n
+                else np.full(n, np.nan)
+            )
         dlines.append(np.frombuffer(scan.diag_line, np.int64) + offset)
-        drecs.append(rmap[np.frombuffer(scan.diag_record, np.int64)] if len(scan.diag_record)
-                     else np.zeros(0, np.int64))
+        drecs.append(
+            rmap[np.frombuffer(scan.diag_record, np.int64)]
+            if len(scan.diag_record)
+            else np.zeros(0, np.int64)
+        )
         mlines.append(np.frombuffer(scan.malformed_line, np.int64) + offset)
-        mreasons.append(wmap[np.frombuffer(scan.malformed_reason, np.int64)]
-                        if len(scan.malformed_reason) else np.zeros(0, np.int64))
+        mreasons.append(
+            wmap[np.frombuffer(scan.malformed_reason, np.int64)]
+            if len(scan.malformed_reason)
+            else np.zeros(0, np.int64)
+        )
         for line, text in scan.malformed_text.items():
             if len(out.malformed_text) < MALFORMED_TEXT_KEPT:
                 out.malformed_text[line + offset] = text
         if len(out.foreign_examples) < 5:
             out.foreign_examples.extend((k + offset, s) for k, s in scan.foreign_examples)
-        for name in ("parsed", "foreign", "malformed", "prefixed", "slow_events",
-                     "invalid_utf8_bytes", "nul_lines"):
+        for name in (
+            "parsed",
+            "foreign",
+            "malformed",
+            "prefixed",
+            "slow_events",
+            "invalid_utf8_bytes",
+            "nul_lines",
+        ):
             setattr(out, name, getattr(out, name) + getattr(scan, name))
         out.families.update(scan.families)
         out.info_families.update(scan.info_families)
@@ -155,8 +172,10 @@ def scan_parallel(paths: list[str], jobs: int, scanner: Scanner) -> list[InputSc
         else:
             tasks.append((i, path, 0, -1))
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
-        futures = [pool.submit(_scan_file, p) if end < 0 else pool.submit(_scan_range, p, a, end)
-                   for _, p, a, end in tasks]
+        futures = [
+            pool.submit(_scan_file, p) if end < 0 else pool.submit(_scan_range, p, a, end)
+            for _, p, a, end in tasks
+        ]
         results = [f.result() for f in futures]
     grouped: dict[int, list[Part]] = {}
     for (i, _p, _a, _e), part in zip(tasks, results, strict=True):

@@ -123,15 +123,17 @@ class StreamAnalyzer:
 
     def summary(self) -> Summary:
         """The summary of everything read so far (exact, whatever the window)."""
-        return summarize_stats(self.stats.frame(), self.scanner.records,
-                               dict(self.diagnostic_counts))
+        return summarize_stats(
+            self.stats.frame(), self.scanner.records, dict(self.diagnostic_counts)
+        )
 
     def window_scan(self) -> InputScan:
         """An :class:`InputScan` holding the events of the window (the last events read)."""
         w = InputScan(self.path)
         if self._window:
-            lines, recs, times, stamps = (np.concatenate(parts) for parts in zip(*self._window,
-                                                                                 strict=True))
+            lines, recs, times, stamps = (
+                np.concatenate(parts) for parts in zip(*self._window, strict=True)
+            )
             cut = max(0, len(lines) - self.window_events)
             if cut:
                 self.dropped_last_line = max(self.dropped_last_line, int(lines[cut - 1]))
@@ -169,7 +171,6 @@ class StreamAnalyzer:
         }
         return analysis
 
-
     def _link_tables(self, analysis: Analysis) -> None:
         """Link the profiler tables found in the stream whose profiled region is still in
         the window of events; say so for the others (their primitives are gone)."""
@@ -181,19 +182,18 @@ class StreamAnalyzer:
         finder.close()
         if not finder.tables and not finder.markers:
             return
-        data = FrameworkData(markers={self.path: list(finder.markers)},
-                             errors=list(finder.errors))
+        data = FrameworkData(markers={self.path: list(finder.markers)}, errors=list(finder.errors))
         notes: list[str] = []
         for table in finder.tables:
             start = table_region_start(finder.markers, table.line)
-            if self.dropped_last_line < 0 or (start is not None
-                                              and self.dropped_last_line < start):
+            if self.dropped_last_line < 0 or (start is not None and self.dropped_last_line < start):
                 data.tables.append(table)
             else:
                 notes.append(
                     f"{table.source}:{table.line}: profiler table not linked: the events of "
                     f"its profiled region were not all kept (the stream keeps the last "
-                    f"{self.window_events:,}); give a larger --window")
+                    f"{self.window_events:,}); give a larger --window"
+                )
         analysis.log.framework = data if data.tables else None
         extras = framework_extras(analysis.log) if data.tables else {}
         events = analysis.log.events
@@ -220,8 +220,9 @@ def analyze_file_streaming(path: str, window_events: int | None = None) -> Analy
     Profiler tables printed inside the log are found and linked when the events of their
     profiled region are all still in the window (a note says so otherwise).
     """
-    analyzer = StreamAnalyzer(path, DEFAULT_WINDOW_EVENTS if window_events is None
-                              else window_events)
+    analyzer = StreamAnalyzer(
+        path, DEFAULT_WINDOW_EVENTS if window_events is None else window_events
+    )
     analyzer.finder = TableFinder(path)
     stats = ReadStats()
     opened = open_blocks(InputSource(path), stats)

@@ -37,11 +37,16 @@ def stats_from_events(events: pd.DataFrame) -> pd.DataFrame:
     timed = ~np.isnan(events["time_ms"].to_numpy(dtype=np.float64))
     present = sums.index.to_numpy()
     size = int(rec.max()) + 1
-    frame = pd.DataFrame({
-        "count": np.bincount(rec, minlength=size)[present].astype(np.int64),
-        "timed": np.bincount(rec[timed], minlength=size)[present].astype(np.int64),
-        "time_ms": sums, "min_ms": g.min(), "max_ms": g.max(),
-    }, index=sums.index)
+    frame = pd.DataFrame(
+        {
+            "count": np.bincount(rec, minlength=size)[present].astype(np.int64),
+            "timed": np.bincount(rec[timed], minlength=size)[present].astype(np.int64),
+            "time_ms": sums,
+            "min_ms": g.min(),
+            "max_ms": g.max(),
+        },
+        index=sums.index,
+    )
     rows = first_rows(rec, present)
     frame["first_input"] = events["input"].iloc[rows].astype(str).set_axis(frame.index)
     frame["first_line"] = events["line"].to_numpy()[rows].astype(np.int64)
@@ -125,13 +130,16 @@ class StatsAccumulator:
             return _empty()
         mins = np.where(np.isinf(self._min[seen]), np.nan, self._min[seen])
         maxs = np.where(np.isinf(self._max[seen]), np.nan, self._max[seen])
-        frame = pd.DataFrame({
-            "count": self._count[seen],
-            "timed": self._timed[seen],
-            "time_ms": self._sum[seen],
-            "min_ms": mins,
-            "max_ms": maxs,
-            "first_input": [self._first_input[r] for r in seen],
-            "first_line": self._first_line[seen],
-        }, index=pd.Index(seen, name="record"))
+        frame = pd.DataFrame(
+            {
+                "count": self._count[seen],
+                "timed": self._timed[seen],
+                "time_ms": self._sum[seen],
+                "min_ms": mins,
+                "max_ms": maxs,
+                "first_input": [self._first_input[r] for r in seen],
+                "first_line": self._first_line[seen],
+            },
+            index=pd.Index(seen, name="record"),
+        )
         return frame

@@ -49,11 +49,18 @@ class BenchResult:
     def to_json(self) -> dict[str, Any]:
         """The JSON shape of one result."""
         return {
-            "kind": self.kind, "impl": self.impl, "problem": self.problem,
-            "driver": self.driver, "command": self.command, "count": self.count,
-            "workload_mean_ms": self.workload_mean_ms, "isolated_min_ms": self.isolated_min_ms,
-            "isolated_avg_ms": self.isolated_avg_ms, "slowdown": self.slowdown,
-            "error": self.error, "notes": self.notes,
+            "kind": self.kind,
+            "impl": self.impl,
+            "problem": self.problem,
+            "driver": self.driver,
+            "command": self.command,
+            "count": self.count,
+            "workload_mean_ms": self.workload_mean_ms,
+            "isolated_min_ms": self.isolated_min_ms,
+            "isolated_avg_ms": self.isolated_avg_ms,
+            "slowdown": self.slowdown,
+            "error": self.error,
+            "notes": self.notes,
         }
 
 
@@ -70,7 +77,10 @@ def parse_perf_line(text: str) -> tuple[float, float] | None:
 
 
 def run_benchdnn(
-    binary: str, log: ParsedLog, top: int = 5, timeout_s: float = 300.0,
+    binary: str,
+    log: ParsedLog,
+    top: int = 5,
+    timeout_s: float = 300.0,
     extra_args: tuple[str, ...] = (),
 ) -> list[BenchResult]:
     """Run the reproducers of the ``top`` primitives of ``log`` with ``binary``.
@@ -84,17 +94,43 @@ def run_benchdnn(
         r = entry.record
         mean = entry.time_ms / entry.count if entry.count else float("nan")
         if entry.case is None:
-            results.append(BenchResult(r.kind, r.impl, r.problem, "", [], entry.count, mean,
-                                       error=f"no benchdnn reproducer: {entry.reason}"))
+            results.append(
+                BenchResult(
+                    r.kind,
+                    r.impl,
+                    r.problem,
+                    "",
+                    [],
+                    entry.count,
+                    mean,
+                    error=f"no benchdnn reproducer: {entry.reason}",
+                )
+            )
             continue
         case = entry.case
-        command = [binary, "--mode=P", f"--{case.driver}", PERF_TEMPLATE, *extra_args,
-                   *case.options, case.problem]
-        result = BenchResult(r.kind, r.impl, r.problem, case.driver, command, entry.count,
-                             mean, notes=list(case.notes))
+        command = [
+            binary,
+            "--mode=P",
+            f"--{case.driver}",
+            PERF_TEMPLATE,
+            *extra_args,
+            *case.options,
+            case.problem,
+        ]
+        result = BenchResult(
+            r.kind,
+            r.impl,
+            r.problem,
+            case.driver,
+            command,
+            entry.count,
+            mean,
+            notes=list(case.notes),
+        )
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
-                                  check=False)
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=timeout_s, check=False
+            )
         except subprocess.TimeoutExpired:
             result.error = f"benchdnn did not finish in {timeout_s:g} s"
             results.append(result)
@@ -104,7 +140,9 @@ def run_benchdnn(
             result.isolated_min_ms, result.isolated_avg_ms = times[-1]
         else:
             last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
-            result.error = (f"benchdnn exited with {done.returncode} and printed no "
-                            f"performance line: {last[0][:200]}")
+            result.error = (
+                f"benchdnn exited with {done.returncode} and printed no "
+                f"performance line: {last[0][:200]}"
+            )
         results.append(result)
     return results

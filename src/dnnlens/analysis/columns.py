@@ -22,8 +22,9 @@ def category_mask(column: pd.Series, pred: Callable[[str], bool]) -> np.ndarray:
     """``pred`` applied to each value of a (categorical) column, evaluated per category."""
     cat = column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")
     codes = cat.cat.codes.to_numpy()
-    table = np.array([bool(pred(str(c))) for c in cat.cat.categories.tolist()] + [False],
-                     dtype=bool)
+    table = np.array(
+        [bool(pred(str(c))) for c in cat.cat.categories.tolist()] + [False], dtype=bool
+    )
     return table[codes]  # code -1 (missing) picks the trailing False
 
 

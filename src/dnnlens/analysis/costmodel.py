@@ -180,8 +180,20 @@ def compute_dtype(mds: list[MemDesc] | tuple[MemDesc, ...], fpmath: str | None =
     """
     by_arg = {md.arg: md.dtype for md in mds if md.dtype and md.dtype != "undef"}
     dt = ""
-    for arg in ("wei", "wei_layer", "key", "src_b", "src", "src_layer", "query", "src_a",
-                "data", "diff_dst", "in", "src0"):
+    for arg in (
+        "wei",
+        "wei_layer",
+        "key",
+        "src_b",
+        "src",
+        "src_layer",
+        "query",
+        "src_a",
+        "data",
+        "diff_dst",
+        "in",
+        "src0",
+    ):
         if by_arg.get(arg):
             dt = by_arg[arg]
             break
@@ -233,8 +245,7 @@ def _conv_flops(kind: str, d: dict[str, int | None]) -> tuple[int, str] | None:
     return flops, f"2*mb*oc*(ic/g)*taps = 2*{mb}*{oc}*({ic}/{g})*{taps} ({', '.join(parts)})"
 
 
-def _gemm_shape(kind: str, prob_dims: dict, groups: Groups
-                ) -> tuple[int, int, int, int] | None:
+def _gemm_shape(kind: str, prob_dims: dict, groups: Groups) -> tuple[int, int, int, int] | None:
     """(B, M, N, K) of a matmul / gemm / inner product."""
     if kind == "inner_product":
         mb, oc, ic = prob_dims.get("mb"), prob_dims.get("oc"), prob_dims.get("ic")
@@ -254,8 +265,9 @@ def _gemm_shape(kind: str, prob_dims: dict, groups: Groups
     return None
 
 
-def _rnn_flops(d: dict[str, int | None], aux: dict[str, str], prop_kind: str,
-               has_proj: bool) -> tuple[int, str] | None:
+def _rnn_flops(
+    d: dict[str, int | None], aux: dict[str, str], prop_kind: str, has_proj: bool
+) -> tuple[int, str] | None:
     layers, t, mb = d.get("l", 1), d.get("t"), d.get("mb")
     sic, slc = d.get("sic"), d.get("slc")
     dhc = d.get("dhc") if d.get("dhc") is not None else d.get("dic")
@@ -269,16 +281,19 @@ def _rnn_flops(d: dict[str, int | None], aux: dict[str, str], prop_kind: str,
         cell += 2 * dhc * mb * dic  # type: ignore[operator]
     mult = 2 if prop_kind.startswith("backward") else 1
     flops = mult * dirs * layers * t * cell  # type: ignore[operator]
-    return flops, (f"{mult}*dirs*l*t*2*gates*dhc*mb*(sic+slc) = {mult}*{dirs}*{layers}*{t}*2*"
-                   f"{gates}*{dhc}*{mb}*({sic}+{slc})" + (" + projection" if has_proj else ""))
+    return flops, (
+        f"{mult}*dirs*l*t*2*gates*dhc*mb*(sic+slc) = {mult}*{dirs}*{layers}*{t}*2*"
+        f"{gates}*{dhc}*{mb}*({sic}+{slc})" + (" + projection" if has_proj else "")
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # tensors per kind
 
 
-def _list_dims(kind: str, groups: Groups, mds: list[MemDesc], aux: dict[str, str]
-               ) -> list[Dims | None]:
+def _list_dims(
+    kind: str, groups: Groups, mds: list[MemDesc], aux: dict[str, str]
+) -> list[Dims | None]:
     """Complete dims of each md of a dims-list descriptor (see ``list_tensor_dims``).
 
     The dst of a concat whose ``axis`` is not printed (or whose sources differ in rank)
@@ -290,9 +305,12 @@ def _list_dims(kind: str, groups: Groups, mds: list[MemDesc], aux: dict[str, str
         srcs = [_complete(t) for t in groups[0]]
         if srcs and all(t is not None for t in srcs):
             total = (sum(math.prod(t) for t in srcs if t is not None),)
-            dims = [total if d is None and (md.arg.removeprefix("diff_").startswith("dst")
-                                            or md.arg == "out") else d
-                    for md, d in zip(mds, dims, strict=True)]
+            dims = [
+                total
+                if d is None and (md.arg.removeprefix("diff_").startswith("dst") or md.arg == "out")
+                else d
+                for md, d in zip(mds, dims, strict=True)
+            ]
     return dims
 
 
@@ -325,16 +343,16 @@ def _access(kind: str, prop_kind: str, arg: str) -> str:
         return "write" if base.startswith(("dst", "ws")) else "read"
     if prop_kind == "backward_weights":
         return "write" if base.startswith(("wei", "bia")) else "read"
-    if arg.startswith("diff_") and base.startswith(("src", "wei", "bia", "data", "scale",
-                                                     "shift")):
+    if arg.startswith("diff_") and base.startswith(("src", "wei", "bia", "data", "scale", "shift")):
         return "write"
     if arg == "src" and kind in _BY_ROLE_KINDS:
         return "write"  # backward data names its diff_src `src` (format doc §3.5)
     return "read"
 
 
-def _norm_extra(kind: str, prob: dict[str, int | None], elements_dims: Dims,
-                aux: dict[str, str], prop_kind: str) -> tuple[list[TensorCost], bool]:
+def _norm_extra(
+    kind: str, prob: dict[str, int | None], elements_dims: Dims, aux: dict[str, str], prop_kind: str
+) -> tuple[list[TensorCost], bool]:
     """Statistics and scale/shift tensors of a normalisation; and whether stats are computed."""
     flags = aux.get("flags", "")
     if flags.isdigit():  # v1.x - v2.x numeric flags
@@ -356,8 +374,10 @@ def _norm_extra(kind: str, prob: dict[str, int | None], elements_dims: Dims,
     stat_access = "write" if computes and prop_kind == "forward_training" else "read"
     out = []
     if not (computes and prop_kind == "forward_inference"):
-        out += [_tensor("mean", "f32", (stats,), access=stat_access),
-                _tensor("variance", "f32", (stats,), access=stat_access)]
+        out += [
+            _tensor("mean", "f32", (stats,), access=stat_access),
+            _tensor("variance", "f32", (stats,), access=stat_access),
+        ]
     for letter, name in (("C", "scale"), ("H", "shift")):
         if letter in letters:
             out.append(_tensor(name, "f32", (channels,)))
@@ -388,8 +408,9 @@ def _post_op_tensors(attrs: str, dst: TensorCost | None) -> tuple[list[TensorCos
 
 
 @lru_cache(maxsize=1 << 14)
-def primitive_cost(kind: str, problem: str, mds: str = "", prop_kind: str = "", aux: str = "",
-                   attrs: str = "") -> Cost | None:
+def primitive_cost(
+    kind: str, problem: str, mds: str = "", prop_kind: str = "", aux: str = "", attrs: str = ""
+) -> Cost | None:
     """The cost of one call of a primitive line, or ``None`` (unknown kind or descriptor)."""
     try:
         return _cost(kind, problem, mds, prop_kind, aux, attrs)
@@ -397,15 +418,17 @@ def primitive_cost(kind: str, problem: str, mds: str = "", prop_kind: str = "", 
         return None
 
 
-def primitive_flops(kind: str, problem: str, prop_kind: str = "", aux: str = "",
-                    mds: str = "") -> float | None:
+def primitive_flops(
+    kind: str, problem: str, prop_kind: str = "", aux: str = "", mds: str = ""
+) -> float | None:
     """FLOPs of one call (drop-in for ``rules.flops.FLOP_FUNCTION``), ``None`` if unknown."""
     cost = primitive_cost(kind, problem, mds, prop_kind, aux, "")
     return None if cost is None else float(cost.flops)
 
 
-def _cost(kind: str, problem: str, mds_text: str, prop_kind: str, aux_text: str,
-          attrs: str) -> Cost | None:
+def _cost(
+    kind: str, problem: str, mds_text: str, prop_kind: str, aux_text: str, attrs: str
+) -> Cost | None:
     k = (kind or "").strip().lower().removesuffix("_v2")
     if not k or k == "graph_partition" or k == "zero_pad":
         return None
@@ -435,8 +458,15 @@ def _cost(kind: str, problem: str, mds_text: str, prop_kind: str, aux_text: str,
         full = _complete(dims)
         if full is None:
             continue
-        tensors.append(_tensor(md.arg, md.dtype, full, md.tag if md.ndims == len(full)
-                               else "", _access(k, prop_kind, md.arg)))
+        tensors.append(
+            _tensor(
+                md.arg,
+                md.dtype,
+                full,
+                md.tag if md.ndims == len(full) else "",
+                _access(k, prop_kind, md.arg),
+            )
+        )
     if not tensors:
         return None
     data = tensors[0]
@@ -444,12 +474,16 @@ def _cost(kind: str, problem: str, mds_text: str, prop_kind: str, aux_text: str,
     # kinds whose only md is `data` read it and write it back (eltwise/bnorm/lrn/softmax).
     if k in _DATA_KINDS and not any(t.access == "write" for t in tensors):
         if direction == "forward":
-            tensors.append(TensorCost("dst(=data)", data.dtype, data.dims, data.elements,
-                                      data.bytes, "write"))
+            tensors.append(
+                TensorCost("dst(=data)", data.dtype, data.dims, data.elements, data.bytes, "write")
+            )
         else:
             diff = next((t for t in tensors if t.arg.startswith("diff")), data)
-            tensors.append(TensorCost("diff_src(=diff)", diff.dtype, diff.dims, diff.elements,
-                                      diff.bytes, "write"))
+            tensors.append(
+                TensorCost(
+                    "diff_src(=diff)", diff.dtype, diff.dims, diff.elements, diff.bytes, "write"
+                )
+            )
     # sum (F0: one `in` md and aux num:<n>)
     n_src = sum(1 for t in tensors if t.arg.startswith("src") or t.arg == "in")
     if k == "sum" and aux.get("num", "").isdigit() and int(aux["num"]) > n_src:
@@ -485,8 +519,9 @@ def _cost(kind: str, problem: str, mds_text: str, prop_kind: str, aux_text: str,
         bh = math.prod(_complete(broadcast_dims(q[:-2], key[:-2])) or ())
         sq, dk, sk, dv = q[-2], q[-1], key[-1], v[-1]
         flops = 2 * bh * sq * sk * (dk + dv) + OPS_SOFTMAX["forward"] * bh * sq * sk
-        formula = (f"2*BH*Sq*Sk*(D+Dv) + 5*BH*Sq*Sk = 2*{bh}*{sq}*{sk}*({dk}+{dv}) "
-                   f"+ 5*{bh}*{sq}*{sk}")
+        formula = (
+            f"2*BH*Sq*Sk*(D+Dv) + 5*BH*Sq*Sk = 2*{bh}*{sq}*{sk}*({dk}+{dv}) + 5*{bh}*{sq}*{sk}"
+        )
     elif k == "eltwise":
         flops, formula = OPS_ELTWISE[direction] * elems, f"{OPS_ELTWISE[direction]}*{elems}"
     elif k in ("softmax", "logsoftmax"):
@@ -496,13 +531,16 @@ def _cost(kind: str, problem: str, mds_text: str, prop_kind: str, aux_text: str,
     elif k in _NORM_KINDS:
         extra, computes = _norm_extra(k, d, data.dims, aux, prop_kind)
         tensors.extend(extra)
-        per = (OPS_NORM_BACKWARD.get(prop_kind, 8) if direction == "backward"
-               else OPS_NORM_APPLY + (OPS_NORM_STATS if computes else 0))
+        per = (
+            OPS_NORM_BACKWARD.get(prop_kind, 8)
+            if direction == "backward"
+            else OPS_NORM_APPLY + (OPS_NORM_STATS if computes else 0)
+        )
         flops, formula = per * elems, f"{per}*{elems}"
     elif k == "lrn":
         ls = d.get("ls") or 5
         nsp = max(len(data.dims) - 2, 0)
-        window = ls ** nsp if "within" in aux.get("alg", "") else ls
+        window = ls**nsp if "within" in aux.get("alg", "") else ls
         per = 2 * window + 3
         flops, formula = per * elems, f"(2*{window}+3)*{elems}"
     elif k == "pooling":
@@ -510,8 +548,14 @@ def _cost(kind: str, problem: str, mds_text: str, prop_kind: str, aux_text: str,
         taps = 1
         for x in "dhw":
             if f"i{x}" in d:
-                taps *= conv_taps(d[f"i{x}"], d[f"o{x}"], d.get(f"k{x}", 1), d.get(f"s{x}", 1)
-                                  or 1, d.get(f"p{x}", 0), d.get(f"d{x}", 0) or 0)
+                taps *= conv_taps(
+                    d[f"i{x}"],
+                    d[f"o{x}"],
+                    d.get(f"k{x}", 1),
+                    d.get(f"s{x}", 1) or 1,
+                    d.get(f"p{x}", 0),
+                    d.get(f"d{x}", 0) or 0,
+                )
         flops, formula = mb * ic * taps, f"mb*ic*taps = {mb}*{ic}*{taps}"
     elif k == "binary":
         dst = next((t for t in tensors if t.access == "write"), data)

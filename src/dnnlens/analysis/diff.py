@@ -216,7 +216,7 @@ class Side:
     @property
     def steady_median_ms(self) -> float | None:
         """Median time of the steady (non warm-up) iterations, None without iterations."""
-        steady = self.iteration_ms[self.warmup:] or self.iteration_ms
+        steady = self.iteration_ms[self.warmup :] or self.iteration_ms
         return float(np.median(steady)) if steady else None
 
 
@@ -250,8 +250,10 @@ class Diff:
         if self.basis == "typical" and b is not None and n is not None:
             return b, n
         if self.per_iteration:
-            return (self.base.total_ms / self.base.iterations,
-                    self.new.total_ms / self.new.iterations)
+            return (
+                self.base.total_ms / self.base.iterations,
+                self.new.total_ms / self.new.iterations,
+            )
         return self.base.total_ms, self.new.total_ms
 
     @property
@@ -291,8 +293,9 @@ class Diff:
             "total": {
                 "base_ms": self.base.total_ms,
                 "new_ms": self.new.total_ms,
-                "speedup": _finite(self.base.total_ms / self.new.total_ms
-                                   if self.new.total_ms > 0 else math.inf),
+                "speedup": _finite(
+                    self.base.total_ms / self.new.total_ms if self.new.total_ms > 0 else math.inf
+                ),
                 "base_count": self.base.exec_count,
                 "new_count": self.new.exec_count,
                 "base_iterations": self.base.iterations,
@@ -304,7 +307,8 @@ class Diff:
                 "base_typical_iteration_ms": self.base.typical_ms,
                 "new_typical_iteration_ms": self.new.typical_ms,
                 "typical_speedup": _finite(self.base.typical_ms / self.new.typical_ms)
-                if self.base.typical_ms and self.new.typical_ms else None,
+                if self.base.typical_ms and self.new.typical_ms
+                else None,
                 "basis": self.basis,
                 "slower_pct": _finite(100.0 * self.slower_fraction),
             },
@@ -322,17 +326,29 @@ def _finite(value: float) -> float | None:
 
 
 def _side_json(side: Side) -> dict[str, Any]:
-    return {"path": side.path, "exec_count": side.exec_count, "total_ms": side.total_ms,
-            "iterations": side.iterations, "warmup": side.warmup,
-            "steady_median_ms": side.steady_median_ms, "typical_iteration_ms": side.typical_ms}
+    return {
+        "path": side.path,
+        "exec_count": side.exec_count,
+        "total_ms": side.total_ms,
+        "iterations": side.iterations,
+        "warmup": side.warmup,
+        "steady_median_ms": side.steady_median_ms,
+        "typical_iteration_ms": side.typical_ms,
+    }
 
 
 def _side(log: ParsedLog, info: IterationInfo) -> Side:
     execs = primitive_execs(log.events)
     paths = ", ".join(s.path for s in log.scans)
-    return Side(paths, len(execs), float(execs["time_ms"].sum()), info.count,
-                [float(t) for t in iteration_times(log, info)], info.warmup,
-                typical_iteration(log, info))
+    return Side(
+        paths,
+        len(execs),
+        float(execs["time_ms"].sum()),
+        info.count,
+        [float(t) for t in iteration_times(log, info)],
+        info.warmup,
+        typical_iteration(log, info),
+    )
 
 
 def _primitive_key(log: ParsedLog, rid: int) -> tuple[str, str, str, str]:
@@ -350,8 +366,9 @@ def _per_primitive(log: ParsedLog) -> dict[tuple[str, str, str, str], dict[str, 
     for rid, row in g.iterrows():
         r = log.records[int(rid)]
         key = _primitive_key(log, int(rid))
-        entry = out.setdefault(key, {"count": 0, "ms": 0.0, "impls": Counter(),
-                                     "layouts": Counter()})
+        entry = out.setdefault(
+            key, {"count": 0, "ms": 0.0, "impls": Counter(), "layouts": Counter()}
+        )
         entry["count"] += int(row["size"])
         entry["ms"] += float(row["sum"])
         entry["impls"][r.impl] += int(row["size"])
@@ -378,14 +395,24 @@ def _primitive_rows(base: ParsedLog, new: ParsedLog) -> list[dict[str, Any]]:
         else:
             status = "same"
         kind, prop, problem, flow = key
-        rows.append({
-            "kind": kind, "prop_kind": prop, "shape": problem, "layouts": flow,
-            "status": status,
-            "base_count": eb["count"], "new_count": en["count"],
-            "base_ms": eb["ms"], "new_ms": en["ms"], "delta_ms": en["ms"] - eb["ms"],
-            "base_impl": _names(eb["impls"]), "new_impl": _names(en["impls"]),
-            "base_layouts": _names(eb["layouts"]), "new_layouts": _names(en["layouts"]),
-        })
+        rows.append(
+            {
+                "kind": kind,
+                "prop_kind": prop,
+                "shape": problem,
+                "layouts": flow,
+                "status": status,
+                "base_count": eb["count"],
+                "new_count": en["count"],
+                "base_ms": eb["ms"],
+                "new_ms": en["ms"],
+                "delta_ms": en["ms"] - eb["ms"],
+                "base_impl": _names(eb["impls"]),
+                "new_impl": _names(en["impls"]),
+                "base_layouts": _names(eb["layouts"]),
+                "new_layouts": _names(en["layouts"]),
+            }
+        )
     rows.sort(key=lambda r: (-abs(r["delta_ms"]), r["kind"], r["shape"]))
     return rows
 
@@ -408,7 +435,11 @@ def _kind_rows(base: ParsedLog, new: ParsedLog, bs: Side, ns: Side) -> list[dict
         bm = float(gb.loc[kind, "sum"]) if kind in gb.index else 0.0
         nm = float(gn.loc[kind, "sum"]) if kind in gn.index else 0.0
         row: dict[str, Any] = {
-            "kind": kind, "base_count": bc, "new_count": nc, "base_ms": bm, "new_ms": nm,
+            "kind": kind,
+            "base_count": bc,
+            "new_count": nc,
+            "base_ms": bm,
+            "new_ms": nm,
             "delta_ms": nm - bm,
             "base_share": bm / bs.total_ms if bs.total_ms > 0 else 0.0,
             "new_share": nm / ns.total_ms if ns.total_ms > 0 else 0.0,
@@ -440,9 +471,13 @@ def diff_logs(base: ParsedLog, new: ParsedLog, basis: str = "mean") -> Diff:
     for i in range(length):
         bm = bs.iteration_ms[i] if i < len(bs.iteration_ms) else None
         nm = ns.iteration_ms[i] if i < len(ns.iteration_ms) else None
-        d.iterations.append({
-            "iteration": i, "base_ms": bm, "new_ms": nm,
-            "warmup": i < max(bi.warmup if bm is not None else 0,
-                              ni.warmup if nm is not None else 0),
-        })
+        d.iterations.append(
+            {
+                "iteration": i,
+                "base_ms": bm,
+                "new_ms": nm,
+                "warmup": i
+                < max(bi.warmup if bm is not None else 0, ni.warmup if nm is not None else 0),
+            }
+        )
     return d

@@ -298,7 +298,10 @@ def _align_irregular(
 
 
 def _assign_nodes(
-    rec: np.ndarray, itr: np.ndarray, ex_input: np.ndarray, input_names: list[str],
+    rec: np.ndarray,
+    itr: np.ndarray,
+    ex_input: np.ndarray,
+    input_names: list[str],
     iters: Iterations,
 ) -> tuple[np.ndarray, int]:
     """Template position of every exec row (or -1) and the number of position nodes."""
@@ -350,8 +353,11 @@ def _stats(
     }
     out["iterations"][iters.index.to_numpy()] = iters.to_numpy()
     out["time_ms"][at] = total.to_numpy()
-    for name, values in (("mean_ms", g.mean()), ("p50_ms", g.median()),
-                         ("p95_ms", g.quantile(0.95))):
+    for name, values in (
+        ("mean_ms", g.mean()),
+        ("p50_ms", g.median()),
+        ("p95_ms", g.quantile(0.95)),
+    ):
         out[name] = np.full(n_nodes, np.nan)
         out[name][at] = values.to_numpy()
     return out
@@ -446,8 +452,10 @@ def build_graph(log: ParsedLog, iterations: Iterations | None = None) -> OpGraph
     is_exec = category_mask(events["operation"], lambda v: v == "exec")
     ex_rows = np.flatnonzero(is_exec)
     rec = events["record"].to_numpy(dtype=np.int64)[ex_rows]
-    itr = iters.iteration[ex_rows] if len(iters.iteration) == len(events) else np.full(
-        len(ex_rows), -1, dtype=np.int64
+    itr = (
+        iters.iteration[ex_rows]
+        if len(iters.iteration) == len(events)
+        else np.full(len(ex_rows), -1, dtype=np.int64)
     )
     inputs = events["input"].astype("category")
     ex_input = inputs.cat.codes.to_numpy()[ex_rows]
@@ -455,9 +463,7 @@ def build_graph(log: ParsedLog, iterations: Iterations | None = None) -> OpGraph
     # extra nodes: one per (distinct line, occurrence within its iteration), first seen first
     left = np.flatnonzero(node < 0)
     occ = pd.DataFrame({"i": itr[left], "r": rec[left]}).groupby(["i", "r"]).cumcount()
-    keys = rec[left] * _MAX_EXTRA_OCCURRENCE + np.minimum(
-        occ.to_numpy(), _MAX_EXTRA_OCCURRENCE - 1
-    )
+    keys = rec[left] * _MAX_EXTRA_OCCURRENCE + np.minimum(occ.to_numpy(), _MAX_EXTRA_OCCURRENCE - 1)
     extra_keys, first_left, inverse = np.unique(keys, return_index=True, return_inverse=True)
     rank = np.empty(len(extra_keys), dtype=np.int64)
     rank[np.argsort(first_left, kind="stable")] = np.arange(len(extra_keys))
@@ -476,8 +482,10 @@ def build_graph(log: ParsedLog, iterations: Iterations | None = None) -> OpGraph
             by_rec = {int(r): int(ex_rows[i]) for i, r in enumerate(rec.tolist())}
             for m in missing:
                 first_row[m] = by_rec.get(int(iters.template[m]), int(ex_rows[0]))
-    cols = {c: _column(events, c, first_row) for c in
-            ("kind", "impl", "prop_kind", "mds", "attrs", "aux", "problem", "input")}
+    cols = {
+        c: _column(events, c, first_row)
+        for c in ("kind", "impl", "prop_kind", "mds", "attrs", "aux", "problem", "input")
+    }
     lines = events["line"].to_numpy()[first_row]
     node_records = events["record"].to_numpy()[first_row]
     names = [
@@ -619,7 +627,8 @@ def _classify_reorders(
             if not isinstance(bs, Tensor) or not isinstance(bd, Tensor):
                 continue
             if (bs.layout, bs.dtype) == (dst.layout, dst.dtype) and (bd.layout, bd.dtype) == (
-                src.layout, src.dtype
+                src.layout,
+                src.dtype,
             ):
                 a["partners"].add(names[j])  # type: ignore[union-attr]
                 b["partners"].add(names[i])  # type: ignore[union-attr]
@@ -649,8 +658,17 @@ def _classify_reorders(
             reorder_round_trip=row["round_trip"], reorder_round_trip_with=row["round_trip_with"],
         )  # fmt: skip
     df = pd.DataFrame(rows, columns=list(REORDER_COLUMNS))
-    return with_dtypes(df, {"position": "int64", "count": "int64", "iterations": "int64",
-                            "steady": "bool", "round_trip": "bool", "record": "int64"})
+    return with_dtypes(
+        df,
+        {
+            "position": "int64",
+            "count": "int64",
+            "iterations": "int64",
+            "steady": "bool",
+            "round_trip": "bool",
+            "record": "int64",
+        },
+    )
 
 
 def _next_reorders(

@@ -45,15 +45,23 @@ METHODS = ("timestamp", "shape", "order")
 OP_CATEGORIES = frozenset({"cpu_op", "user_annotation", "operator", "Operator", ""})
 #: Framework op names that call a oneDNN primitive of a kind (PyTorch, IPEX, inductor).
 ANCHORS: dict[str, re.Pattern[str]] = {
-    "convolution": re.compile(r"mkldnn_conv|convolution_pointwise|convolution_backward|"
-                              r"onednn.*conv|qconv|ipex.*conv"),
-    "deconvolution": re.compile(r"mkldnn_conv|convolution_transpose|convolution_backward|"
-                                r"onednn.*conv|ipex.*conv"),
+    "convolution": re.compile(
+        r"mkldnn_conv|convolution_pointwise|convolution_backward|"
+        r"onednn.*conv|qconv|ipex.*conv"
+    ),
+    "deconvolution": re.compile(
+        r"mkldnn_conv|convolution_transpose|convolution_backward|"
+        r"onednn.*conv|ipex.*conv"
+    ),
     "rnn": re.compile(r"mkldnn_rnn|rnn_layer|ipex.*(?:lstm|rnn|gru)"),
-    "matmul": re.compile(r"mkldnn_linear|mkldnn_matmul|linear_pointwise|addmm|::mm\b|bmm\b|"
-                         r"::matmul|qlinear|onednn.*(?:linear|matmul)|ipex.*linear"),
-    "inner_product": re.compile(r"mkldnn_linear|linear_pointwise|addmm|::mm\b|qlinear|"
-                                r"ipex.*linear"),
+    "matmul": re.compile(
+        r"mkldnn_linear|mkldnn_matmul|linear_pointwise|addmm|::mm\b|bmm\b|"
+        r"::matmul|qlinear|onednn.*(?:linear|matmul)|ipex.*linear"
+    ),
+    "inner_product": re.compile(
+        r"mkldnn_linear|linear_pointwise|addmm|::mm\b|qlinear|"
+        r"ipex.*linear"
+    ),
     "pooling": re.compile(r"mkldnn_(?:max|avg|adaptive_avg)_pool"),
     "batch_normalization": re.compile(r"mkldnn_batch_norm|ipex.*batch_norm"),
 }
@@ -103,10 +111,13 @@ class _Execs:
         ev = log.events
         ev = ev[ev["operation"] == "exec"]
         return cls(
-            index=ev.index.to_numpy(), input=ev["input"].astype(str).to_numpy(),
-            line=ev["line"].to_numpy(), kind=ev["kind"].astype(str).to_numpy(),
+            index=ev.index.to_numpy(),
+            input=ev["input"].astype(str).to_numpy(),
+            line=ev["line"].to_numpy(),
+            kind=ev["kind"].astype(str).to_numpy(),
             prop=ev["prop_kind"].astype(str).to_numpy(),
-            problem=ev["problem"].astype(str).to_numpy(), mds=ev["mds"].astype(str).to_numpy(),
+            problem=ev["problem"].astype(str).to_numpy(),
+            mds=ev["mds"].astype(str).to_numpy(),
             time=np.nan_to_num(ev["time_ms"].to_numpy(dtype=np.float64)),
             stamp=ev["timestamp_ms"].to_numpy(dtype=np.float64),
         )
@@ -167,10 +178,16 @@ def shape_fits(kind: str, problem: str, dims_json: str) -> bool | None:
         kernel = tuple(d.get(f"k{s}") for s in spatial)
         groups = d.get("g") or 1
         # torch weights: conv [oc, ic/g, k...], transposed conv [ic, oc/g, k...]
-        lead, per_group = (d.get("oc"), d.get("ic")) if kind == "convolution" else (
-            d.get("ic"), d.get("oc"))
-        wei_ok = any(len(t) == 2 + len(kernel) and t[2:] == kernel and t[0] == lead
-                     and t[1] * groups == per_group for t in tensors)
+        lead, per_group = (
+            (d.get("oc"), d.get("ic")) if kind == "convolution" else (d.get("ic"), d.get("oc"))
+        )
+        wei_ok = any(
+            len(t) == 2 + len(kernel)
+            and t[2:] == kernel
+            and t[0] == lead
+            and t[1] * groups == per_group
+            for t in tensors
+        )
         return src in tensors and wei_ok
     if kind == "rnn":
         if not {"t", "mb", "slc"} <= set(d):
@@ -179,8 +196,11 @@ def shape_fits(kind: str, problem: str, dims_json: str) -> bool | None:
     if kind == "inner_product":
         if "mb" not in d or "ic" not in d:
             return None
-        return any(t[0] == d["mb"] and math.prod(t[1:]) == p.dims.get("K", d["ic"])
-                   for t in tensors if len(t) >= 2)
+        return any(
+            t[0] == d["mb"] and math.prod(t[1:]) == p.dims.get("K", d["ic"])
+            for t in tensors
+            if len(t) >= 2
+        )
     if kind == "matmul" and p.tensors:
         src = p.tensors[0]
         return any(t == src or t[-2:] == src[-2:] for t in tensors)
@@ -219,8 +239,9 @@ def _innermost_matching(ops: pd.DataFrame, pattern: re.Pattern[str]) -> np.ndarr
 # by timestamp
 
 
-def _by_timestamp(execs: _Execs, trace: TraceData, ops: pd.DataFrame) -> tuple[
-        dict[int, int], np.ndarray]:
+def _by_timestamp(
+    execs: _Execs, trace: TraceData, ops: pd.DataFrame
+) -> tuple[dict[int, int], np.ndarray]:
     """exec position -> op label for execs inside the trace's window; and those positions."""
     lo_us, hi_us = trace.window_us or (ops["ts_us"].min(), ops["end_us"].max())
     lo, hi = trace.epoch_ms(lo_us), trace.epoch_ms(hi_us)
@@ -269,8 +290,9 @@ class _Walk:
     last: int = -1
 
 
-def _walk(execs: _Execs, positions: list[int], anchors: dict[str, np.ndarray],
-          ops: pd.DataFrame) -> _Walk:
+def _walk(
+    execs: _Execs, positions: list[int], anchors: dict[str, np.ndarray], ops: pd.DataFrame
+) -> _Walk:
     """Pair the anchor execs at ``positions`` (in order) with anchor ops, greedily."""
     dims = ops["input_dims"].astype(str)
     pointer = dict.fromkeys(anchors, 0)
@@ -306,7 +328,7 @@ def _walk(execs: _Execs, positions: list[int], anchors: dict[str, np.ndarray],
         walk.first = pos if walk.first < 0 else walk.first
         walk.last = pos
     if walk.pairs:  # anchor execs left unpaired inside the paired stretch
-        inside = positions[positions.index(walk.first): positions.index(walk.last) + 1]
+        inside = positions[positions.index(walk.first) : positions.index(walk.last) + 1]
         walk.skipped = len(inside) - len(walk.pairs)
     return walk
 
@@ -324,24 +346,36 @@ def _marker_ranges(markers: list[tuple[int, str]]) -> list[tuple[int, int]]:
     return ranges
 
 
-def _by_sequence(execs: _Execs, trace: TraceData, ops: pd.DataFrame,
-                 markers: dict[str, list[tuple[int, str]]], notes: list[str]) -> tuple[
-        dict[int, tuple[int, str]], list[int]]:
+def _by_sequence(
+    execs: _Execs,
+    trace: TraceData,
+    ops: pd.DataFrame,
+    markers: dict[str, list[tuple[int, str]]],
+    notes: list[str],
+) -> tuple[dict[int, tuple[int, str]], list[int]]:
     """exec position -> (op label, method) and the window's exec positions."""
     kinds = set(execs.kind.tolist())
     anchors = {k: _innermost_matching(ops, ANCHORS[k]) for k in kinds if k in ANCHORS}
     anchors = {k: v for k, v in anchors.items() if len(v)}
     if not anchors:
-        notes.append("the trace holds no op known to call the primitive kinds of the log; "
-                     "without timestamps on both sides nothing can be linked")
+        notes.append(
+            "the trace holds no op known to call the primitive kinds of the log; "
+            "without timestamps on both sides nothing can be linked"
+        )
         return {}, []
     total = sum(len(v) for v in anchors.values())
     scored: list[tuple[tuple[int, int, int], _Walk, list[int]]] = []
     for source in sorted(set(execs.input.tolist())):
         in_source = np.flatnonzero(execs.input == source)
         ranges = _marker_ranges(markers.get(source, []))
-        windows = ([in_source[(execs.line[in_source] > a) & (execs.line[in_source] < b)]
-                    for a, b in ranges] if ranges else [in_source])
+        windows = (
+            [
+                in_source[(execs.line[in_source] > a) & (execs.line[in_source] < b)]
+                for a, b in ranges
+            ]
+            if ranges
+            else [in_source]
+        )
         for window in windows:
             positions = [int(p) for p in window]
             anchor_pos = [p for p in positions if execs.kind[p] in anchors]
@@ -360,10 +394,12 @@ def _by_sequence(execs: _Execs, trace: TraceData, ops: pd.DataFrame,
         return {}, []
     _, walk, window = best
     if sum(1 for x in scored if x[0][:2] == best[0][:2]) > 1:
-        notes.append("the profiled window fits at more than one place in the log; the last "
-                     "was taken (timestamps or profiler_start/stop lines remove the doubt)")
+        notes.append(
+            "the profiled window fits at more than one place in the log; the last "
+            "was taken (timestamps or profiler_start/stop lines remove the doubt)"
+        )
     first = window.index(walk.first)
-    after = [p for p in window[window.index(walk.last) + 1:]]
+    after = [p for p in window[window.index(walk.last) + 1 :]]
     tail: list[int] = []
     for p in after:  # helpers after the last pair, up to the next unpaired anchor exec
         if execs.kind[p] in anchors:
@@ -375,23 +411,29 @@ def _by_sequence(execs: _Execs, trace: TraceData, ops: pd.DataFrame,
             lead_kept.append(p)
         else:
             break
-    span = window[first: window.index(walk.last) + 1]
+    span = window[first : window.index(walk.last) + 1]
     return walk.pairs, [*reversed(lead_kept), *span, *tail]
 
 
-def _start_candidates(execs: _Execs, anchor_pos: list[int], anchors: dict[str, np.ndarray],
-                      ops: pd.DataFrame) -> list[int]:
+def _start_candidates(
+    execs: _Execs, anchor_pos: list[int], anchors: dict[str, np.ndarray], ops: pd.DataFrame
+) -> list[int]:
     """Positions in ``anchor_pos`` where the trace's first anchor op could start."""
     first_kind = min(anchors, key=lambda k: ops.at[int(anchors[k][0]), "ts_us"])
     label = int(anchors[first_kind][0])
     dims = str(ops.at[label, "input_dims"])
-    cands = [i for i, p in enumerate(anchor_pos) if execs.kind[p] == first_kind
-             and shape_fits(first_kind, execs.problem[p], dims) is not False]
+    cands = [
+        i
+        for i, p in enumerate(anchor_pos)
+        if execs.kind[p] == first_kind
+        and shape_fits(first_kind, execs.problem[p], dims) is not False
+    ]
     return cands[-WINDOW_CANDIDATES:] or [0]
 
 
-def _attach_helpers(execs: _Execs, window: list[int], pairs: dict[int, tuple[int, str]],
-                    ops: pd.DataFrame) -> dict[int, tuple[int, str]]:
+def _attach_helpers(
+    execs: _Execs, window: list[int], pairs: dict[int, tuple[int, str]], ops: pd.DataFrame
+) -> dict[int, tuple[int, str]]:
     """Reorders and other helpers in the window go to the op before or after them."""
     out = dict(pairs)
     paired = [p for p in window if p in pairs]
@@ -410,7 +452,8 @@ def _attach_helpers(execs: _Execs, window: list[int], pairs: dict[int, tuple[int
         target = nxt if (direction == "in" and nxt is not None) or prev is None else prev
         assert target is not None
         fits = execs.problem[p].replace("x", ",") in {
-            ",".join(map(str, t)) for t in _tensors(str(ops.at[target, "input_dims"]))}
+            ",".join(map(str, t)) for t in _tensors(str(ops.at[target, "input_dims"]))
+        }
         out[p] = (target, "shape" if fits else "order")
     return out
 
@@ -419,18 +462,24 @@ def _attach_helpers(execs: _Execs, window: list[int], pairs: dict[int, tuple[int
 # aggregation
 
 
-def _links_frame(execs: _Execs, links: dict[int, tuple[int, str]],
-                 ops: pd.DataFrame) -> pd.DataFrame:
+def _links_frame(
+    execs: _Execs, links: dict[int, tuple[int, str]], ops: pd.DataFrame
+) -> pd.DataFrame:
     pos = np.array(sorted(links), dtype=np.int64)
     op = np.array([links[p][0] for p in pos.tolist()], dtype=np.int64)
-    return pd.DataFrame({
-        "event": execs.index[pos] if len(pos) else np.zeros(0, dtype=np.int64),
-        "input": execs.input[pos], "line": execs.line[pos], "kind": execs.kind[pos],
-        "problem": execs.problem[pos], "time_ms": execs.time[pos],
-        "op": op,
-        "op_name": ops["name"].astype(str).reindex(op).to_numpy() if len(op) else [],
-        "method": [links[p][1] for p in pos.tolist()],
-    })
+    return pd.DataFrame(
+        {
+            "event": execs.index[pos] if len(pos) else np.zeros(0, dtype=np.int64),
+            "input": execs.input[pos],
+            "line": execs.line[pos],
+            "kind": execs.kind[pos],
+            "problem": execs.problem[pos],
+            "time_ms": execs.time[pos],
+            "op": op,
+            "op_name": ops["name"].astype(str).reindex(op).to_numpy() if len(op) else [],
+            "method": [links[p][1] for p in pos.tolist()],
+        }
+    )
 
 
 def _weakest(methods: Iterable[str]) -> str:
@@ -446,43 +495,76 @@ _RANK = {m: i for i, m in enumerate(METHODS)}
 
 def _instances(links: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     """One row per op instance with linked primitives (vectorised: traces can be long)."""
-    columns = ["op", "name", "input_dims", "ts_us", "dur_ms", "primitives", "reorders",
-               "onednn_ms", "reorder_ms", "method"]
+    columns = [
+        "op",
+        "name",
+        "input_dims",
+        "ts_us",
+        "dur_ms",
+        "primitives",
+        "reorders",
+        "onednn_ms",
+        "reorder_ms",
+        "method",
+    ]
     if links.empty:
         return pd.DataFrame(columns=columns)
     reorder = links["kind"] == "reorder"
     rank = links["method"].map(_RANK)
-    g = pd.DataFrame({
-        "op": links["op"], "reorder": reorder.astype(np.int64),
-        "primitive": (~reorder).astype(np.int64), "time": links["time_ms"],
-        "reorder_time": links["time_ms"].where(reorder, 0.0),
-        "main_rank": rank.where(~reorder, -1), "rank": rank,
-    }).groupby("op", sort=True).agg(
-        primitives=("primitive", "sum"), reorders=("reorder", "sum"),
-        onednn_ms=("time", "sum"), reorder_ms=("reorder_time", "sum"),
-        main_rank=("main_rank", "max"), rank=("rank", "max"))
+    g = (
+        pd.DataFrame(
+            {
+                "op": links["op"],
+                "reorder": reorder.astype(np.int64),
+                "primitive": (~reorder).astype(np.int64),
+                "time": links["time_ms"],
+                "reorder_time": links["time_ms"].where(reorder, 0.0),
+                "main_rank": rank.where(~reorder, -1),
+                "rank": rank,
+            }
+        )
+        .groupby("op", sort=True)
+        .agg(
+            primitives=("primitive", "sum"),
+            reorders=("reorder", "sum"),
+            onednn_ms=("time", "sum"),
+            reorder_ms=("reorder_time", "sum"),
+            main_rank=("main_rank", "max"),
+            rank=("rank", "max"),
+        )
+    )
     labels = g.index.to_numpy()
     op = ops.loc[labels]
     worst = np.where(g["main_rank"] >= 0, g["main_rank"], g["rank"]).astype(int)
-    return pd.DataFrame({
-        "op": labels, "name": op["name"].astype(str).to_numpy(),
-        "input_dims": op["input_dims"].astype(str).to_numpy(),
-        "ts_us": op["ts_us"].to_numpy(), "dur_ms": op["dur_us"].to_numpy() / 1e3,
-        "primitives": g["primitives"].to_numpy(), "reorders": g["reorders"].to_numpy(),
-        "onednn_ms": g["onednn_ms"].to_numpy(), "reorder_ms": g["reorder_ms"].to_numpy(),
-        "method": [METHODS[i] for i in worst],
-    }, columns=columns)
+    return pd.DataFrame(
+        {
+            "op": labels,
+            "name": op["name"].astype(str).to_numpy(),
+            "input_dims": op["input_dims"].astype(str).to_numpy(),
+            "ts_us": op["ts_us"].to_numpy(),
+            "dur_ms": op["dur_us"].to_numpy() / 1e3,
+            "primitives": g["primitives"].to_numpy(),
+            "reorders": g["reorders"].to_numpy(),
+            "onednn_ms": g["onednn_ms"].to_numpy(),
+            "reorder_ms": g["reorder_ms"].to_numpy(),
+            "method": [METHODS[i] for i in worst],
+        },
+        columns=columns,
+    )
 
 
 def _kind_rows(group: pd.DataFrame) -> list[dict[str, Any]]:
     by_kind = group.groupby("kind", sort=False)["time_ms"].agg(["count", "sum"])
     by_kind = by_kind.sort_values("sum", ascending=False)
-    return [{"kind": str(k), "count": int(r["count"]), "time_ms": float(r["sum"])}
-            for k, r in by_kind.iterrows()]
+    return [
+        {"kind": str(k), "count": int(r["count"]), "time_ms": float(r["sum"])}
+        for k, r in by_kind.iterrows()
+    ]
 
 
-def _op_rows(links: pd.DataFrame, instances: pd.DataFrame, ops: pd.DataFrame,
-             source: str) -> list[dict[str, Any]]:
+def _op_rows(
+    links: pd.DataFrame, instances: pd.DataFrame, ops: pd.DataFrame, source: str
+) -> list[dict[str, Any]]:
     names = ops["name"].astype(str)
     rows = []
     for name, group in links.groupby("op_name", sort=False):
@@ -492,20 +574,24 @@ def _op_rows(links: pd.DataFrame, instances: pd.DataFrame, ops: pd.DataFrame,
         onednn_ms = float(group["time_ms"].sum())
         reorder = group["kind"] == "reorder"
         main = inst["method"]
-        rows.append({
-            "name": str(name), "calls": int(len(calls)), "time_ms": time_ms,
-            "self_ms": float(calls["self_us"].sum()) / 1e3,
-            "onednn": _kind_rows(group),
-            "link": _weakest(main),
-            "onednn_time_ms": onednn_ms,
-            "onednn_share": onednn_ms / time_ms if time_ms > 0 else None,
-            "calls_with_onednn": int(len(inst)),
-            "primitive_count": int((~reorder).sum()),
-            "reorder_count": int(reorder.sum()),
-            "reorder_time_ms": float(group.loc[reorder, "time_ms"].sum()),
-            "links": {m: int(c) for m, c in Counter(group["method"]).items()},
-            "source": source,
-        })
+        rows.append(
+            {
+                "name": str(name),
+                "calls": int(len(calls)),
+                "time_ms": time_ms,
+                "self_ms": float(calls["self_us"].sum()) / 1e3,
+                "onednn": _kind_rows(group),
+                "link": _weakest(main),
+                "onednn_time_ms": onednn_ms,
+                "onednn_share": onednn_ms / time_ms if time_ms > 0 else None,
+                "calls_with_onednn": int(len(inst)),
+                "primitive_count": int((~reorder).sum()),
+                "reorder_count": int(reorder.sum()),
+                "reorder_time_ms": float(group.loc[reorder, "time_ms"].sum()),
+                "links": {m: int(c) for m, c in Counter(group["method"]).items()},
+                "source": source,
+            }
+        )
     rows.sort(key=lambda r: -r["onednn_time_ms"])
     return rows
 
@@ -524,10 +610,15 @@ def _without_onednn(ops: pd.DataFrame, linked: set[int], have_log: bool) -> list
         fallback = bool(NATIVE_FALLBACK.search(name))
         if name in linked_names or not (have_log or fallback):
             continue
-        rows.append({"name": name, "calls": int(len(group)),
-                     "time_ms": float(group["dur_us"].sum()) / 1e3,
-                     "self_ms": float(group["self_us"].sum()) / 1e3,
-                     "reason": "native fallback" if fallback else "no primitive linked"})
+        rows.append(
+            {
+                "name": name,
+                "calls": int(len(group)),
+                "time_ms": float(group["dur_us"].sum()) / 1e3,
+                "self_ms": float(group["self_us"].sum()) / 1e3,
+                "reason": "native fallback" if fallback else "no primitive linked",
+            }
+        )
     rows.sort(key=lambda r: -r["time_ms"])
     return rows
 
@@ -552,16 +643,22 @@ def link_trace(log: ParsedLog, trace: TraceData) -> LinkResult:
             links = {p: (op, "timestamp") for p, op in by_time.items()}
             window, method = [int(p) for p in inside], "timestamp"
         elif len(inside):
-            notes.append(f"only {len(by_time)} of {len(inside)} timestamped primitives fall "
-                         "inside a framework op: the clocks disagree; linked by shape instead")
+            notes.append(
+                f"only {len(by_time)} of {len(inside)} timestamped primitives fall "
+                "inside a framework op: the clocks disagree; linked by shape instead"
+            )
         else:
-            notes.append("no timestamped primitive falls inside the trace's time span (are "
-                         "they from the same run?); linked by shape and order instead")
+            notes.append(
+                "no timestamped primitive falls inside the trace's time span (are "
+                "they from the same run?); linked by shape and order instead"
+            )
     elif len(execs) and trace.base_time_ms is None:
         notes.append("the trace has no base time: linked by shape and order")
     elif len(execs) and not has_stamps:
-        notes.append("the verbose log has no timestamps (ONEDNN_VERBOSE_TIMESTAMP=1 gives "
-                     "them): linked by shape and order")
+        notes.append(
+            "the verbose log has no timestamps (ONEDNN_VERBOSE_TIMESTAMP=1 gives "
+            "them): linked by shape and order"
+        )
     if not method and len(execs) and len(ops):
         pairs, window = _by_sequence(execs, trace, ops, markers, notes)
         links = _attach_helpers(execs, window, pairs, ops)
@@ -577,15 +674,19 @@ def link_trace(log: ParsedLog, trace: TraceData) -> LinkResult:
     fallbacks = [r for r in without if r["reason"] == "native fallback"]
     if fallbacks:
         names = ", ".join(f"{r['name']} x{r['calls']}" for r in fallbacks[:4])
-        notes.append(f"PyTorch ran its native kernels instead of oneDNN: {names} (as for bf16 "
-                     "on a CPU without avx512_bf16 / avx_ne_convert, or with "
-                     "torch.backends.mkldnn disabled)")
+        notes.append(
+            f"PyTorch ran its native kernels instead of oneDNN: {names} (as for bf16 "
+            "on a CPU without avx512_bf16 / avx_ne_convert, or with "
+            "torch.backends.mkldnn disabled)"
+        )
     if not log.scans:
         notes.append("no verbose log among the inputs: nothing to link the ops to")
     window_lines = execs.line[np.array(window, dtype=np.int64)] if window else []
     info = {
-        "trace": trace.path, "method": method or None,
-        "primitives_in_window": len(window), "primitives_linked": len(links),
+        "trace": trace.path,
+        "method": method or None,
+        "primitives_in_window": len(window),
+        "primitives_linked": len(links),
         "unlinked_in_window": len(set(window) - set(links)),
         "outside_window": len(execs) - len(window),
         "by_method": {m: int(c) for m, c in Counter(m for _, m in links.values()).items()},
@@ -603,8 +704,9 @@ def table_region_start(markers: list[tuple[int, str]], table_line: int) -> int |
     return ranges[-1][0] if ranges else None
 
 
-def _table_window(log: ParsedLog, execs: _Execs, table: ProfilerTable,
-                  notes: list[str]) -> list[int]:
+def _table_window(
+    log: ParsedLog, execs: _Execs, table: ProfilerTable, notes: list[str]
+) -> list[int]:
     """Exec positions the table's profiled window covers.
 
     A table inside a log covers that log before it (between the last profiler_start/stop
@@ -625,9 +727,11 @@ def _table_window(log: ParsedLog, execs: _Execs, table: ProfilerTable,
             window += pos[(lines > a) & (lines < b)].tolist()
         else:
             window += pos[lines < limit].tolist()
-            notes.append(f"{source}: no profiler_start/stop lines; the table "
-                         f"{table.source}:{table.line} was linked to all its primitives"
-                         + (" before the table" if source == table.source else ""))
+            notes.append(
+                f"{source}: no profiler_start/stop lines; the table "
+                f"{table.source}:{table.line} was linked to all its primitives"
+                + (" before the table" if source == table.source else "")
+            )
     return window
 
 
@@ -643,15 +747,17 @@ def link_table(log: ParsedLog, table: ProfilerTable) -> LinkResult:
     window = _table_window(log, execs, table, notes)
     window_sources = {execs.input[p] for p in window}
     if not window:
-        notes.append(f"{table.source}:{table.line}: no primitive execution to link the "
-                     "table to")
+        notes.append(f"{table.source}:{table.line}: no primitive execution to link the table to")
     needed = {"name", "calls", "cpu_total_ms", "self_cpu_ms"}
     if not needed <= set(rows_df.columns):
-        notes.append(f"{table.source}:{table.line}: the table lacks the columns "
-                     f"{sorted(needed - set(rows_df.columns))}; not linked")
+        notes.append(
+            f"{table.source}:{table.line}: the table lacks the columns "
+            f"{sorted(needed - set(rows_df.columns))}; not linked"
+        )
         return LinkResult(pd.DataFrame(), pd.DataFrame(), [], [], {}, notes)
     grouped = rows_df.groupby("name", sort=False).agg(
-        calls=("calls", "sum"), time_ms=("cpu_total_ms", "sum"), self_ms=("self_cpu_ms", "sum"))
+        calls=("calls", "sum"), time_ms=("cpu_total_ms", "sum"), self_ms=("self_cpu_ms", "sum")
+    )
     owner: dict[str, str] = {}
     for kind in set(execs.kind[window].tolist()) if window else ():
         if kind not in ANCHORS:
@@ -661,8 +767,7 @@ def link_table(log: ParsedLog, table: ProfilerTable) -> LinkResult:
             owner[kind] = min(names, key=lambda n: grouped.at[n, "time_ms"])
     fake_ops = pd.DataFrame({"name": list(grouped.index), "input_dims": ""})
     label = {n: i for i, n in enumerate(grouped.index)}
-    pairs = {p: (label[owner[execs.kind[p]]], "order") for p in window
-             if execs.kind[p] in owner}
+    pairs = {p: (label[owner[execs.kind[p]]], "order") for p in window if execs.kind[p] in owner}
     links = _attach_helpers(execs, window, pairs, fake_ops)
     frame = _links_frame(execs, links, fake_ops)
     out = []
@@ -670,23 +775,34 @@ def link_table(log: ParsedLog, table: ProfilerTable) -> LinkResult:
         reorder = group["kind"] == "reorder"
         time_ms = float(grouped.at[name, "time_ms"])
         onednn_ms = float(group["time_ms"].sum())
-        out.append({
-            "name": str(name), "calls": int(grouped.at[name, "calls"]), "time_ms": time_ms,
-            "self_ms": float(grouped.at[name, "self_ms"]), "onednn": _kind_rows(group),
-            "link": "order", "onednn_time_ms": onednn_ms,
-            "onednn_share": onednn_ms / time_ms if time_ms > 0 else None,
-            "calls_with_onednn": None, "primitive_count": int((~reorder).sum()),
-            "reorder_count": int(reorder.sum()),
-            "reorder_time_ms": float(group.loc[reorder, "time_ms"].sum()),
-            "links": {"order": int(len(group))}, "source": f"{table.source}:{table.line}",
-        })
+        out.append(
+            {
+                "name": str(name),
+                "calls": int(grouped.at[name, "calls"]),
+                "time_ms": time_ms,
+                "self_ms": float(grouped.at[name, "self_ms"]),
+                "onednn": _kind_rows(group),
+                "link": "order",
+                "onednn_time_ms": onednn_ms,
+                "onednn_share": onednn_ms / time_ms if time_ms > 0 else None,
+                "calls_with_onednn": None,
+                "primitive_count": int((~reorder).sum()),
+                "reorder_count": int(reorder.sum()),
+                "reorder_time_ms": float(group.loc[reorder, "time_ms"].sum()),
+                "links": {"order": int(len(group))},
+                "source": f"{table.source}:{table.line}",
+            }
+        )
     out.sort(key=lambda r: -r["onednn_time_ms"])
-    info = {"table": f"{table.source}:{table.line}", "method": "order" if links else None,
-            "primitives_in_window": len(window), "primitives_linked": len(links),
-            "unlinked_in_window": len(window) - len(links),
-            "outside_window": int(np.isin(execs.input, list(window_sources)).sum()
-                                  - len(window)),
-            "by_method": {"order": len(links)} if links else {}}
+    info = {
+        "table": f"{table.source}:{table.line}",
+        "method": "order" if links else None,
+        "primitives_in_window": len(window),
+        "primitives_linked": len(links),
+        "unlinked_in_window": len(window) - len(links),
+        "outside_window": int(np.isin(execs.input, list(window_sources)).sum() - len(window)),
+        "by_method": {"order": len(links)} if links else {},
+    }
     return LinkResult(frame, pd.DataFrame(), out, [], info, notes)
 
 
@@ -709,8 +825,11 @@ def framework_extras(log: ParsedLog) -> dict[str, Any]:
     fw = log.framework
     tables = [t for t in fw.tables if not t.by_input_shape] if fw is not None else []
     if fw is not None and fw.traces and tables:  # cross-check the trace with the table
-        rows = tables[0].rows.groupby("name").agg(calls=("calls", "sum"),
-                                                  time_ms=("cpu_total_ms", "sum"))
+        rows = (
+            tables[0]
+            .rows.groupby("name")
+            .agg(calls=("calls", "sum"), time_ms=("cpu_total_ms", "sum"))
+        )
         for r in (row for res in results for row in res.ops):
             if r["name"] in rows.index:
                 r["table_calls"] = int(rows.at[r["name"], "calls"])

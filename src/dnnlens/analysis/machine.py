@@ -149,9 +149,11 @@ class Machine:
         if "f32" in self.peak_gflops:
             src = self.sources.get("peak_gflops.f32", "file")
             return f"{src} f32 rate x {isa_gain(self.isa, c):g} ({self.isa} {c} gain)"
-        return (f"nominal: {self.threads} threads x {self.freq_ghz:g} GHz x "
-                f"{2 * self.fma_units * self.vector_bits // 32} FLOP/cycle x "
-                f"{isa_gain(self.isa, c):g}")
+        return (
+            f"nominal: {self.threads} threads x {self.freq_ghz:g} GHz x "
+            f"{2 * self.fma_units * self.vector_bits // 32} FLOP/cycle x "
+            f"{isa_gain(self.isa, c):g}"
+        )
 
     def ridge(self, dtype: str = "f32") -> float:
         """Arithmetic intensity (FLOP/byte) where the compute and memory roofs meet."""
@@ -186,25 +188,31 @@ class Machine:
             ("isa", self.isa, self.sources.get("isa", "default")),
             ("threads", str(self.threads), self.sources.get("threads", "default")),
             ("freq_ghz", f"{self.freq_ghz:g}", self.sources.get("freq_ghz", "default")),
-            ("vector_bits x fma_units", f"{self.vector_bits} x {self.fma_units}",
-             self.sources.get("vector_bits", "from isa")),
-            ("bandwidth GB/s", f"{self.bandwidth_gbs:.1f}",
-             self.sources.get("bandwidth_gbs", "default")),
+            (
+                "vector_bits x fma_units",
+                f"{self.vector_bits} x {self.fma_units}",
+                self.sources.get("vector_bits", "from isa"),
+            ),
+            (
+                "bandwidth GB/s",
+                f"{self.bandwidth_gbs:.1f}",
+                self.sources.get("bandwidth_gbs", "default"),
+            ),
         ]
         for dt in ("f32", "bf16", "f16", "int8"):
             rows.append((f"peak {dt} GFLOP/s", f"{self.peak(dt):.1f}", self.peak_source(dt)))
         return rows
 
 
-def machine_from_isa(isa: str, threads: int | None = None, name: str = "from log header"
-                     ) -> Machine:
+def machine_from_isa(
+    isa: str, threads: int | None = None, name: str = "from log header"
+) -> Machine:
     """The nominal machine of an implementation-name ISA (``avx2``) and a thread count."""
     isa = isa or DEFAULT_ISA
     bits, fma = _vector(isa)
     n = threads if threads and threads > 0 else 1
     bw = min(DEFAULT_BW_PER_THREAD_GBS * n, MAX_DEFAULT_BW_GBS)
-    return Machine(name=name, isa=isa, threads=n, vector_bits=bits, fma_units=fma,
-                   bandwidth_gbs=bw)
+    return Machine(name=name, isa=isa, threads=n, vector_bits=bits, fma_units=fma, bandwidth_gbs=bw)
 
 
 def machine_for_log(log: Any) -> Machine:
@@ -223,8 +231,14 @@ def machine_for_log(log: Any) -> Machine:
         isa = _isa_from_events(log)
         isa_src = "implementation names" if isa else "default"
     m = machine_from_isa(isa, threads)
-    m.sources.update({"isa": isa_src, "threads": "header" if threads else "default",
-                      "freq_ghz": "default", "bandwidth_gbs": "default (10 GB/s per thread)"})
+    m.sources.update(
+        {
+            "isa": isa_src,
+            "threads": "header" if threads else "default",
+            "freq_ghz": "default",
+            "bandwidth_gbs": "default (10 GB/s per thread)",
+        }
+    )
     return m
 
 
@@ -453,6 +467,8 @@ def probe_machine(seconds: float = 3.0) -> Machine:
         **bw_info, **gemm_info,
     }  # fmt: skip
     if load is not None and load > m.threads / 2:
-        m.measured["warning"] = (f"load average {load:.2f} on {m.threads} cores while probing: "
-                                 "other work shares the machine, the rates are low bounds")
+        m.measured["warning"] = (
+            f"load average {load:.2f} on {m.threads} cores while probing: "
+            "other work shares the machine, the rates are low bounds"
+        )
     return m

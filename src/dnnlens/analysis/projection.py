@@ -44,11 +44,28 @@ __all__ = [
     "project",
 ]
 
-CHANGES = ("remove:reorders", "remove:activation-reorders", "remove:weight-reorders",
-           "fuse:eltwise", "dtype:bf16")
+CHANGES = (
+    "remove:reorders",
+    "remove:activation-reorders",
+    "remove:weight-reorders",
+    "fuse:eltwise",
+    "dtype:bf16",
+)
 #: Kinds that take an eltwise post-op (oneDNN attribute ``post_ops``).
-FUSABLE = frozenset({"convolution", "deconvolution", "inner_product", "matmul", "binary",
-                     "gemm_api", "pooling", "batch_normalization", "sum", "eltwise"})
+FUSABLE = frozenset(
+    {
+        "convolution",
+        "deconvolution",
+        "inner_product",
+        "matmul",
+        "binary",
+        "gemm_api",
+        "pooling",
+        "batch_normalization",
+        "sum",
+        "eltwise",
+    }
+)
 _LAYOUT_NOTE = (
     "a layout change can change the implementation oneDNN dispatches for a convolution "
     "(e.g. jit:avx2 on blocked aBcd8b vs brg_conv_fwd:avx2 on channels_last acdb in oneDNN "
@@ -79,8 +96,11 @@ class Step:
     @property
     def direction(self) -> str:
         """forward / backward_data / backward_weights / backward / '' (prop kind, grouped)."""
-        return "forward" if self.prop_kind.startswith("forward") else (
-            "" if self.prop_kind == "undef" else self.prop_kind)
+        return (
+            "forward"
+            if self.prop_kind.startswith("forward")
+            else ("" if self.prop_kind == "undef" else self.prop_kind)
+        )
 
     @property
     def src_layout(self) -> str:
@@ -102,8 +122,7 @@ class Step:
     @property
     def dtype(self) -> str:
         """Compute data type (:func:`dnnlens.analysis.costmodel.compute_dtype`)."""
-        c = primitive_cost(self.kind, self.problem, self.mds, self.prop_kind, self.aux,
-                           self.attrs)
+        c = primitive_cost(self.kind, self.problem, self.mds, self.prop_kind, self.aux, self.attrs)
         return c.dtype if c else ""
 
     @property
@@ -227,16 +246,18 @@ def _stat(values: list[float] | np.ndarray, statistic: str) -> float:
     return float(np.median(arr) if statistic == "median" else arr.mean())
 
 
-def iteration_steps(log: Any, iterations: Iterations | None = None,
-                    statistic: str = "median") -> StepTable:
+def iteration_steps(
+    log: Any, iterations: Iterations | None = None, statistic: str = "median"
+) -> StepTable:
     """The steps of ``log``'s steady iteration with their typical (median/mean) times."""
     ev = log.events
     source = ", ".join(s.path for s in log.scans) or "<log>"
     if ev.empty:
         return StepTable(source, [], 0, statistic, None, notes=["no primitive executions"])
     iters = iterations if iterations is not None else find_iterations(ev)
-    is_exec = ((ev["operation"].astype(str) == "exec")
-               & (ev["kind"].astype(str) != "graph_partition")).to_numpy()
+    is_exec = (
+        (ev["operation"].astype(str) == "exec") & (ev["kind"].astype(str) != "graph_partition")
+    ).to_numpy()
     itr = iters.iteration if len(iters.iteration) == len(ev) else np.full(len(ev), -1)
     times = iters.times
     notes: list[str] = []
@@ -277,8 +298,15 @@ def iteration_steps(log: Any, iterations: Iterations | None = None,
     if untimed:
         notes.append(f"{untimed} of {len(steps)} primitives print no time: counted as 0 ms")
     totals = [float(np.nansum(t_all[r])) for r in rows_by_iter]
-    table = StepTable(source, steps, len(rows_by_iter), statistic,
-                      _stat(totals, statistic) if totals else None, dict(record_times), notes)
+    table = StepTable(
+        source,
+        steps,
+        len(rows_by_iter),
+        statistic,
+        _stat(totals, statistic) if totals else None,
+        dict(record_times),
+        notes,
+    )
     _link(log, iters, table)
     return table
 
@@ -302,8 +330,10 @@ def _link(log: Any, iters: Iterations, table: StepTable) -> None:
                 steps[pos[b]].producers.append(pos[a])
         return
     except Exception as exc:  # the graph is optional: fall back to sequence neighbours
-        table.notes.append(f"op graph unavailable ({type(exc).__name__}): reorders classified "
-                           "by weight dims, neighbours taken in sequence")
+        table.notes.append(
+            f"op graph unavailable ({type(exc).__name__}): reorders classified "
+            "by weight dims, neighbours taken in sequence"
+        )
     weight_dims = set()
     for s in steps:
         c = primitive_cost(s.kind, s.problem, s.mds, s.prop_kind, s.aux, s.attrs)
@@ -336,8 +366,9 @@ def _key(s: Step) -> tuple[str, str, str]:
     return (s.kind.removesuffix("_v2"), s.problem, s.direction)
 
 
-def _alternatives(step: Step, occurrence: int, tables: list[StepTable],
-                  want: Callable[[Step], bool]) -> _Alt | None:
+def _alternatives(
+    step: Step, occurrence: int, tables: list[StepTable], want: Callable[[Step], bool]
+) -> _Alt | None:
     """The best measured alternative of ``step`` satisfying ``want(candidate_step)``.
 
     Candidates are steps of the same kind, problem and direction. A candidate at the same
@@ -349,10 +380,18 @@ def _alternatives(step: Step, occurrence: int, tables: list[StepTable],
         if not same:
             continue
         c = same[occurrence] if occurrence < len(same) else same[-1]
-        how = (f"{table.statistic} of {c.samples} steady calls at the same position"
-               if occurrence < len(same) else f"{table.statistic} of a later call")
-        return _Alt(c.time_ms, f"measured in {c.example} ({c.impl}, src {c.src_layout}, "
-                    f"{c.dtype}): {how}", c.src_layout, c.dtype, c.impl)
+        how = (
+            f"{table.statistic} of {c.samples} steady calls at the same position"
+            if occurrence < len(same)
+            else f"{table.statistic} of a later call"
+        )
+        return _Alt(
+            c.time_ms,
+            f"measured in {c.example} ({c.impl}, src {c.src_layout}, {c.dtype}): {how}",
+            c.src_layout,
+            c.dtype,
+            c.impl,
+        )
     return None
 
 
@@ -393,8 +432,9 @@ class _State:
             detail = f"{prev.detail}; then {detail}"
             source = "+".join(dict.fromkeys((*prev.source.split("+"), source)))
         self.times[s.position] = after
-        self.adjustments[s.position] = Adjustment(s.position, s.name, s.kind, s.problem,
-                                                  before, after, source, detail)
+        self.adjustments[s.position] = Adjustment(
+            s.position, s.name, s.kind, s.problem, before, after, source, detail
+        )
 
     def note(self, text: str, warning: bool = False) -> None:
         target = self.warnings if warning else self.assumptions
@@ -403,8 +443,14 @@ class _State:
 
     def result(self, change: str) -> ChangeResult:
         adj = sorted(self.adjustments.values(), key=lambda a: a.position)
-        return ChangeResult(change, self.table.total_ms, float(sum(self.times.values())), adj,
-                            list(self.assumptions), list(self.warnings))
+        return ChangeResult(
+            change,
+            self.table.total_ms,
+            float(sum(self.times.values())),
+            adj,
+            list(self.assumptions),
+            list(self.warnings),
+        )
 
 
 def _reachable_primitives(steps: list[Step], start: int, removed: set[int]) -> set[int]:
@@ -428,57 +474,89 @@ def _reachable_primitives(steps: list[Step], start: int, removed: set[int]) -> s
 
 def _remove(state: _State, which: str, ctx: _Context) -> None:
     steps = state.table.steps
-    wanted = {"reorders": ("activation", "weight"), "activation-reorders": ("activation",),
-              "weight-reorders": ("weight",)}[which]
-    removed = {s.position for s in steps if s.kind == "reorder" and (s.tensor or "activation")
-               in wanted and state.times[s.position] > 0}
+    wanted = {
+        "reorders": ("activation", "weight"),
+        "activation-reorders": ("activation",),
+        "weight-reorders": ("weight",),
+    }[which]
+    removed = {
+        s.position
+        for s in steps
+        if s.kind == "reorder"
+        and (s.tensor or "activation") in wanted
+        and state.times[s.position] > 0
+    }
     if not removed:
         state.note(f"the iteration has no {which.replace('-', ' ')}: nothing to remove", True)
         return
     for i in sorted(removed):
         s = steps[i]
-        state.set(s, 0.0, "log", f"removed {s.tensor or 'activation'} reorder "
-                  f"{s.src_layout}->{s.dst_layout}: measured {state.times[i]:.4f} ms per "
-                  "iteration in this log")
+        state.set(
+            s,
+            0.0,
+            "log",
+            f"removed {s.tensor or 'activation'} reorder "
+            f"{s.src_layout}->{s.dst_layout}: measured {state.times[i]:.4f} ms per "
+            "iteration in this log",
+        )
     if "weight" in wanted:
-        state.note("weights are converted once ahead of time (prepacked: torch.jit.freeze, "
-                   "ipex.optimize or a weight cache); that one-time cost is not counted")
+        state.note(
+            "weights are converted once ahead of time (prepacked: torch.jit.freeze, "
+            "ipex.optimize or a weight cache); that one-time cost is not counted"
+        )
     if "activation" not in wanted:
         return
     affected: set[int] = set()
     for i in removed:
         if steps[i].tensor != "weight":
             affected |= _reachable_primitives(steps, i, removed)
-    state.note("the framework and oneDNN agree on one activation layout (e.g. the model and "
-               "its input in channels_last): the producers' output is read as it is; "
-               "framework time between primitives is not in the log")
+    state.note(
+        "the framework and oneDNN agree on one activation layout (e.g. the model and "
+        "its input in channels_last): the producers' output is read as it is; "
+        "framework time between primitives is not in the log"
+    )
     state.note(_LAYOUT_NOTE)
     occ = _occurrences(steps)
     for i in sorted(affected):
         s = steps[i]
-        alt = _alternatives(s, occ[i], ctx.measured + [state.table],
-                            lambda c, s=s: _plain(c.src_layout) and c.src_layout != s.src_layout
-                            and c.dtype == s.dtype)
+        alt = _alternatives(
+            s,
+            occ[i],
+            ctx.measured + [state.table],
+            lambda c, s=s: (
+                _plain(c.src_layout) and c.src_layout != s.src_layout and c.dtype == s.dtype
+            ),
+        )
         if alt is not None:
-            state.set(s, alt.time_ms, "measured", f"layout {s.src_layout} -> {alt.layout}: "
-                      f"{alt.detail}")
+            state.set(
+                s, alt.time_ms, "measured", f"layout {s.src_layout} -> {alt.layout}: {alt.detail}"
+            )
             if alt.impl != s.impl:
-                state.note(f"{s.kind} {s.problem}: implementation {s.impl} -> {alt.impl} "
-                           "in the measured layout")
+                state.note(
+                    f"{s.kind} {s.problem}: implementation {s.impl} -> {alt.impl} "
+                    "in the measured layout"
+                )
         else:
-            state.set(s, state.times[i], "assumed",
-                      f"no {s.kind} of this shape measured in a plain layout: time kept "
-                      f"({s.impl} on {s.src_layout}); pass a log of the other layout with "
-                      "--measured")
+            state.set(
+                s,
+                state.times[i],
+                "assumed",
+                f"no {s.kind} of this shape measured in a plain layout: time kept "
+                f"({s.impl} on {s.src_layout}); pass a log of the other layout with "
+                "--measured",
+            )
 
 
 def _fuse(state: _State, ctx: _Context) -> None:
     steps = state.table.steps
     elt = [s for s in steps if s.kind == "eltwise"]
     if not elt:
-        state.note("the iteration has no oneDNN eltwise primitive: nothing to fuse (an "
-                   "activation the framework runs itself prints no oneDNN line and its time is "
-                   "not in the log)", True)
+        state.note(
+            "the iteration has no oneDNN eltwise primitive: nothing to fuse (an "
+            "activation the framework runs itself prints no oneDNN line and its time is "
+            "not in the log)",
+            True,
+        )
         return
     occ = _occurrences(steps)
     fused = 0
@@ -489,23 +567,37 @@ def _fuse(state: _State, ctx: _Context) -> None:
             continue
         p = prods[0]
         alg = parse_aux(s.aux).get("alg", "eltwise")
-        alt = _alternatives(p, occ[p.position], ctx.measured + [state.table],
-                            lambda c, alg=alg: any(po.alg == alg for po in
-                                                   parse_attrs(c.attrs).post_ops))
-        state.set(s, 0.0, "log", f"fused into {p.name} as post-op {alg}: its own pass "
-                  f"(measured {state.times[s.position]:.4f} ms) disappears")
+        alt = _alternatives(
+            p,
+            occ[p.position],
+            ctx.measured + [state.table],
+            lambda c, alg=alg: any(po.alg == alg for po in parse_attrs(c.attrs).post_ops),
+        )
+        state.set(
+            s,
+            0.0,
+            "log",
+            f"fused into {p.name} as post-op {alg}: its own pass "
+            f"(measured {state.times[s.position]:.4f} ms) disappears",
+        )
         fused += 1
         if alt is not None:
             state.set(p, alt.time_ms, "measured", f"with post-op {alg}: {alt.detail}")
             continue
         cost = primitive_cost(s.kind, s.problem, s.mds, s.prop_kind, s.aux, s.attrs)
         extra = cost.flops / ctx.machine.peak(cost.dtype) / 1e6 if cost else 0.0
-        state.set(p, state.times[p.position] + extra, "roofline",
-                  f"+ post-op {alg}: {cost.flops if cost else '?'} FLOPs at the compute peak "
-                  f"({extra:.3g} ms), applied in registers before the store (no extra traffic)")
+        state.set(
+            p,
+            state.times[p.position] + extra,
+            "roofline",
+            f"+ post-op {alg}: {cost.flops if cost else '?'} FLOPs at the compute peak "
+            f"({extra:.3g} ms), applied in registers before the store (no extra traffic)",
+        )
     if fused:
-        state.note("the eltwise is applied as a post-op of its producer (oneDNN attribute "
-                   "post_ops), so its tensor is not written and read again")
+        state.note(
+            "the eltwise is applied as a post-op of its producer (oneDNN attribute "
+            "post_ops), so its tensor is not written and read again"
+        )
 
 
 def _to_bf16(text: str) -> str:
@@ -522,8 +614,9 @@ def _dtype(state: _State, ctx: _Context, target: str = "bf16") -> None:
     for s in steps:
         if "f32" not in s.mds or state.times[s.position] <= 0:
             continue
-        alt = _alternatives(s, occ[s.position], ctx.measured + [state.table],
-                            lambda c: c.dtype == target)
+        alt = _alternatives(
+            s, occ[s.position], ctx.measured + [state.table], lambda c: c.dtype == target
+        )
         if alt is not None:
             state.set(s, alt.time_ms, "measured", f"in {target}: {alt.detail}")
             changed += 1
@@ -531,30 +624,41 @@ def _dtype(state: _State, ctx: _Context, target: str = "bf16") -> None:
         old = primitive_cost(s.kind, s.problem, s.mds, s.prop_kind, s.aux, s.attrs)
         new = primitive_cost(s.kind, s.problem, _to_bf16(s.mds), s.prop_kind, s.aux, s.attrs)
         if old is None or new is None:
-            state.set(s, state.times[s.position], "assumed",
-                      f"no cost model for {s.kind}: time kept")
+            state.set(
+                s, state.times[s.position], "assumed", f"no cost model for {s.kind}: time kept"
+            )
             continue
         r_old = max(old.flops / m.peak(old.dtype), old.bytes / m.bandwidth_gbs)
         r_new = max(new.flops / m.peak(new.dtype), new.bytes / m.bandwidth_gbs)
         factor = r_new / r_old if r_old > 0 else 1.0
-        bound = "compute" if old.flops / m.peak(old.dtype) >= old.bytes / m.bandwidth_gbs \
-            else "memory"
-        state.set(s, state.times[s.position] * factor, "roofline",
-                  f"{bound}-bound: roof time x {factor:.2f} (bytes {old.bytes} -> {new.bytes}, "
-                  f"peak {m.peak(old.dtype):.0f} -> {m.peak(new.dtype):.0f} GFLOP/s)")
+        bound = (
+            "compute" if old.flops / m.peak(old.dtype) >= old.bytes / m.bandwidth_gbs else "memory"
+        )
+        state.set(
+            s,
+            state.times[s.position] * factor,
+            "roofline",
+            f"{bound}-bound: roof time x {factor:.2f} (bytes {old.bytes} -> {new.bytes}, "
+            f"peak {m.peak(old.dtype):.0f} -> {m.peak(new.dtype):.0f} GFLOP/s)",
+        )
         changed += 1
     if not changed:
         state.note("no f32 primitive in the iteration: nothing to convert", True)
         return
-    state.note(f"every f32 tensor becomes {target}; a primitive keeps its current fraction of "
-               "its roof (efficiency); conversion reorders at the edges of the bf16 region and "
-               "accuracy are not counted")
+    state.note(
+        f"every f32 tensor becomes {target}; a primitive keeps its current fraction of "
+        "its roof (efficiency); conversion reorders at the edges of the bf16 region and "
+        "accuracy are not counted"
+    )
     if gain <= 1.0:
-        state.note(f"{m.isa} has no {target} arithmetic (peak gain {gain:g}): compute-bound "
-                   f"primitives gain nothing, memory-bound ones move half the bytes. oneDNN has "
-                   f"no {target} jit kernels below AVX-512 BF16 / AVX2-VNNI-2 (it runs reference "
-                   "code or refuses), and PyTorch autocast refuses its mkldnn bf16 path on such "
-                   "CPUs: expect slower, not faster", True)
+        state.note(
+            f"{m.isa} has no {target} arithmetic (peak gain {gain:g}): compute-bound "
+            f"primitives gain nothing, memory-bound ones move half the bytes. oneDNN has "
+            f"no {target} jit kernels below AVX-512 BF16 / AVX2-VNNI-2 (it runs reference "
+            "code or refuses), and PyTorch autocast refuses its mkldnn bf16 path on such "
+            "CPUs: expect slower, not faster",
+            True,
+        )
 
 
 @dataclass
@@ -576,14 +680,16 @@ def _apply(table: StepTable, changes: list[str], ctx: _Context) -> ChangeResult:
     return state.result(" + ".join(changes))
 
 
-def normalize_changes(remove: list[str] | None = None, fuse: list[str] | None = None,
-                      dtype: str | None = None) -> list[str]:
+def normalize_changes(
+    remove: list[str] | None = None, fuse: list[str] | None = None, dtype: str | None = None
+) -> list[str]:
     """The change ids of the command-line options, validated, in application order."""
     out: list[str] = []
     for r in remove or []:
         if f"remove:{r}" not in CHANGES:
-            raise ValueError(f"--remove {r}: expected reorders, activation-reorders or "
-                             "weight-reorders")
+            raise ValueError(
+                f"--remove {r}: expected reorders, activation-reorders or weight-reorders"
+            )
         out.append(f"remove:{r}")
     for f in fuse or []:
         if f != "eltwise":
@@ -596,8 +702,13 @@ def normalize_changes(remove: list[str] | None = None, fuse: list[str] | None = 
     return list(dict.fromkeys(out))
 
 
-def project(log: Any, changes: list[str], machine: Machine | None = None,
-            measured: list[Any] | None = None, statistic: str = "median") -> Projection:
+def project(
+    log: Any,
+    changes: list[str],
+    machine: Machine | None = None,
+    measured: list[Any] | None = None,
+    statistic: str = "median",
+) -> Projection:
     """Project each change alone and all together (see the module docstring).
 
     ``log`` and each of ``measured`` are :class:`~dnnlens.model.ParsedLog`; ``machine``
@@ -606,10 +717,15 @@ def project(log: Any, changes: list[str], machine: Machine | None = None,
     header = machine_for_log(log)
     m = machine or header
     table = iteration_steps(log, statistic=statistic)
-    if machine is not None and header.sources.get("threads") == "header" \
-            and header.threads != machine.threads:
-        table.notes.append(f"the log ran with {header.threads} threads, the machine profile "
-                           f"describes {machine.threads}: its peaks may not apply")
+    if (
+        machine is not None
+        and header.sources.get("threads") == "header"
+        and header.threads != machine.threads
+    ):
+        table.notes.append(
+            f"the log ran with {header.threads} threads, the machine profile "
+            f"describes {machine.threads}: its peaks may not apply"
+        )
     others = [iteration_steps(x, statistic=statistic) for x in (measured or [])]
     ctx = _Context(m, others)
     order = {c: i for i, c in enumerate(CHANGES)}
@@ -617,7 +733,8 @@ def project(log: Any, changes: list[str], machine: Machine | None = None,
     alone = [_apply(table, [c], ctx) for c in chosen]
     together = chosen
     if "remove:reorders" in chosen:  # it includes the other two removals
-        together = [c for c in chosen if c not in ("remove:activation-reorders",
-                                                   "remove:weight-reorders")]
+        together = [
+            c for c in chosen if c not in ("remove:activation-reorders", "remove:weight-reorders")
+        ]
     combined = _apply(table, together, ctx) if len(chosen) > 1 else None
     return Projection(table, m, alone, combined, others)

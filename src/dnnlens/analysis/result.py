@@ -38,8 +38,12 @@ def skip_iterations(log: ParsedLog, count: int) -> dict[str, Any]:
     later = (it.iteration >= count).nonzero()[0]
     first = int(later[0]) if len(later) else len(events)
     log.events = events.iloc[first:].reset_index(drop=True)
-    return {"iterations": count, "found": it.count, "events_dropped": first,
-            "first_line": int(events["line"].iloc[first]) if first < len(events) else None}
+    return {
+        "iterations": count,
+        "found": it.count,
+        "events_dropped": first,
+        "first_line": int(events["line"].iloc[first]) if first < len(events) else None,
+    }
 
 
 def analyze_log(
@@ -72,7 +76,7 @@ def analyze_log(
             "events_analysed": window_events,
             "first_line": int(log.events["line"].iloc[0]),
             "note": "iterations, graph, rules and charts use the last events only; "
-                    "the summary and primitives use all of them",
+            "the summary and primitives use all of them",
         }
     return analysis
 

@@ -105,8 +105,9 @@ def place(cost: Cost, calls: int, time_ms: float, machine: Machine) -> dict[str,
     return out
 
 
-def roofline_points(log: Any, machine: Machine | None = None,
-                    stats: pd.DataFrame | None = None) -> list[RooflinePoint]:
+def roofline_points(
+    log: Any, machine: Machine | None = None, stats: pd.DataFrame | None = None
+) -> list[RooflinePoint]:
     """Every distinct executed primitive of ``log`` on the roofline, most time first.
 
     ``stats`` is the per-record statistics frame (:mod:`dnnlens.analysis.aggregate`); by
@@ -129,8 +130,12 @@ def roofline_points(log: Any, machine: Machine | None = None,
         )  # fmt: skip
         cost = primitive_cost(rec.kind, rec.problem, rec.mds, rec.prop_kind, rec.aux, rec.attrs)
         if cost is not None:
-            p.dtype, p.flops, p.bytes, p.intensity = cost.dtype, cost.flops, cost.bytes, \
-                cost.intensity
+            p.dtype, p.flops, p.bytes, p.intensity = (
+                cost.dtype,
+                cost.flops,
+                cost.bytes,
+                cost.intensity,
+            )
             for key, value in place(cost, timed, time_ms if timed else 0.0, m).items():
                 setattr(p, key, value)
             best = float(row["min_ms"]) if "min_ms" in row else float("nan")
@@ -148,8 +153,17 @@ def kind_points(points: list[RooflinePoint], machine: Machine) -> list[dict[str,
     for p in points:
         if p.flops is None or p.bytes is None or not p.timed or not p.time_ms > 0:
             continue
-        a = acc.setdefault(p.kind, {"flops": 0.0, "bytes": 0.0, "time_ms": 0.0,
-                                    "roof_ms": 0.0, "count": 0, "compute_ms": 0.0})
+        a = acc.setdefault(
+            p.kind,
+            {
+                "flops": 0.0,
+                "bytes": 0.0,
+                "time_ms": 0.0,
+                "roof_ms": 0.0,
+                "count": 0,
+                "compute_ms": 0.0,
+            },
+        )
         a["flops"] += p.flops * p.timed
         a["bytes"] += p.bytes * p.timed
         a["time_ms"] += p.time_ms
@@ -177,8 +191,9 @@ def _resolve_machine(analysis: Any, machine: Machine | None) -> Machine:
     return machine if machine is not None else machine_for_log(analysis.log)
 
 
-def primitives_json(analysis: Any, machine: Machine | None = None,
-                    stats: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+def primitives_json(
+    analysis: Any, machine: Machine | None = None, stats: pd.DataFrame | None = None
+) -> list[dict[str, Any]]:
     """The ``primitives`` list of ``analyze --format json`` (see the module docstring).
 
     ``machine`` defaults to the nominal machine of the log's header
@@ -188,14 +203,17 @@ def primitives_json(analysis: Any, machine: Machine | None = None,
     return [p.to_json() for p in roofline_points(analysis.log, m, stats)]
 
 
-def roofline_json(analysis: Any, machine: Machine | None = None,
-                  stats: pd.DataFrame | None = None) -> dict[str, Any]:
+def roofline_json(
+    analysis: Any, machine: Machine | None = None, stats: pd.DataFrame | None = None
+) -> dict[str, Any]:
     """Machine, primitives and kinds: everything a roofline chart or table needs."""
     m = _resolve_machine(analysis, machine)
     points = roofline_points(analysis.log, m, stats)
     return {
-        "machine": {**m.to_dict(), "peaks": {dt: m.peak(dt) for dt in ("f32", "bf16", "f16",
-                                                                        "int8")}},
+        "machine": {
+            **m.to_dict(),
+            "peaks": {dt: m.peak(dt) for dt in ("f32", "bf16", "f16", "int8")},
+        },
         "primitives": [p.to_json() for p in points],
         "kinds": kind_points(points, m),
     }

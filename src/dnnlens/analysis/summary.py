@@ -72,7 +72,10 @@ def _descending(rows: list[int], time: list[float], count: list[int]) -> list[in
 
 
 def _grouped_sums(
-    recs: list[LineRecord], rows: list[int], fields: tuple[str, ...], count: list[int],
+    recs: list[LineRecord],
+    rows: list[int],
+    fields: tuple[str, ...],
+    count: list[int],
     time: pd.Series,
 ) -> list[tuple[tuple[str, ...], int, float]]:
     """``(key, count, time_ms)`` of each key of ``rows``, in order of first appearance.
@@ -87,16 +90,17 @@ def _grouped_sums(
     for code, i in zip(codes, rows, strict=True):
         counts[code] += count[i]
     sums = time.iloc[rows].groupby(np.asarray(codes, dtype=np.int64), sort=False).sum()
-    return [(key, counts[code], float(t))
-            for (key, code), t in zip(seen.items(), sums.tolist(), strict=True)]
+    return [
+        (key, counts[code], float(t))
+        for (key, code), t in zip(seen.items(), sums.tolist(), strict=True)
+    ]
 
 
 def _grouped(
     groups: list[tuple[tuple[str, ...], int, float]], fields: tuple[str, ...], total: float
 ) -> list[dict[str, Any]]:
     """Rows of one breakdown, most time first."""
-    order = _descending(list(range(len(groups))), [g[2] for g in groups],
-                        [g[1] for g in groups])
+    order = _descending(list(range(len(groups))), [g[2] for g in groups], [g[1] for g in groups])
     rows = []
     for i in order:
         key, n, t = groups[i]
@@ -118,16 +122,24 @@ def _top_primitives(
     rows = []
     for i in _descending(execs, time, count)[:TOP_PRIMITIVES]:
         r = recs[i]
-        rows.append({
-            "record": int(rids[i]), "kind": r.kind, "impl": r.impl,
-            "prop_kind": r.prop_kind, "problem": r.problem, "mds": r.mds,
-            "attrs": r.attrs, "aux": r.aux, "count": int(count[i]),
-            "time_ms": float(time[i]),
-            "mean_ms": float(time[i] / timed[i]) if timed[i] else float("nan"),
-            "max_ms": float(top[i]),
-            "share": float(time[i]) / total if total > 0 else 0.0,
-            "example": {"path": str(paths[i]), "line": int(lines[i])},
-        })
+        rows.append(
+            {
+                "record": int(rids[i]),
+                "kind": r.kind,
+                "impl": r.impl,
+                "prop_kind": r.prop_kind,
+                "problem": r.problem,
+                "mds": r.mds,
+                "attrs": r.attrs,
+                "aux": r.aux,
+                "count": int(count[i]),
+                "time_ms": float(time[i]),
+                "mean_ms": float(time[i] / timed[i]) if timed[i] else float("nan"),
+                "max_ms": float(top[i]),
+                "share": float(time[i]) / total if total > 0 else 0.0,
+                "example": {"path": str(paths[i]), "line": int(lines[i])},
+            }
+        )
     return rows
 
 
@@ -159,8 +171,9 @@ def summarize_stats(
         elif r.operation in ("create", "create_nested"):
             rows["create"].append(i)
     count, timed, time = stats["count"], stats["timed"], stats["time_ms"]
-    execs, graph, creates = (np.asarray(rows[k], dtype=np.int64)
-                             for k in ("exec", "graph", "create"))
+    execs, graph, creates = (
+        np.asarray(rows[k], dtype=np.int64) for k in ("exec", "graph", "create")
+    )
     total = float(time.iloc[execs].sum())
     s = Summary(
         exec_count=int(count.iloc[execs].sum()),

@@ -395,4 +395,3 @@ def list_tensor_dims(
             dims = t0
         out.append(dims)
     return out
-

@@ -25,11 +25,17 @@ EXIT_NOT_FOUND = 127
 def child_env(base: dict[str, str], prefix: str, level: str) -> dict[str, str]:
     """The child's environment: verbose with timestamps, unbuffered Python, our markers."""
     env = dict(base)
-    env.update({
-        "ONEDNN_VERBOSE": level, "DNNL_VERBOSE": level,
-        "ONEDNN_VERBOSE_TIMESTAMP": "1", "DNNL_VERBOSE_TIMESTAMP": "1",
-        "PYTHONUNBUFFERED": "1", ENV_ACTIVE: "1", ENV_PREFIX: prefix,
-    })
+    env.update(
+        {
+            "ONEDNN_VERBOSE": level,
+            "DNNL_VERBOSE": level,
+            "ONEDNN_VERBOSE_TIMESTAMP": "1",
+            "DNNL_VERBOSE_TIMESTAMP": "1",
+            "PYTHONUNBUFFERED": "1",
+            ENV_ACTIVE: "1",
+            ENV_PREFIX: prefix,
+        }
+    )
     return env
 
 

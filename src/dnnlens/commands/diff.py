@@ -58,10 +58,12 @@ def _delta(base: float, new: float) -> str:
 def verdict(d: Any) -> str:
     """One sentence: faster or slower, by how much, on which basis."""
     b, n = d.compared_ms()
-    typical = d.basis == "typical" and d.base.typical_ms is not None and \
-        d.new.typical_ms is not None
-    basis = ("per typical iteration" if typical else
-             "per iteration" if d.per_iteration else "in total")
+    typical = (
+        d.basis == "typical" and d.base.typical_ms is not None and d.new.typical_ms is not None
+    )
+    basis = (
+        "per typical iteration" if typical else "per iteration" if d.per_iteration else "in total"
+    )
     if b <= 0 and n <= 0:
         return "Neither run has primitive executions."
     if n <= 0:
@@ -71,9 +73,11 @@ def verdict(d: Any) -> str:
     ratio = b / n
     word = "faster" if ratio >= 1 else "slower"
     factor = ratio if ratio >= 1 else 1 / ratio
-    return (f"NEW is {factor:.2f}x {word} {basis}: {_ms(b)} -> {_ms(n)} ms "
-            f"({_delta(b, n)}); total {_ms(d.base.total_ms)} -> {_ms(d.new.total_ms)} ms, "
-            f"{d.base.exec_count:,} -> {d.new.exec_count:,} executions.")
+    return (
+        f"NEW is {factor:.2f}x {word} {basis}: {_ms(b)} -> {_ms(n)} ms "
+        f"({_delta(b, n)}); total {_ms(d.base.total_ms)} -> {_ms(d.new.total_ms)} ms, "
+        f"{d.base.exec_count:,} -> {d.new.exec_count:,} executions."
+    )
 
 
 def typical_line(d: Any) -> str:
@@ -85,10 +89,15 @@ def typical_line(d: Any) -> str:
     word = "faster" if ratio >= 1 else "slower"
     factor = ratio if ratio >= 1 else 1 / ratio
     bm, nm = d.base.steady_median_ms, d.new.steady_median_ms
-    extra = (f"; median of the steady iteration sums {_ms(bm)} -> {_ms(nm)} ms"
-             if bm is not None and nm is not None else "")
-    return (f"Typical steady iteration (per-primitive medians): {_ms(b)} -> {_ms(n)} ms, "
-            f"{factor:.2f}x {word} ({_delta(b, n)}){extra}.")
+    extra = (
+        f"; median of the steady iteration sums {_ms(bm)} -> {_ms(nm)} ms"
+        if bm is not None and nm is not None
+        else ""
+    )
+    return (
+        f"Typical steady iteration (per-primitive medians): {_ms(b)} -> {_ms(n)} ms, "
+        f"{factor:.2f}x {word} ({_delta(b, n)}){extra}."
+    )
 
 
 def _impl(names: list[str]) -> str:
@@ -111,16 +120,23 @@ def _sections(d: Any, top: int) -> list[tuple[str, list[str], list[list[str]], s
         head.append("typical iteration")
     rows = []
     for k in d.kinds:
-        row = [k["kind"], f"{k['base_count']:,} -> {k['new_count']:,}",
-               f"{_ms(k['base_ms'])} -> {_ms(k['new_ms'])}", f"{k['delta_ms']:+,.3f}",
-               _delta(k["base_ms"], k["new_ms"]),
-               f"{100 * k['base_share']:.1f}% -> {100 * k['new_share']:.1f}%"]
+        row = [
+            k["kind"],
+            f"{k['base_count']:,} -> {k['new_count']:,}",
+            f"{_ms(k['base_ms'])} -> {_ms(k['new_ms'])}",
+            f"{k['delta_ms']:+,.3f}",
+            _delta(k["base_ms"], k["new_ms"]),
+            f"{100 * k['base_share']:.1f}% -> {100 * k['new_share']:.1f}%",
+        ]
         if per:
-            row.append(f"{k['base_per_iteration_count']:g}x {_ms(k['base_per_iteration_ms'])} "
-                       f"-> {k['new_per_iteration_count']:g}x {_ms(k['new_per_iteration_ms'])}")
+            row.append(
+                f"{k['base_per_iteration_count']:g}x {_ms(k['base_per_iteration_ms'])} "
+                f"-> {k['new_per_iteration_count']:g}x {_ms(k['new_per_iteration_ms'])}"
+            )
         if typical:
-            row.append(f"{_ms(k.get('base_typical_ms', 0.0))} -> "
-                       f"{_ms(k.get('new_typical_ms', 0.0))}")
+            row.append(
+                f"{_ms(k.get('base_typical_ms', 0.0))} -> {_ms(k.get('new_typical_ms', 0.0))}"
+            )
         rows.append(row)
     cap = []
     if per:
@@ -133,9 +149,16 @@ def _sections(d: Any, top: int) -> list[tuple[str, list[str], list[list[str]], s
         res = []
         for p in items[:top]:
             side = "new" if with_new else "base"
-            res.append([p["kind"], p["shape"], p["layouts"] or _layouts(p[f"{side}_layouts"]),
-                        _impl(p[f"{side}_impl"]), f"{p[f'{side}_count']:,}",
-                        _ms(p[f"{side}_ms"])])
+            res.append(
+                [
+                    p["kind"],
+                    p["shape"],
+                    p["layouts"] or _layouts(p[f"{side}_layouts"]),
+                    _impl(p[f"{side}_impl"]),
+                    f"{p[f'{side}_count']:,}",
+                    _ms(p[f"{side}_ms"]),
+                ]
+            )
         return res
 
     phead = ["kind", "shape", "layouts", "impl", "count", "ms"]
@@ -151,32 +174,69 @@ def _sections(d: Any, top: int) -> list[tuple[str, list[str], list[list[str]], s
     rows = []
     changes = d.impl_changes
     for p in changes[:top]:
-        rows.append([p["kind"], p["shape"], _impl(p["base_impl"]) + " -> " + _impl(p["new_impl"]),
-                     _layouts(p["base_layouts"]) + " -> " + _layouts(p["new_layouts"]),
-                     f"{p['base_count']:,} -> {p['new_count']:,}",
-                     f"{_ms(p['base_ms'])} -> {_ms(p['new_ms'])}"])
+        rows.append(
+            [
+                p["kind"],
+                p["shape"],
+                _impl(p["base_impl"]) + " -> " + _impl(p["new_impl"]),
+                _layouts(p["base_layouts"]) + " -> " + _layouts(p["new_layouts"]),
+                f"{p['base_count']:,} -> {p['new_count']:,}",
+                f"{_ms(p['base_ms'])} -> {_ms(p['new_ms'])}",
+            ]
+        )
     cap = f"{len(changes)} primitive(s)" + (
-        f"; {len(changes) - top} more in --format json" if len(changes) > top else "")
-    out.append(("Implementation or layout changed", ["kind", "shape", "impl", "layouts",
-                                                    "count", "ms"], rows, cap))
+        f"; {len(changes) - top} more in --format json" if len(changes) > top else ""
+    )
+    out.append(
+        (
+            "Implementation or layout changed",
+            ["kind", "shape", "impl", "layouts", "count", "ms"],
+            rows,
+            cap,
+        )
+    )
     same = [p for p in d.primitives if p["status"] == "same"]
-    rows = [[p["kind"], p["shape"], p["layouts"] or _impl(p["base_impl"]),
-             f"{p['base_count']:,} -> {p['new_count']:,}",
-             f"{_ms(p['base_ms'])} -> {_ms(p['new_ms'])}", _delta(p["base_ms"], p["new_ms"])]
-            for p in same[:top]]
-    out.append(("Unchanged primitives, largest time changes first",
-                ["kind", "shape", "impl/layouts", "count", "ms", "change"], rows,
-                f"{len(same)} primitive(s)"))
+    rows = [
+        [
+            p["kind"],
+            p["shape"],
+            p["layouts"] or _impl(p["base_impl"]),
+            f"{p['base_count']:,} -> {p['new_count']:,}",
+            f"{_ms(p['base_ms'])} -> {_ms(p['new_ms'])}",
+            _delta(p["base_ms"], p["new_ms"]),
+        ]
+        for p in same[:top]
+    ]
+    out.append(
+        (
+            "Unchanged primitives, largest time changes first",
+            ["kind", "shape", "impl/layouts", "count", "ms", "change"],
+            rows,
+            f"{len(same)} primitive(s)",
+        )
+    )
     if d.iterations:
-        shown = d.iterations[:top] if len(d.iterations) <= top else (
-            d.iterations[: top // 2] + d.iterations[-(top - top // 2):])
-        rows = [[str(it["iteration"]) + (" (warm-up)" if it["warmup"] else ""),
-                 _ms(it["base_ms"]), _ms(it["new_ms"]),
-                 _delta(it["base_ms"], it["new_ms"])
-                 if it["base_ms"] is not None and it["new_ms"] is not None else "-"]
-                for it in shown]
-        cap = (f"{len(d.iterations)} iterations" if len(d.iterations) <= top else
-               f"{len(d.iterations)} iterations, first and last shown")
+        shown = (
+            d.iterations[:top]
+            if len(d.iterations) <= top
+            else (d.iterations[: top // 2] + d.iterations[-(top - top // 2) :])
+        )
+        rows = [
+            [
+                str(it["iteration"]) + (" (warm-up)" if it["warmup"] else ""),
+                _ms(it["base_ms"]),
+                _ms(it["new_ms"]),
+                _delta(it["base_ms"], it["new_ms"])
+                if it["base_ms"] is not None and it["new_ms"] is not None
+                else "-",
+            ]
+            for it in shown
+        ]
+        cap = (
+            f"{len(d.iterations)} iterations"
+            if len(d.iterations) <= top
+            else f"{len(d.iterations)} iterations, first and last shown"
+        )
         out.append(("Per iteration", ["iteration", "base ms", "new ms", "change"], rows, cap))
     return out
 
@@ -191,12 +251,17 @@ def render_markdown(d: Any, top: int = 15) -> str:
     def cell(text: str) -> str:
         return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
-    lines = ["## dnnlens diff", "",
-             f"- BASE: `{cell(d.base.path)}` ({d.base.exec_count:,} executions, "
-             f"{_ms(d.base.total_ms)} ms, {d.base.iterations} iterations)",
-             f"- NEW: `{cell(d.new.path)}` ({d.new.exec_count:,} executions, "
-             f"{_ms(d.new.total_ms)} ms, {d.new.iterations} iterations)", "",
-             f"**{cell(verdict(d))}**", ""]
+    lines = [
+        "## dnnlens diff",
+        "",
+        f"- BASE: `{cell(d.base.path)}` ({d.base.exec_count:,} executions, "
+        f"{_ms(d.base.total_ms)} ms, {d.base.iterations} iterations)",
+        f"- NEW: `{cell(d.new.path)}` ({d.new.exec_count:,} executions, "
+        f"{_ms(d.new.total_ms)} ms, {d.new.iterations} iterations)",
+        "",
+        f"**{cell(verdict(d))}**",
+        "",
+    ]
     if typical_line(d):
         lines += [cell(typical_line(d)), ""]
     for title, head, rows, cap in _sections(d, top):
@@ -218,10 +283,14 @@ def render_terminal(d: Any, console: Any, top: int = 15) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    console.print(f"[bold]BASE[/bold] {escape(d.base.path)}: {d.base.exec_count:,} executions, "
-                  f"{_ms(d.base.total_ms)} ms, {d.base.iterations} iterations")
-    console.print(f"[bold]NEW[/bold]  {escape(d.new.path)}: {d.new.exec_count:,} executions, "
-                  f"{_ms(d.new.total_ms)} ms, {d.new.iterations} iterations")
+    console.print(
+        f"[bold]BASE[/bold] {escape(d.base.path)}: {d.base.exec_count:,} executions, "
+        f"{_ms(d.base.total_ms)} ms, {d.base.iterations} iterations"
+    )
+    console.print(
+        f"[bold]NEW[/bold]  {escape(d.new.path)}: {d.new.exec_count:,} executions, "
+        f"{_ms(d.new.total_ms)} ms, {d.new.iterations} iterations"
+    )
     style = "green" if d.slower_fraction <= 0 else "red"
     console.print(f"\n[bold {style}]{escape(verdict(d))}[/bold {style}]")
     if typical_line(d):
@@ -229,8 +298,9 @@ def render_terminal(d: Any, console: Any, top: int = 15) -> None:
     for title, head, rows, cap in _sections(d, top):
         if not rows and title.startswith("Unchanged"):
             continue
-        table = Table(title=title, title_justify="left", caption=cap or None,
-                      caption_justify="left")
+        table = Table(
+            title=title, title_justify="left", caption=cap or None, caption_justify="left"
+        )
         for h in head:
             numeric = h in ("count", "ms", "change", "delta ms") or h.startswith(("base", "new"))
             table.add_column(h, justify="right" if numeric else "left", overflow="fold")
@@ -250,13 +320,15 @@ def diff(
     new: str = typer.Argument(..., help="The log to compare with it."),
     fmt: DiffFormat = typer.Option(DiffFormat.terminal, "--format", "-f", help="Output format."),
     fail_if_slower: str | None = typer.Option(
-        None, "--fail-if-slower",
+        None,
+        "--fail-if-slower",
         help="Exit 1 if NEW is slower than BASE by more than this (5% or 5), per iteration.",
     ),
     basis: str = typer.Option(
-        "mean", "--basis",
+        "mean",
+        "--basis",
         help="What the verdict and --fail-if-slower compare: mean (total / iterations) or "
-             "typical (per-primitive medians, robust to outliers).",
+        "typical (per-primitive medians, robust to outliers).",
     ),
     top: int = typer.Option(15, "--top", min=1, help="Rows per table (terminal, markdown)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
@@ -296,10 +368,17 @@ def diff(
     else:
         render_terminal(d, make_console(), top)
     if limit is not None and d.slower_fraction > limit:
-        where = ("per typical iteration" if basis == "typical" and d.base.typical_ms
-                 else "per iteration" if d.per_iteration else "in total")
-        error(f"NEW is {100 * d.slower_fraction:.1f}% slower than BASE {where} "
-              f"(--fail-if-slower {100 * limit:g}%)")
+        where = (
+            "per typical iteration"
+            if basis == "typical" and d.base.typical_ms
+            else "per iteration"
+            if d.per_iteration
+            else "in total"
+        )
+        error(
+            f"NEW is {100 * d.slower_fraction:.1f}% slower than BASE {where} "
+            f"(--fail-if-slower {100 * limit:g}%)"
+        )
         raise typer.Exit(EXIT_SLOWER)
 
 

@@ -47,17 +47,21 @@ def _load(paths: list[str], quiet: bool):  # -> ParsedLog (imported lazily)
 @export_app.command("perfetto")
 def perfetto(
     paths: list[str] = _PATHS,
-    output: Path = typer.Option(..., "--output", "-o",
-                                help="trace.json, or trace.json.gz to compress."),
+    output: Path = typer.Option(
+        ..., "--output", "-o", help="trace.json, or trace.json.gz to compress."
+    ),
     iterations: str | None = typer.Option(
         None, "--iterations", help="Only iterations A:B (0-based, B excluded; A: and :B too)."
     ),
     max_events: int = typer.Option(
-        1_000_000, "--max-events", min=1,
+        1_000_000,
+        "--max-events",
+        min=1,
         help="Cut the trace at the iteration boundary before this many primitive events.",
     ),
-    no_creates: bool = typer.Option(False, "--no-creates",
-                                    help="Leave primitive creation events out."),
+    no_creates: bool = typer.Option(
+        False, "--no-creates", help="Leave primitive creation events out."
+    ),
     quiet: bool = _QUIET,
 ) -> None:
     """Chrome trace-event JSON for ui.perfetto.dev: one slice per primitive execution."""
@@ -71,19 +75,20 @@ def perfetto(
         raise _fail(str(exc)) from None
     analysis = analyze_log(_load(paths, quiet))
     analysis.findings = _findings(analysis)
-    options = TraceOptions(window=window, include_creates=not no_creates,
-                           max_events=max_events)
+    options = TraceOptions(window=window, include_creates=not no_creates, max_events=max_events)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         stats = write_trace(analysis, output, options)
     except OSError as exc:
         raise _fail(f"{output}: cannot write ({exc.strerror or exc})") from None
     where = f", iterations {stats.window[0]}:{stats.window[1]}" if stats.window else ""
-    note(f"wrote {output}: {stats.executions:,} executions, {stats.events:,} events"
-         f"{where} ({', '.join(sorted(set(stats.timing.values()))) or 'no events'})", quiet)
+    note(
+        f"wrote {output}: {stats.executions:,} executions, {stats.events:,} events"
+        f"{where} ({', '.join(sorted(set(stats.timing.values()))) or 'no events'})",
+        quiet,
+    )
     if stats.truncated:
-        note(f"cut at {max_events:,} events; use --iterations to choose the window",
-             quiet)
+        note(f"cut at {max_events:,} events; use --iterations to choose the window", quiet)
 
 
 def _findings(analysis) -> list:  # noqa: ANN001 - Analysis, imported lazily
@@ -101,9 +106,11 @@ def benchdnn(
     paths: list[str] = _PATHS,
     top: int = typer.Option(10, "--top", min=1, help="How many primitives (by total time)."),
     output: str | None = typer.Option(
-        None, "--output", "-o",
+        None,
+        "--output",
+        "-o",
         help="A file for the whole text, or a directory (ends with / or exists) for one "
-             "<driver>.batch file per driver. Default: standard output.",
+        "<driver>.batch file per driver. Default: standard output.",
     ),
     quiet: bool = _QUIET,
 ) -> None:
@@ -122,8 +129,11 @@ def benchdnn(
             files = batches(log, top)
             for driver, text in files.items():
                 (target / f"{driver}.batch").write_text(text, encoding="utf-8")
-            note(f"wrote {len(files)} batch file(s) to {target}: "
-                 + ", ".join(f"{d}.batch" for d in files), quiet)
+            note(
+                f"wrote {len(files)} batch file(s) to {target}: "
+                + ", ".join(f"{d}.batch" for d in files),
+                quiet,
+            )
             return
         target.write_text(render_batch(log, top), encoding="utf-8")
         note(f"wrote {output}", quiet)
@@ -142,8 +152,11 @@ def _tables(fmt: str, paths: list[str], output: Path, quiet: bool) -> None:
         raise _fail(str(exc)) from None
     for message in result.notes:
         note(message, quiet)
-    note(f"wrote {result.rows:,} events of {len(result.runs)} run(s) to {output}/events "
-         f"({len(result.files)} {fmt} file(s))", quiet)
+    note(
+        f"wrote {result.rows:,} events of {len(result.runs)} run(s) to {output}/events "
+        f"({len(result.files)} {fmt} file(s))",
+        quiet,
+    )
 
 
 _DIR = typer.Option(..., "--output", "-o", help="Directory of the dataset (created).")

@@ -18,8 +18,10 @@ if TYPE_CHECKING:
     from dnnlens.analysis.machine import Machine
 
 machine_app = typer.Typer(
-    name="machine", help="The machine model of the roofline: probe this machine, show one.",
-    no_args_is_help=True, add_completion=False,
+    name="machine",
+    help="The machine model of the roofline: probe this machine, show one.",
+    no_args_is_help=True,
+    add_completion=False,
 )
 
 
@@ -44,8 +46,9 @@ def probe(
     output: Path | None = typer.Option(
         None, "--output", "-o", help="Write the profile here (.toml or .json)."
     ),
-    seconds: float = typer.Option(3.0, "--seconds", min=0.2, max=60.0,
-                                  help="Time budget of the measurements."),
+    seconds: float = typer.Option(
+        3.0, "--seconds", min=0.2, max=60.0, help="Time budget of the measurements."
+    ),
     fmt: str = typer.Option("terminal", "--format", "-f", help="terminal or json."),
 ) -> None:
     """Measure this machine: copy bandwidth and f32 GEMM rate (numpy), a few seconds."""

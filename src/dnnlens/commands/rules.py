@@ -47,8 +47,14 @@ def register(app: typer.Typer) -> None:
         except RuleSetupError as exc:
             raise _error(str(exc)) from None
         rows = [
-            {"name": e.name, "code": e.code, "severity": e.severity, "source": e.source,
-             "summary": e.make().summary(), "options": dict(e.defaults)}
+            {
+                "name": e.name,
+                "code": e.code,
+                "severity": e.severity,
+                "source": e.source,
+                "summary": e.make().summary(),
+                "options": dict(e.defaults),
+            }
             for e in registry.entries.values()
         ]
         if as_json:
@@ -56,9 +62,10 @@ def register(app: typer.Typer) -> None:
             return
         width = max(len(r["name"]) for r in rows)
         for r in rows:
-            typer.echo(f"{r['code']:<7} {r['name']:<{width}}  {r['severity']:<7}  "
-                       f"{r['summary']}" + ("" if r["source"] == "builtin" else
-                                            f"  [{r['source']}]"))
+            typer.echo(
+                f"{r['code']:<7} {r['name']:<{width}}  {r['severity']:<7}  "
+                f"{r['summary']}" + ("" if r["source"] == "builtin" else f"  [{r['source']}]")
+            )
 
     @group.command("explain")
     def explain(

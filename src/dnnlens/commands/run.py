@@ -74,20 +74,24 @@ def register(app: typer.Typer) -> None:
         log_path = log or Path(f"dnnlens-run-{time.strftime('%Y%m%d-%H%M%S')}.log")
         env = verbose_environment(dict(os.environ), level, timestamps)
         try:
-            proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    env=env)
+            proc = subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+            )
         except OSError as exc:
             raise fail(f"cannot run {command[0]!r}: {exc.strerror or exc}") from None
         assert proc.stdout is not None
         live_console = Console(stderr=True) if live and sys.stderr.isatty() else None
         with log_path.open("wb") as kept:
-            analysis, _ = analyze_stream(proc.stdout, name=str(log_path),
-                                         tee=sys.stdout.buffer, copy_to=kept,
-                                         live_console=live_console)
+            analysis, _ = analyze_stream(
+                proc.stdout,
+                name=str(log_path),
+                tee=sys.stdout.buffer,
+                copy_to=kept,
+                live_console=live_console,
+            )
         code = proc.wait()
         analysis.findings = run_rules(analysis, RuleOptions())
         analysis.extras["run"] = {"command": command, "exit_code": code, "log": str(log_path)}
         render_analysis(analysis, fmt, output)
         say("note", f"log kept in {log_path}; the program exited with {code}")
         raise typer.Exit(code)
-

@@ -141,8 +141,10 @@ def _directory_files(spec: str) -> tuple[list[str], str | None]:
         return files, None
     subdirs = sum(1 for n in names if os.path.isdir(n))
     if subdirs:
-        return [], (f"{shown}: directory holds no files, only {subdirs} subdirectories "
-                    f"(they are not searched; pass '{shown}/**/*.log' to search them)")
+        return [], (
+            f"{shown}: directory holds no files, only {subdirs} subdirectories "
+            f"(they are not searched; pass '{shown}/**/*.log' to search them)"
+        )
     return [], f"{shown}: directory holds no files"
 
 
@@ -193,8 +195,9 @@ def expand_inputs(specs: list[str]) -> tuple[list[InputSource], list[str]]:
                 for name in matches:
                     add(name)
             else:
-                errors.append(f"{display_path(spec)}: no such file, and no file matches it "
-                              "as a pattern")
+                errors.append(
+                    f"{display_path(spec)}: no such file, and no file matches it as a pattern"
+                )
             continue
         errors.append(f"{display_path(spec)}: no such file or directory")
     return sources, errors
@@ -426,9 +429,7 @@ class _GuardedStream(io.BufferedIOBase):
         return b"".join(out)
 
 
-def _open_guarded(
-    source: InputSource, stats: ReadStats
-) -> tuple[_GuardedStream, list[BinaryIO]]:
+def _open_guarded(source: InputSource, stats: ReadStats) -> tuple[_GuardedStream, list[BinaryIO]]:
     """Open ``source`` as guarded bytes, following the policy of this module.
 
     Returns the byte stream (decompressed, overlong lines cut, never raising) and the
@@ -575,8 +576,7 @@ def splittable(path: str) -> bool:
         return False
     stats = ReadStats()
     _decompressor(io.BytesIO(head), head, stats)  # sets stats.compression
-    return (stats.compression is None and _binary_kind(head) is None
-            and _encoding(head) != "utf-16")
+    return stats.compression is None and _binary_kind(head) is None and _encoding(head) != "utf-16"
 
 
 def open_range_blocks(path: str, start: int, end: int, stats: ReadStats) -> Iterator[bytes]:

@@ -69,7 +69,8 @@ def input_problems(log: Any) -> InputProblems:
     # An input without a single verbose line is an input error when it is all there is;
     # beside inputs that do hold oneDNN lines (a directory of logs and notes) it is a note.
     anything = any(s.parsed + s.malformed for s in log.scans) or bool(
-        getattr(framework, "traces", None))
+        getattr(framework, "traces", None)
+    )
     for scan in log.scans:
         if scan.read_error:
             error(scan.read_error)

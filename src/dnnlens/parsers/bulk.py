@@ -144,8 +144,9 @@ class BulkScan:
         if len(known):
             shapes, which = np.unique(untimed[known], return_inverse=True)
             records = self.scanner.records
-            is_diag = np.array([records[v >> 1].line_kind == LINE_DIAGNOSTIC
-                                for v in shapes.tolist()])[which]
+            is_diag = np.array(
+                [records[v >> 1].line_kind == LINE_DIAGNOSTIC for v in shapes.tolist()]
+            )[which]
             diag, known = known[is_diag], known[~is_diag]
         d0 = len(scan.diag_line)
         text_of = dict(zip(slow.tolist(), texts, strict=True))
@@ -163,7 +164,11 @@ class BulkScan:
         scan.lines = base + n
 
     def _fast_lines(
-        self, block: bytes, arr: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+        self,
+        block: bytes,
+        arr: np.ndarray,
+        starts: np.ndarray,
+        ends: np.ndarray,
         nexts: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Which lines are events of a known shape: their record id * 2 + prefixed, time and
@@ -186,8 +191,8 @@ class BulkScan:
         cand = np.flatnonzero(numeric)
         if len(cand):
             pick, verdicts, t_vals, ts_vals = self._event_shapes(
-                block, s[cand], nx[cand], bstart[cand], bend[cand], lc[cand], te[cand],
-                has_b[cand])
+                block, s[cand], nx[cand], bstart[cand], bend[cand], lc[cand], te[cand], has_b[cand]
+            )
             at = idx[cand[pick]]
             fast[at] = True
             rid2[at] = verdicts
@@ -198,13 +203,21 @@ class BulkScan:
         rest = np.flatnonzero(b_ok & ~fast[idx])
         if len(rest) * UNTIMED_SHARE >= n:
             pick, verdicts = self._untimed_shapes(
-                block, s[rest], nx[rest], bstart[rest], bend[rest], te[rest], has_b[rest])
+                block, s[rest], nx[rest], bstart[rest], bend[rest], te[rest], has_b[rest]
+            )
             untimed[idx[rest[pick]]] = verdicts
         return fast, rid2, times, stamps, untimed
 
     def _event_shapes(
-        self, block: bytes, s: np.ndarray, nx: np.ndarray, bstart: np.ndarray,
-        bend: np.ndarray, lc: np.ndarray, te: np.ndarray, has_b: np.ndarray,
+        self,
+        block: bytes,
+        s: np.ndarray,
+        nx: np.ndarray,
+        bstart: np.ndarray,
+        bend: np.ndarray,
+        lc: np.ndarray,
+        te: np.ndarray,
+        has_b: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Of candidate event lines: which are events of a decided shape, their verdicts,
         times and timestamps (NaN without one)."""
@@ -229,18 +242,30 @@ class BulkScan:
         good = np.flatnonzero(np.isfinite(t_vals) & (~has_b | np.isfinite(ts_vals)))
 
         def decide(j: int, with_b: bool) -> tuple[int, bool]:
-            return self._decide(block[int(s[j]) : int(nx[j])],
-                                block[int(bstart[j]) : int(bend[j])] if with_b else None,
-                                block[int(lc[j]) + 1 : int(te[j])])
+            return self._decide(
+                block[int(s[j]) : int(nx[j])],
+                block[int(bstart[j]) : int(bend[j])] if with_b else None,
+                block[int(lc[j]) + 1 : int(te[j])],
+            )
 
         verdict = self._verdicts(block, offsets, 6, good, has_b, self.shapes, decide)
         pick = good[verdict >= 0]
-        return (pick, verdict[verdict >= 0], t_vals[pick],
-                np.where(has_b[pick], ts_vals[pick], np.nan))
+        return (
+            pick,
+            verdict[verdict >= 0],
+            t_vals[pick],
+            np.where(has_b[pick], ts_vals[pick], np.nan),
+        )
 
     def _untimed_shapes(
-        self, block: bytes, s: np.ndarray, nx: np.ndarray, bstart: np.ndarray,
-        bend: np.ndarray, te: np.ndarray, has_b: np.ndarray,
+        self,
+        block: bytes,
+        s: np.ndarray,
+        nx: np.ndarray,
+        bstart: np.ndarray,
+        bend: np.ndarray,
+        te: np.ndarray,
+        has_b: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Of the other lines: which are header or diagnostic lines of a decided shape
         (A, whether B is there, everything after B), and their verdicts."""
@@ -266,8 +291,13 @@ class BulkScan:
         return good[verdict >= 0], verdict[verdict >= 0]
 
     def _verdicts(
-        self, block: bytes, offsets: np.ndarray, width: int, good: np.ndarray,
-        has_b: np.ndarray, known: ShapeMemo,
+        self,
+        block: bytes,
+        offsets: np.ndarray,
+        width: int,
+        good: np.ndarray,
+        has_b: np.ndarray,
+        known: ShapeMemo,
         decide: Callable[[int, bool], tuple[int, bool]],
     ) -> np.ndarray:
         """The verdict of each ``good`` line: its shape's, from ``known`` or decided on the
@@ -331,8 +361,13 @@ class BulkScan:
 
     # -- events ----------------------------------------------------------------------------
     def _add_fast(
-        self, which: np.ndarray, base: int, rid2: np.ndarray, times: np.ndarray,
-        stamps: np.ndarray, n0: int,
+        self,
+        which: np.ndarray,
+        base: int,
+        rid2: np.ndarray,
+        times: np.ndarray,
+        stamps: np.ndarray,
+        n0: int,
     ) -> None:
         """Append the fast events, then put the block's events in line order."""
         scan = self.scan
@@ -347,8 +382,7 @@ class BulkScan:
             pad = len(scan.event_line) - len(scan.event_timestamp)
             if pad:
                 scan.event_timestamp.extend([np.nan] * pad)
-        columns = [(scan.event_line, lines), (scan.event_record, recs),
-                   (scan.event_time, times)]
+        columns = [(scan.event_line, lines), (scan.event_record, recs), (scan.event_time, times)]
         if scan.has_timestamps:
             columns.append((scan.event_timestamp, stamps))
         _append_in_order(scan.event_line, columns, n0)
@@ -358,13 +392,12 @@ class BulkScan:
         scan = self.scan
         scan.parsed += len(lines)
         scan.prefixed += int((rid2 & 1).sum())
-        _append_in_order(scan.diag_line, [(scan.diag_line, lines),
-                                          (scan.diag_record, rid2 >> 1)], d0)
+        _append_in_order(
+            scan.diag_line, [(scan.diag_line, lines), (scan.diag_record, rid2 >> 1)], d0
+        )
 
     # -- profiler tables --------------------------------------------------------------------
-    def _watch_tables(
-        self, block: bytes, n: int, slow: np.ndarray, slow_texts: list[str]
-    ) -> None:
+    def _watch_tables(self, block: bytes, n: int, slow: np.ndarray, slow_texts: list[str]) -> None:
         """Show the finder the block's lines, as the line scanner's caller would.
 
         Rule lines and profiler markers are slow lines (an event line is never a rule line,
@@ -386,9 +419,7 @@ class BulkScan:
         finder.feed(lines[:n])
 
 
-def _append_in_order(
-    line_column: array, columns: list[tuple[array, np.ndarray]], n0: int
-) -> None:
+def _append_in_order(line_column: array, columns: list[tuple[array, np.ndarray]], n0: int) -> None:
     """Append ``values`` to each ``target`` column, then sort the rows from ``n0`` on (the
     slow path's rows of this block and the new ones) by ``line_column``."""
     if len(line_column) == n0:
@@ -407,7 +438,11 @@ def _append_in_order(
 
 
 def _cut_lines(
-    block: bytes, arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, nexts: np.ndarray,
+    block: bytes,
+    arr: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    nexts: np.ndarray,
 ) -> tuple[np.ndarray, ...] | None:
     """Where the pieces of each line that may be fast begin and end (module doc, step 2).
 
@@ -450,7 +485,8 @@ def _pieces(block: bytes, offsets: np.ndarray, valid: np.ndarray, kind: pa.DataT
     """The pieces of ``block`` between consecutive ``offsets``, null where not ``valid``."""
     bitmap = np.packbits(valid, bitorder="little")
     return pa.Array.from_buffers(
-        kind, len(offsets) - 1,
+        kind,
+        len(offsets) - 1,
         [pa.py_buffer(bitmap), pa.py_buffer(offsets), pa.py_buffer(block)],
     )
 
@@ -462,8 +498,7 @@ def _numbers(block: bytes, offsets: np.ndarray, valid: np.ndarray) -> np.ndarray
         return pc.cast(pieces, pa.float64()).to_numpy(zero_copy_only=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         plain = pc.match_substring_regex(pieces, _NUMBER).fill_null(False)
-        kept = _pieces(block, offsets, valid & plain.to_numpy(zero_copy_only=False),
-                       pa.string())
+        kept = _pieces(block, offsets, valid & plain.to_numpy(zero_copy_only=False), pa.string())
         return pc.cast(kept, pa.float64()).to_numpy(zero_copy_only=False)
 
 
@@ -471,8 +506,9 @@ def _codes(block: bytes, offsets: np.ndarray, valid: np.ndarray) -> tuple[list[b
     """Distinct ``valid`` pieces (as bytes), and each piece's index into them (any where not
     ``valid``)."""
     encoded = _pieces(block, offsets, valid, pa.binary()).dictionary_encode()
-    indices = np.frombuffer(encoded.indices.buffers()[1], dtype=np.int32,
-                            count=len(encoded.indices))
+    indices = np.frombuffer(
+        encoded.indices.buffers()[1], dtype=np.int32, count=len(encoded.indices)
+    )
     return encoded.dictionary.to_pylist(), indices.astype(np.int64)
 
 
@@ -546,5 +582,11 @@ def scan_source(
     return scan
 
 
-__all__ = ["MAX_SHAPE_BYTES", "MAX_SHAPE_LINE", "BulkScan", "ShapeMemo", "scan_blocks",
-           "scan_source"]
+__all__ = [
+    "MAX_SHAPE_BYTES",
+    "MAX_SHAPE_LINE",
+    "BulkScan",
+    "ShapeMemo",
+    "scan_blocks",
+    "scan_source",
+]

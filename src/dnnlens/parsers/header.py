@@ -81,7 +81,7 @@ class Header:
             self.isa = self.isa or rest[len("isa:") :].strip()
             return
         if rest.startswith("engine,"):
-            self.engines.append(f"{device}:{rest[len('engine,'):].strip()}")
+            self.engines.append(f"{device}:{rest[len('engine,') :].strip()}")
             return
         if device == "graph" and rest.startswith("backend,"):
             self.graph_backends.append(rest[len("backend,") :])

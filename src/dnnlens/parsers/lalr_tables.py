@@ -33,8 +33,16 @@ from lark.grammar import Rule
 from lark.lexer import TerminalDef
 from lark.utils import SerializeMemoizer
 
-__all__ = ["GRAMMAR_OPTIONS", "build_parser", "grammar_text", "lalr_parser", "read_table",
-           "source_key", "table_bytes", "write_tables"]
+__all__ = [
+    "GRAMMAR_OPTIONS",
+    "build_parser",
+    "grammar_text",
+    "lalr_parser",
+    "read_table",
+    "source_key",
+    "table_bytes",
+    "write_tables",
+]
 
 #: Options of the LALR parser of each grammar (besides ``parser="lalr"`` and the transformer).
 GRAMMAR_OPTIONS: dict[str, dict[str, Any]] = {
@@ -54,11 +62,17 @@ GRAMMAR_OPTIONS: dict[str, dict[str, Any]] = {
 _FORMAT = 2
 
 #: The classes a table may hold besides builtin values: lark's rules and terminals.
-_LARK_CLASSES = frozenset({
-    ("lark.grammar", "Rule"), ("lark.grammar", "RuleOptions"),
-    ("lark.grammar", "NonTerminal"), ("lark.grammar", "Terminal"),
-    ("lark.lexer", "TerminalDef"), ("lark.lexer", "PatternStr"), ("lark.lexer", "PatternRE"),
-})
+_LARK_CLASSES = frozenset(
+    {
+        ("lark.grammar", "Rule"),
+        ("lark.grammar", "RuleOptions"),
+        ("lark.grammar", "NonTerminal"),
+        ("lark.grammar", "Terminal"),
+        ("lark.lexer", "TerminalDef"),
+        ("lark.lexer", "PatternStr"),
+        ("lark.lexer", "PatternRE"),
+    }
+)
 
 
 class _TableUnpickler(pickle.Unpickler):
@@ -83,8 +97,7 @@ def source_key(name: str) -> str:
 
 def build_parser(name: str, transformer: Transformer | None = None) -> Lark:
     """The parser of ``grammars/<name>``, analysed from the grammar now (slow)."""
-    return Lark(grammar_text(name), parser="lalr", transformer=transformer,
-                **GRAMMAR_OPTIONS[name])
+    return Lark(grammar_text(name), parser="lalr", transformer=transformer, **GRAMMAR_OPTIONS[name])
 
 
 def _table_name(name: str) -> str:
@@ -104,8 +117,11 @@ def read_table(name: str) -> dict[str, Any] | None:
 def lalr_parser(name: str, transformer: Transformer | None = None) -> Lark:
     """The parser of ``grammars/<name>``, from its stored table when that is current."""
     table = read_table(name)
-    if table is not None and table.get("lark") == lark.__version__ \
-            and table.get("source") == source_key(name):
+    if (
+        table is not None
+        and table.get("lark") == lark.__version__
+        and table.get("source") == source_key(name)
+    ):
         try:
             memo = table["memo"]
             for obj in memo.values():
@@ -123,10 +139,16 @@ def table_bytes(name: str) -> bytes:
     buf = io.BytesIO()
     build_parser(name).save(buf, exclude_options=("transformer",))
     saved = pickle.loads(buf.getvalue())
-    memo = SerializeMemoizer.deserialize(saved["memo"], {"Rule": Rule,
-                                                         "TerminalDef": TerminalDef}, {})
-    table = {"format": _FORMAT, "source": source_key(name), "lark": lark.__version__,
-             "data": saved["data"], "memo": memo}
+    memo = SerializeMemoizer.deserialize(
+        saved["memo"], {"Rule": Rule, "TerminalDef": TerminalDef}, {}
+    )
+    table = {
+        "format": _FORMAT,
+        "source": source_key(name),
+        "lark": lark.__version__,
+        "data": saved["data"],
+        "memo": memo,
+    }
     return pickle.dumps(table, protocol=4)
 
 

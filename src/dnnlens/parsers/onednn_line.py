@@ -139,8 +139,15 @@ def _event(family: str, component: str, operation: str, fields: list[str]) -> Li
     if component == "graph" or _looks_like_graph(fields):
         return _graph_event(family, op, state, fields)
     if op == "exec" and state == "external":  # ACL kernel timing (aarch64)
-        return LineRecord(LINE_EVENT, family, op, state, component, kind="external",
-                          impl=fields[0] if fields else "")
+        return LineRecord(
+            LINE_EVENT,
+            family,
+            op,
+            state,
+            component,
+            kind="external",
+            impl=fields[0] if fields else "",
+        )
     if component == "ukernel":
         names = _UKERNEL_FIELDS
     elif family in _PD_FIELDS:
@@ -154,7 +161,7 @@ def _event(family: str, component: str, operation: str, fields: list[str]) -> Li
             f"truncated {op} line: {len(fields)} of {len(names)} fields before the time"
         )
     values = dict(zip(names, fields, strict=False))
-    extra = ",".join(fields[len(names):])
+    extra = ",".join(fields[len(names) :])
     if "engine" in values and not _ENGINE.fullmatch(values["engine"]):
         raise MalformedLine(f"unknown engine {values['engine'][:40]!r}")
     if not _NAME.fullmatch(values["kind"]):
@@ -182,9 +189,19 @@ def _graph_event(family: str, op: str, state: str, fields: list[str]) -> LineRec
     attrs = [fpmath] + [t for t in tail if t.startswith("scratchpad:")]
     tail = [t for t in tail if not t.startswith("scratchpad:")]
     return LineRecord(
-        LINE_EVENT, family, op, state, "graph",
-        engine=engine, kind="graph_partition", impl=":".join(tail), prop_kind=pkind,
-        mds=tensors, attrs=" ".join(attrs), aux=formats, problem=ops,
+        LINE_EVENT,
+        family,
+        op,
+        state,
+        "graph",
+        engine=engine,
+        kind="graph_partition",
+        impl=":".join(tail),
+        prop_kind=pkind,
+        mds=tensors,
+        attrs=" ".join(attrs),
+        aux=formats,
+        problem=ops,
     )
 
 
@@ -214,6 +231,6 @@ def parse_line(text: str) -> LineRecord:
 def _lark_reason(exc: LarkError, text: str) -> str:
     column = getattr(exc, "column", None)
     if isinstance(column, int) and column > 0:
-        near = text[max(0, column - 1): column + 19]
+        near = text[max(0, column - 1) : column + 19]
         return f"unexpected text at column {column}: {near!r}"
     return "does not follow the verbose line grammar"

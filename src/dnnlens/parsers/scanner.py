@@ -176,8 +176,9 @@ class Scanner:
         if rid is None:
             rid = self._parse(key, timed=False)
             if rid >= 0 and key.endswith(",") and self.records[rid].line_kind == LINE_EVENT:
-                rid = self._intern_reason("event line ends with an empty field (cut before "
-                                          "its time)")
+                rid = self._intern_reason(
+                    "event line ends with an empty field (cut before its time)"
+                )
             if len(key) <= MAX_LINE_CHARS:  # huge keys are not kept
                 self._memo_full[key] = rid
         return rid

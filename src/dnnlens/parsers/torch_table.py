@@ -71,8 +71,14 @@ KNOWN_COLUMNS: dict[str, tuple[str, str]] = {
     "Node ID": ("node_id", "int"),
 }
 MAIN_COLUMNS = (
-    "name", "self_cpu_pct", "self_cpu_ms", "cpu_total_pct", "cpu_total_ms", "cpu_time_avg_ms",
-    "calls", "input_shapes",
+    "name",
+    "self_cpu_pct",
+    "self_cpu_ms",
+    "cpu_total_pct",
+    "cpu_total_ms",
+    "cpu_time_avg_ms",
+    "calls",
+    "input_shapes",
 )
 
 
@@ -143,8 +149,9 @@ def _column_of(token: Token, spans: list[tuple[int, int]]) -> int:
         if overlap > best_overlap:
             best, best_overlap = i, overlap
     if best < 0:  # in a gap: the nearest span
-        best = min(range(len(spans)), key=lambda i: min(abs(spans[i][0] - end),
-                                                        abs(spans[i][1] - start)))
+        best = min(
+            range(len(spans)), key=lambda i: min(abs(spans[i][0] - end), abs(spans[i][1] - start))
+        )
     return best
 
 
@@ -228,8 +235,9 @@ def _to_table(frame: _Frame, source: str, line: int) -> ProfilerTable:
     for i, (name, kind) in enumerate(named):
         while name in data:
             name += "_"
-        data[name] = pd.Series([_value(kind, row[i]) for row in cells],
-                               dtype=object if kind == "text" else np.float64)
+        data[name] = pd.Series(
+            [_value(kind, row[i]) for row in cells], dtype=object if kind == "text" else np.float64
+        )
     rows = pd.DataFrame(data)
     if "name" in rows.columns:
         rows["truncated"] = rows["name"].fillna("").astype(str).str.endswith("...")
@@ -370,12 +378,13 @@ class TableFinder:
 
     def _emit(self) -> None:
         if self._state == "rows":  # no closing rule: the table was cut off
-            self.errors.append(f"{self.source}:{self._block_line}: profiler table cut off "
-                               f"after {len(self._block) - 3} rows; they were read")
+            self.errors.append(
+                f"{self.source}:{self._block_line}: profiler table cut off "
+                f"after {len(self._block) - 3} rows; they were read"
+            )
             self._block.append(self._block[0])
         try:
-            self.tables.append(parse_table("\n".join(self._block), self.source,
-                                           self._block_line))
+            self.tables.append(parse_table("\n".join(self._block), self.source, self._block_line))
         except TableParseError as exc:
             self.errors.append(str(exc))
 

@@ -63,8 +63,20 @@ _WS = re.compile(r"[ \t\n\r]*")
 TRACE_SUFFIXES = (".json", ".json.gz")
 
 OP_COLUMNS = (
-    "name", "cat", "pid", "tid", "ts_us", "dur_us", "end_us", "input_dims", "stack",
-    "external_id", "sequence", "parent", "depth", "self_us",
+    "name",
+    "cat",
+    "pid",
+    "tid",
+    "ts_us",
+    "dur_us",
+    "end_us",
+    "input_dims",
+    "stack",
+    "external_id",
+    "sequence",
+    "parent",
+    "depth",
+    "self_us",
 )
 
 
@@ -163,7 +175,7 @@ class _Reader:
             self.eof = True
             return False
         self.consumed += self.pos
-        self.buf = self.buf[self.pos:] + data
+        self.buf = self.buf[self.pos :] + data
         self.pos = 0
         return True
 
@@ -217,8 +229,11 @@ class _Codes:
 
     def categorical(self) -> pd.Categorical:
         values = list(self.index)
-        codes = np.frombuffer(self.codes, dtype=np.int32) if len(self.codes) else np.zeros(
-            0, dtype=np.int32)
+        codes = (
+            np.frombuffer(self.codes, dtype=np.int32)
+            if len(self.codes)
+            else np.zeros(0, dtype=np.int32)
+        )
         if not values:
             return pd.Categorical.from_codes(codes, categories=[])
         # categories in sorted order, like pd.Categorical(list) gives
@@ -258,8 +273,13 @@ class _OpColumns:
 def _text(value: Any) -> str:
     if type(value) is str:
         return value
-    return "" if value is None else str(value) if isinstance(value, int | float) else (
-        json.dumps(value))
+    return (
+        ""
+        if value is None
+        else str(value)
+        if isinstance(value, int | float)
+        else (json.dumps(value))
+    )
 
 
 _NO_ARGS: dict[str, Any] = {}
@@ -326,28 +346,32 @@ def _nesting(
 
 def _ops_frame(cols: _OpColumns) -> pd.DataFrame:
     ts = np.frombuffer(cols.ts, dtype=np.float64) if len(cols.ts) else np.zeros(0)
-    dur = np.nan_to_num(np.frombuffer(cols.dur, dtype=np.float64)) if len(cols.dur) else (
-        np.zeros(0))
+    dur = (
+        np.nan_to_num(np.frombuffer(cols.dur, dtype=np.float64)) if len(cols.dur) else (np.zeros(0))
+    )
     end = ts + dur
     pid, tid = cols.pid.categorical(), cols.tid.categorical()
     thread = pid.codes.astype(np.int64) * (len(tid.categories) + 1) + tid.codes
     parent, depth, self_us = _nesting(thread, ts, end, dur)
-    return pd.DataFrame({
-        "name": cols.name.categorical(),
-        "cat": cols.cat.categorical(),
-        "pid": pid,
-        "tid": tid,
-        "ts_us": ts.copy(),
-        "dur_us": dur,
-        "end_us": end,
-        "input_dims": cols.dims.categorical(),
-        "stack": cols.stack.categorical(),
-        "external_id": np.array(cols.external, dtype=np.int64),
-        "sequence": np.array(cols.sequence, dtype=np.int64),
-        "parent": parent,
-        "depth": depth,
-        "self_us": self_us,
-    }, columns=list(OP_COLUMNS))
+    return pd.DataFrame(
+        {
+            "name": cols.name.categorical(),
+            "cat": cols.cat.categorical(),
+            "pid": pid,
+            "tid": tid,
+            "ts_us": ts.copy(),
+            "dur_us": dur,
+            "end_us": end,
+            "input_dims": cols.dims.categorical(),
+            "stack": cols.stack.categorical(),
+            "external_id": np.array(cols.external, dtype=np.int64),
+            "sequence": np.array(cols.sequence, dtype=np.int64),
+            "parent": parent,
+            "depth": depth,
+            "self_us": self_us,
+        },
+        columns=list(OP_COLUMNS),
+    )
 
 
 #: Whitespace, then an optional comma, then whitespace: what separates two events.
@@ -400,8 +424,9 @@ def _read_events(reader: _Reader, on_event: Callable[[Any], None]) -> None:
         if reader.peek() == "":
             raise TraceError("the trace ends early, inside traceEvents")
         if not reader.take("]"):
-            raise TraceError(f"invalid JSON at character {reader.offset():,}: "
-                             "expected , or ] between events")
+            raise TraceError(
+                f"invalid JSON at character {reader.offset():,}: expected , or ] between events"
+            )
         return
 
 
@@ -452,12 +477,21 @@ def parse_trace_text(text: io.TextIOBase, path: str = "<trace>") -> TraceData:
     window = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
     if window is None and len(ops):
         window = (float(ops["ts_us"].min()), float(ops["end_us"].max()))
-    return TraceData(path=path, ops=ops, metadata=metadata, base_time_ms=base,
-                     window_us=window, events=count, skipped=skipped, error=error)
+    return TraceData(
+        path=path,
+        ops=ops,
+        metadata=metadata,
+        base_time_ms=base,
+        window_us=window,
+        events=count,
+        skipped=skipped,
+        error=error,
+    )
 
 
-def _read_object(reader: _Reader, metadata: dict[str, Any],
-                 on_event: Callable[[Any], None]) -> None:
+def _read_object(
+    reader: _Reader, metadata: dict[str, Any], on_event: Callable[[Any], None]
+) -> None:
     """Read the top-level object: metadata keys kept, ``traceEvents`` streamed."""
     while True:
         char = reader.peek()
@@ -477,8 +511,7 @@ def _read_object(reader: _Reader, metadata: dict[str, Any],
             if reader.peek() == "":
                 raise TraceError("the trace ends early")
             if not reader.take("}"):
-                raise TraceError(f"invalid JSON at character {reader.offset():,}: "
-                                 "expected , or }")
+                raise TraceError(f"invalid JSON at character {reader.offset():,}: expected , or }}")
             return
 
 

@@ -33,28 +33,56 @@ from dnnlens.parsers.records import LineRecord
 
 #: prop_kind -> benchdnn ``--dir`` (benchdnn knobs: FWD_D, FWD_I, FWD_B, BWD_D, BWD_W ...).
 DIRS = {
-    "forward_training": "FWD_D", "forward": "FWD_D", "forward_inference": "FWD_I",
-    "forward_scoring": "FWD_I", "backward_data": "BWD_D", "backward_weights": "BWD_W",
-    "backward": "BWD_DW", "backward_bias": "BWD_W",
+    "forward_training": "FWD_D",
+    "forward": "FWD_D",
+    "forward_inference": "FWD_I",
+    "forward_scoring": "FWD_I",
+    "backward_data": "BWD_D",
+    "backward_weights": "BWD_W",
+    "backward": "BWD_DW",
+    "backward_bias": "BWD_W",
 }
 #: verbose primitive kind -> benchdnn driver.
 DRIVERS = {
-    "convolution": "conv", "deconvolution": "deconv", "inner_product": "ip",
-    "matmul": "matmul", "gemm_api": "matmul", "reorder": "reorder", "pooling": "pool",
-    "pooling_v2": "pool", "eltwise": "eltwise", "batch_normalization": "bnorm",
-    "binary": "binary", "sum": "sum", "softmax": "softmax", "softmax_v2": "softmax",
-    "logsoftmax": "softmax", "rnn": "rnn",
+    "convolution": "conv",
+    "deconvolution": "deconv",
+    "inner_product": "ip",
+    "matmul": "matmul",
+    "gemm_api": "matmul",
+    "reorder": "reorder",
+    "pooling": "pool",
+    "pooling_v2": "pool",
+    "eltwise": "eltwise",
+    "batch_normalization": "bnorm",
+    "binary": "binary",
+    "sum": "sum",
+    "softmax": "softmax",
+    "softmax_v2": "softmax",
+    "logsoftmax": "softmax",
+    "rnn": "rnn",
 }
-POOL_ALGS = {"pooling_max": "max", "pooling_avg_exclude_padding": "avg_np",
-             "pooling_avg_include_padding": "avg_p", "pooling_avg": "avg_np"}
-RNN_ALGS = {"vanilla_rnn": "VANILLA_RNN", "vanilla_lstm": "VANILLA_LSTM",
-            "vanilla_gru": "VANILLA_GRU", "lbr_gru": "LBR_GRU",
-            "vanilla_augru": "VANILLA_AUGRU", "lbr_augru": "LBR_AUGRU"}
-RNN_DIRECTIONS = {"unidirectional_left2right": "left2right", "unidirectional": "left2right",
-                  "unidirectional_right2left": "right2left", "bidirectional_concat": "concat",
-                  "bidirectional_sum": "sum"}
-RNN_ACTIVATIONS = {"eltwise_relu": "RELU", "eltwise_logistic": "LOGISTIC",
-                   "eltwise_tanh": "TANH"}
+POOL_ALGS = {
+    "pooling_max": "max",
+    "pooling_avg_exclude_padding": "avg_np",
+    "pooling_avg_include_padding": "avg_p",
+    "pooling_avg": "avg_np",
+}
+RNN_ALGS = {
+    "vanilla_rnn": "VANILLA_RNN",
+    "vanilla_lstm": "VANILLA_LSTM",
+    "vanilla_gru": "VANILLA_GRU",
+    "lbr_gru": "LBR_GRU",
+    "vanilla_augru": "VANILLA_AUGRU",
+    "lbr_augru": "LBR_AUGRU",
+}
+RNN_DIRECTIONS = {
+    "unidirectional_left2right": "left2right",
+    "unidirectional": "left2right",
+    "unidirectional_right2left": "right2left",
+    "bidirectional_concat": "concat",
+    "bidirectional_sum": "sum",
+}
+RNN_ACTIVATIONS = {"eltwise_relu": "RELU", "eltwise_logistic": "LOGISTIC", "eltwise_tanh": "TANH"}
 #: bnorm numeric flags of v1.x - v2.x (dnnl_normalization_flags_t) -> benchdnn letters.
 BNORM_FLAG_BITS = ((0x1, "G"), (0x2, "CH"), (0x4, "R"), (0x8, "C"), (0x10, "H"), (0x20, "A"))
 SCALE_PLACEHOLDER = "0.5"
@@ -121,7 +149,7 @@ def _alg(aux: dict[str, str], prefix: str) -> str | None:
     alg = aux.get("alg")
     if not alg:
         return None
-    return alg[len(prefix):] if alg.startswith(prefix) else alg
+    return alg[len(prefix) :] if alg.startswith(prefix) else alg
 
 
 def _has_compensation(md: MemDesc) -> bool:
@@ -166,8 +194,14 @@ def _policy(mask: str, driver: str) -> str:
     return "per_oc" if m in (1, 2, 3) else "per_tensor"
 
 
-def _quant(entries: tuple[Any, ...], driver: str, placeholder: str, default_dt: str,
-           notes: list[str], what: str) -> str:
+def _quant(
+    entries: tuple[Any, ...],
+    driver: str,
+    placeholder: str,
+    default_dt: str,
+    notes: list[str],
+    what: str,
+) -> str:
     parts = []
     for q in entries:
         arg = q.arg
@@ -180,8 +214,7 @@ def _quant(entries: tuple[Any, ...], driver: str, placeholder: str, default_dt: 
             value = q.value.rstrip("*") if q.value and q.value != "*" else ""
             if not value:
                 value = placeholder
-                notes.append(f"{what} values are not in the log: {placeholder} is a "
-                             "placeholder")
+                notes.append(f"{what} values are not in the log: {placeholder} is a placeholder")
             text += f":{value}"
         if (q.dtype and q.dtype != default_dt) or q.groups:
             text += f":{q.dtype or default_dt}"
@@ -218,15 +251,24 @@ def attr_options(attrs: Attrs, driver: str, notes: list[str]) -> list[str]:
         if ops:
             out.append("--attr-post-ops=" + "+".join(ops))
     if attrs.scales:
-        out.append("--attr-scales=" + _quant(attrs.scales, driver, SCALE_PLACEHOLDER,
-                                              "f32", notes, "scale"))
+        out.append(
+            "--attr-scales="
+            + _quant(attrs.scales, driver, SCALE_PLACEHOLDER, "f32", notes, "scale")
+        )
     if attrs.zero_points:
-        out.append("--attr-zero-points=" + _quant(attrs.zero_points, driver,
-                                                   ZERO_POINT_PLACEHOLDER, "s32", notes,
-                                                   "zero-point"))
-    simple = {"scratchpad": "scratchpad", "scratchpad_mode": "scratchpad",
-              "fpmath": "fpmath", "fpmath_mode": "fpmath", "acc-mode": "acc-mode",
-              "rounding-mode": "rounding-mode", "deterministic": "deterministic"}
+        out.append(
+            "--attr-zero-points="
+            + _quant(attrs.zero_points, driver, ZERO_POINT_PLACEHOLDER, "s32", notes, "zero-point")
+        )
+    simple = {
+        "scratchpad": "scratchpad",
+        "scratchpad_mode": "scratchpad",
+        "fpmath": "fpmath",
+        "fpmath_mode": "fpmath",
+        "acc-mode": "acc-mode",
+        "rounding-mode": "rounding-mode",
+        "deterministic": "deterministic",
+    }
     handled = {"post-ops", "post_ops", "scales", "zero-points", "zero_points", "oscale"}
     for name, value in attrs.items.items():
         if name in simple:
@@ -242,8 +284,9 @@ def attr_options(attrs: Attrs, driver: str, notes: list[str]) -> list[str]:
 # one function per driver
 
 
-def _conv_like(r: LineRecord, mds: MdList, aux: dict[str, str], driver: str,
-               notes: list[str]) -> tuple[list[str], str]:
+def _conv_like(
+    r: LineRecord, mds: MdList, aux: dict[str, str], driver: str, notes: list[str]
+) -> tuple[list[str], str]:
     src = _find(mds, "src", "diff_src")
     wei = _find(mds, "wei", "diff_wei")
     bia = _find(mds, "bia", "diff_bia", "bias")
@@ -270,8 +313,9 @@ def _conv_like(r: LineRecord, mds: MdList, aux: dict[str, str], driver: str,
     return opts, r.problem
 
 
-def _matmul(r: LineRecord, mds: MdList, aux: dict[str, str],
-            notes: list[str]) -> tuple[list[str], str]:
+def _matmul(
+    r: LineRecord, mds: MdList, aux: dict[str, str], notes: list[str]
+) -> tuple[list[str], str]:
     src, wei, dst = _find(mds, "src"), _find(mds, "wei"), _find(mds, "dst")
     bia = _find(mds, "bia")
     if src is None or wei is None or dst is None:
@@ -294,13 +338,16 @@ def _matmul(r: LineRecord, mds: MdList, aux: dict[str, str],
         batch = f"{b}x" if b and b > 1 else ""
         problem = f"{batch}{m}x{k}:{batch}{k}x{n}"
     if r.kind == "gemm_api":
-        notes.append("gemm_api call (dnnl_sgemm and friends) reproduced as a matmul; "
-                     "leading dimensions and alpha/beta are not")
+        notes.append(
+            "gemm_api call (dnnl_sgemm and friends) reproduced as a matmul; "
+            "leading dimensions and alpha/beta are not"
+        )
     return opts, problem
 
 
-def _reorder(r: LineRecord, mds: MdList, aux: dict[str, str],
-             notes: list[str]) -> tuple[list[str], str]:
+def _reorder(
+    r: LineRecord, mds: MdList, aux: dict[str, str], notes: list[str]
+) -> tuple[list[str], str]:
     src, dst = _find(mds, "src", "in"), _find(mds, "dst", "out")
     if src is None or dst is None:
         raise Unsupported("missing src or dst descriptor")
@@ -323,26 +370,30 @@ def _reorder(r: LineRecord, mds: MdList, aux: dict[str, str],
     return opts, r.problem
 
 
-def _pool(r: LineRecord, mds: MdList, aux: dict[str, str],
-          notes: list[str]) -> tuple[list[str], str]:
+def _pool(
+    r: LineRecord, mds: MdList, aux: dict[str, str], notes: list[str]
+) -> tuple[list[str], str]:
     src, dst = _find(mds, "src", "diff_src"), _find(mds, "dst", "diff_dst")
     if src is None or dst is None:
         raise Unsupported("missing src or dst descriptor")
-    opts = [f"--dir={_direction(r.prop_kind, r.kind)}", f"--dt={_dts(src, dst)}",
-            f"--tag={_tag(src)}"]
+    opts = [
+        f"--dir={_direction(r.prop_kind, r.kind)}",
+        f"--dt={_dts(src, dst)}",
+        f"--tag={_tag(src)}",
+    ]
     alg = aux.get("alg", "")
     if alg:
         opts.append(f"--alg={POOL_ALGS.get(alg, alg)}")
     return opts, r.problem
 
 
-def _eltwise(r: LineRecord, mds: MdList, aux: dict[str, str],
-             notes: list[str]) -> tuple[list[str], str]:
+def _eltwise(
+    r: LineRecord, mds: MdList, aux: dict[str, str], notes: list[str]
+) -> tuple[list[str], str]:
     data = _find(mds, "src", "data", "diff_src", "dst")
     if data is None:
         raise Unsupported("missing data descriptor")
-    opts = [f"--dir={_direction(r.prop_kind, r.kind)}", f"--dt={data.dtype}",
-            f"--tag={_tag(data)}"]
+    opts = [f"--dir={_direction(r.prop_kind, r.kind)}", f"--dt={data.dtype}", f"--tag={_tag(data)}"]
     alg = _alg(aux, "eltwise_")
     if alg:
         opts.append(f"--alg={alg.replace('_use_dst_for_bwd', '_dst')}")
@@ -352,13 +403,13 @@ def _eltwise(r: LineRecord, mds: MdList, aux: dict[str, str],
     return opts, r.problem
 
 
-def _bnorm(r: LineRecord, mds: MdList, aux: dict[str, str],
-           notes: list[str]) -> tuple[list[str], str]:
+def _bnorm(
+    r: LineRecord, mds: MdList, aux: dict[str, str], notes: list[str]
+) -> tuple[list[str], str]:
     data = _find(mds, "src", "data", "diff_src")
     if data is None:
         raise Unsupported("missing data descriptor")
-    opts = [f"--dir={_direction(r.prop_kind, r.kind)}", f"--dt={data.dtype}",
-            f"--tag={_tag(data)}"]
+    opts = [f"--dir={_direction(r.prop_kind, r.kind)}", f"--dt={data.dtype}", f"--tag={_tag(data)}"]
     flags = aux.get("flags", "")
     if flags.isdigit():
         value = int(flags)
@@ -371,17 +422,23 @@ def _bnorm(r: LineRecord, mds: MdList, aux: dict[str, str],
 
 def _sources(mds: MdList) -> list[MemDesc]:
     names = ("src", "src0", "src1", "src2", "src_0", "src_1", "src_2")
-    return [md for md in mds if md.arg in names or (md.arg.startswith("src") and
-                                                    md.arg[3:].isdigit())]
+    return [
+        md for md in mds if md.arg in names or (md.arg.startswith("src") and md.arg[3:].isdigit())
+    ]
 
 
-def _binary_or_sum(r: LineRecord, mds: MdList, aux: dict[str, str], driver: str,
-                   notes: list[str]) -> tuple[list[str], str]:
+def _binary_or_sum(
+    r: LineRecord, mds: MdList, aux: dict[str, str], driver: str, notes: list[str]
+) -> tuple[list[str], str]:
     srcs, dst = _sources(mds), _find(mds, "dst")
     if not srcs or dst is None:
         raise Unsupported("missing source or dst descriptors")
-    opts = ["--sdt=" + ":".join(md.dtype for md in srcs), f"--ddt={dst.dtype}",
-            "--stag=" + ":".join(_tag(md) for md in srcs), f"--dtag={_tag(dst)}"]
+    opts = [
+        "--sdt=" + ":".join(md.dtype for md in srcs),
+        f"--ddt={dst.dtype}",
+        "--stag=" + ":".join(_tag(md) for md in srcs),
+        f"--dtag={_tag(dst)}",
+    ]
     problem = r.problem.split(" ", 1)[0]
     if driver == "binary":
         alg = _alg(aux, "binary_")
@@ -390,14 +447,20 @@ def _binary_or_sum(r: LineRecord, mds: MdList, aux: dict[str, str], driver: str,
     return opts, problem
 
 
-def _softmax(r: LineRecord, mds: MdList, aux: dict[str, str],
-             notes: list[str]) -> tuple[list[str], str]:
+def _softmax(
+    r: LineRecord, mds: MdList, aux: dict[str, str], notes: list[str]
+) -> tuple[list[str], str]:
     src = _find(mds, "src", "diff_src", "data")
     dst = _find(mds, "dst", "diff_dst") or src
     if src is None or dst is None:
         raise Unsupported("missing src or dst descriptor")
-    opts = [f"--dir={_direction(r.prop_kind, r.kind)}", f"--sdt={src.dtype}",
-            f"--ddt={dst.dtype}", f"--stag={_tag(src)}", f"--dtag={_tag(dst)}"]
+    opts = [
+        f"--dir={_direction(r.prop_kind, r.kind)}",
+        f"--sdt={src.dtype}",
+        f"--ddt={dst.dtype}",
+        f"--stag={_tag(src)}",
+        f"--dtag={_tag(dst)}",
+    ]
     alg = aux.get("alg") or ("softmax_log" if r.kind == "logsoftmax" else "")
     if alg:
         opts.append(f"--alg={alg}")
@@ -406,8 +469,9 @@ def _softmax(r: LineRecord, mds: MdList, aux: dict[str, str],
     return opts, r.problem
 
 
-def _rnn(r: LineRecord, mds: MdList, aux: dict[str, str],
-         notes: list[str]) -> tuple[list[str], str]:
+def _rnn(
+    r: LineRecord, mds: MdList, aux: dict[str, str], notes: list[str]
+) -> tuple[list[str], str]:
     opts = [f"--prop={_direction(r.prop_kind, r.kind)}"]
     alg = RNN_ALGS.get(aux.get("alg", ""))
     if alg:
@@ -418,15 +482,18 @@ def _rnn(r: LineRecord, mds: MdList, aux: dict[str, str],
     activation = RNN_ACTIVATIONS.get(aux.get("activation", ""))
     if activation and alg == "VANILLA_RNN":
         opts.append(f"--activation={activation}")
-    states = [md for md in mds if md.arg in ("src_iter", "src_iter_c", "src_layer",
-                                             "dst_iter", "dst_layer") and not md.is_absent]
+    states = [
+        md
+        for md in mds
+        if md.arg in ("src_iter", "src_iter_c", "src_layer", "dst_iter", "dst_layer")
+        and not md.is_absent
+    ]
     bias = _find(mds, "bias")
     dts = {md.dtype for md in states}
     if len(dts) == 1 and dts <= {"f32", "f16"}:
         cfg = dts.pop()
     elif dts == {"bf16"}:
-        cfg = "bf16" + (bias.dtype if _present(bias) and bias and bias.dtype != "bf16"
-                        else "")
+        cfg = "bf16" + (bias.dtype if _present(bias) and bias and bias.dtype != "bf16" else "")
     else:
         cfg = "".join(md.dtype for md in states)
     opts.append(f"--cfg={cfg}")
@@ -537,8 +604,10 @@ def top_entries(log: ParsedLog, top: int) -> list[Entry]:
 
 def _entry_comment(e: Entry) -> list[str]:
     r = e.record
-    lines = [f"# {e.time_ms:.3f} ms ({100 * e.share:.1f}%), {e.count} executions, "
-             f"{r.kind} {r.impl or '-'} {r.prop_kind}, first at {e.example}"]
+    lines = [
+        f"# {e.time_ms:.3f} ms ({100 * e.share:.1f}%), {e.count} executions, "
+        f"{r.kind} {r.impl or '-'} {r.prop_kind}, first at {e.example}"
+    ]
     if e.case is not None:
         lines += [f"#   note: {n}" for n in e.case.notes]
     return lines
@@ -553,8 +622,10 @@ def batches(log: ParsedLog, top: int = 10) -> dict[str, str]:
     out = {}
     for driver, entries in groups.items():
         ms = sum(e.time_ms for e in entries)
-        text = [f"# --{driver}: {len(entries)} primitive(s), {ms:.3f} ms",
-                f"# run: benchdnn --mode=P --{driver} --batch={driver}.batch"]
+        text = [
+            f"# --{driver}: {len(entries)} primitive(s), {ms:.3f} ms",
+            f"# run: benchdnn --mode=P --{driver} --batch={driver}.batch",
+        ]
         for e in entries:
             assert e.case is not None
             text += _entry_comment(e)
@@ -567,12 +638,13 @@ def render_batch(log: ParsedLog, top: int = 10) -> str:
     """All reproducers as text, grouped per driver, with the ones that could not be made."""
     entries = top_entries(log, top)
     inputs = ", ".join(s.path for s in log.scans)
-    out = [f"# dnnlens: benchdnn reproducers for the top {len(entries)} primitives of "
-           f"{inputs} (by total exec time)",
-           "# A benchdnn run takes one driver: save each section below to <driver>.batch "
-           "and run",
-           "#   benchdnn --mode=P --<driver> --batch=<driver>.batch",
-           "# (dnnlens export benchdnn LOG -o DIR writes those files for you)"]
+    out = [
+        f"# dnnlens: benchdnn reproducers for the top {len(entries)} primitives of "
+        f"{inputs} (by total exec time)",
+        "# A benchdnn run takes one driver: save each section below to <driver>.batch and run",
+        "#   benchdnn --mode=P --<driver> --batch=<driver>.batch",
+        "# (dnnlens export benchdnn LOG -o DIR writes those files for you)",
+    ]
     for driver, text in batches(log, top).items():
         out += ["", f"# ==== {driver} ====", text.rstrip("\n")]
     skipped = [e for e in entries if e.case is None]

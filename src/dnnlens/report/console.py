@@ -48,21 +48,28 @@ def color_allowed(stream: IO[Any] | None = None) -> bool:
         return False
 
 
-def make_console(stderr: bool = False, file: IO[str] | None = None,
-                 width: int | None = None) -> Console:
+def make_console(
+    stderr: bool = False, file: IO[str] | None = None, width: int | None = None
+) -> Console:
     """A rich console that follows the colour policy.
 
     ``file`` (a report written to disk) never gets colour; standard output/error get it only
     when they are terminals and ``NO_COLOR`` is unset.
     """
     if file is not None:
-        return Console(file=file, no_color=True, color_system=None, width=width or 160,
-                       highlight=False)
+        return Console(
+            file=file, no_color=True, color_system=None, width=width or 160, highlight=False
+        )
     stream = sys.stderr if stderr else sys.stdout
     if color_allowed(stream):
         return Console(stderr=stderr, width=width, highlight=False)
-    return Console(stderr=stderr, no_color=True, color_system=None, highlight=False,
-                   width=width or (None if _isatty(stream) else 140))
+    return Console(
+        stderr=stderr,
+        no_color=True,
+        color_system=None,
+        highlight=False,
+        width=width or (None if _isatty(stream) else 140),
+    )
 
 
 def _isatty(stream: IO[Any]) -> bool:
@@ -97,8 +104,9 @@ class InputProgress:
     bar is disabled every method is a no-op, so callers never branch on it.
     """
 
-    def __init__(self, sources: list[InputSource], enabled: bool,
-                 min_bytes: int = PROGRESS_MIN_BYTES) -> None:
+    def __init__(
+        self, sources: list[InputSource], enabled: bool, min_bytes: int = PROGRESS_MIN_BYTES
+    ) -> None:
         self.sizes = {s.path: _size(s) for s in sources}
         total = sum(size or 0 for size, _ in self.sizes.values())
         unknown = any(size is None for size, _ in self.sizes.values())

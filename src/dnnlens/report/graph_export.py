@@ -80,9 +80,16 @@ def graph_to_dict(g: OpGraph) -> dict[str, Any]:
             "max": _num(float(steady.max())) if len(steady) else None,
         },
         "inputs": [
-            {"input": i.input, "count": i.count, "warmup": i.warmup,
-             "period_exec": i.period_exec, "exec_rows": i.exec_rows, "method": i.method,
-             "irregular": i.irregular, "outside_exec": i.outside_exec}
+            {
+                "input": i.input,
+                "count": i.count,
+                "warmup": i.warmup,
+                "period_exec": i.period_exec,
+                "exec_rows": i.exec_rows,
+                "method": i.method,
+                "irregular": i.irregular,
+                "outside_exec": i.outside_exec,
+            }
             for i in it.inputs
         ],  # fmt: skip
     }

@@ -20,7 +20,8 @@ def input_json(scan: InputScan, reasons: list[str]) -> dict[str, Any]:
     malformed = [
         {"line": int(line), "reason": reasons[int(r)], "text": scan.malformed_text.get(line)}
         for line, r in zip(
-            scan.malformed_line[:MALFORMED_LISTED], scan.malformed_reason[:MALFORMED_LISTED],
+            scan.malformed_line[:MALFORMED_LISTED],
+            scan.malformed_reason[:MALFORMED_LISTED],
             strict=True,
         )
     ]

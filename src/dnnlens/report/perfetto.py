@@ -77,8 +77,9 @@ def parse_window(text: str) -> tuple[int | None, int | None]:
         a = int(left) if left.strip() else None
         b = int(right) if right.strip() else None
     except ValueError:
-        raise ValueError(f"--iterations {text!r}: expected A:B, A:, :B or A "
-                         "(0-based iteration numbers)") from None
+        raise ValueError(
+            f"--iterations {text!r}: expected A:B, A:, :B or A (0-based iteration numbers)"
+        ) from None
     if (a is not None and a < 0) or (b is not None and b < 0):
         raise ValueError(f"--iterations {text!r}: iteration numbers start at 0")
     if a is not None and b is not None and b <= a:
@@ -108,8 +109,9 @@ def _lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return lanes
 
 
-def _place(times_us: np.ndarray, stamps_ms: np.ndarray, graph: np.ndarray,
-           creates: np.ndarray) -> tuple[np.ndarray, str]:
+def _place(
+    times_us: np.ndarray, stamps_ms: np.ndarray, graph: np.ndarray, creates: np.ndarray
+) -> tuple[np.ndarray, str]:
     """Start of each event in µs from the input's start, and how it was found."""
     stamped = np.isfinite(stamps_ms)
     if stamped.any():
@@ -138,9 +140,16 @@ def _record_info(log: ParsedLog) -> list[tuple[str, dict[str, str]]]:
             name = f"graph {r.prop_kind} {r.problem}"
         else:
             name = f"{r.kind} {r.problem}".strip()
-        args = {"kind": r.kind, "impl": r.impl, "prop_kind": r.prop_kind,
-                "problem": r.problem, "mds": r.mds, "attrs": r.attrs, "aux": r.aux,
-                "engine": r.engine}
+        args = {
+            "kind": r.kind,
+            "impl": r.impl,
+            "prop_kind": r.prop_kind,
+            "problem": r.problem,
+            "mds": r.mds,
+            "attrs": r.attrs,
+            "aux": r.aux,
+            "engine": r.engine,
+        }
         out.append((name[:NAME_MAX], {k: v for k, v in args.items() if v}))
     return out
 
@@ -159,8 +168,11 @@ class _InputEvents:
     timing: str
 
 
-def _select(log: ParsedLog, info: IterationInfo, options: TraceOptions,
-            ) -> tuple[list[_InputEvents], tuple[int, int] | None, bool]:
+def _select(
+    log: ParsedLog,
+    info: IterationInfo,
+    options: TraceOptions,
+) -> tuple[list[_InputEvents], tuple[int, int] | None, bool]:
     ev = log.events
     ops = ev["operation"].to_numpy().astype(str) if len(ev) else np.zeros(0, dtype=str)
     wanted = np.isin(ops, _OPERATIONS if options.include_creates else ("exec",))
@@ -206,22 +218,31 @@ def _select(log: ParsedLog, info: IterationInfo, options: TraceOptions,
 
 
 def _metadata(inp: _InputEvents) -> Iterator[dict[str, Any]]:
-    yield {"name": "process_name", "ph": "M", "pid": inp.pid, "tid": 0,
-           "args": {"name": inp.path}}
-    yield {"name": "process_sort_index", "ph": "M", "pid": inp.pid, "tid": 0,
-           "args": {"sort_index": inp.pid}}
+    yield {"name": "process_name", "ph": "M", "pid": inp.pid, "tid": 0, "args": {"name": inp.path}}
+    yield {
+        "name": "process_sort_index",
+        "ph": "M",
+        "pid": inp.pid,
+        "tid": 0,
+        "args": {"sort_index": inp.pid},
+    }
     names = {TID_ITERATIONS: "iterations"}
     for tid in np.unique(inp.tid).tolist():
         if tid >= TID_GRAPH:
-            names[tid] = "graph partitions" + (f" ({tid - TID_GRAPH + 1})" if tid > TID_GRAPH
-                                               else "")
+            names[tid] = "graph partitions" + (
+                f" ({tid - TID_GRAPH + 1})" if tid > TID_GRAPH else ""
+            )
         else:
             names[tid] = "oneDNN primitives" + (f" ({tid})" if tid > TID_PRIMITIVES else "")
     for tid, name in sorted(names.items()):
-        yield {"name": "thread_name", "ph": "M", "pid": inp.pid, "tid": tid,
-               "args": {"name": name}}
-        yield {"name": "thread_sort_index", "ph": "M", "pid": inp.pid, "tid": tid,
-               "args": {"sort_index": tid}}
+        yield {"name": "thread_name", "ph": "M", "pid": inp.pid, "tid": tid, "args": {"name": name}}
+        yield {
+            "name": "thread_sort_index",
+            "ph": "M",
+            "pid": inp.pid,
+            "tid": tid,
+            "args": {"sort_index": tid},
+        }
 
 
 def _us(value: float) -> float:
@@ -241,11 +262,19 @@ def _iteration_spans(inp: _InputEvents, warmup: int) -> Iterator[dict[str, Any]]
     lo = np.minimum.reduceat(starts, first)
     hi = np.maximum.reduceat(ends, first)
     counts = np.diff(np.r_[first, len(it)])
-    for i, s, e, n in zip(it[first].tolist(), lo.tolist(), hi.tolist(), counts.tolist(),
-                          strict=True):
-        yield {"name": f"iteration {i}" + (" (warm-up)" if i < warmup else ""),
-               "cat": "iteration", "ph": "X", "ts": _us(s), "dur": _us(e - s),
-               "pid": inp.pid, "tid": TID_ITERATIONS, "args": {"iteration": i, "events": n}}
+    for i, s, e, n in zip(
+        it[first].tolist(), lo.tolist(), hi.tolist(), counts.tolist(), strict=True
+    ):
+        yield {
+            "name": f"iteration {i}" + (" (warm-up)" if i < warmup else ""),
+            "cat": "iteration",
+            "ph": "X",
+            "ts": _us(s),
+            "dur": _us(e - s),
+            "pid": inp.pid,
+            "tid": TID_ITERATIONS,
+            "args": {"iteration": i, "events": n},
+        }
 
 
 def _record_json(info: list[tuple[str, dict[str, str]]]) -> list[tuple[str, str]]:
@@ -253,8 +282,9 @@ def _record_json(info: list[tuple[str, dict[str, str]]]) -> list[tuple[str, str]
     return [(json.dumps(name), json.dumps(args)[1:-1]) for name, args in info]
 
 
-def _x_events(log: ParsedLog, inp: _InputEvents,
-              records: list[tuple[str, str]]) -> Iterator[tuple[str, bool]]:
+def _x_events(
+    log: ParsedLog, inp: _InputEvents, records: list[tuple[str, str]]
+) -> Iterator[tuple[str, bool]]:
     """``(event JSON, is a primitive exec)`` per execution/creation, built as text: a
     million events take seconds, not minutes, through ``json.dumps``."""
     ev = log.events
@@ -276,15 +306,18 @@ def _x_events(log: ParsedLog, inp: _InputEvents,
         name, base = records[rec[k]]
         cat = cat_text[(ops[k], cache[k])]
         t = tms[k]
-        text = (f'{{"name":{name},"cat":{cat},"ph":"X","ts":{starts[k]},'
-                f'"dur":{durs[k]},"pid":{pid},"tid":{tids[k]},"args":{{{base}'
-                f'{"," if base else ""}"line":{lines[k]},"iteration":{its[k]},'
-                f'"time_ms":{repr(t) if t == t and abs(t) != math.inf else "null"}}}}}')
+        text = (
+            f'{{"name":{name},"cat":{cat},"ph":"X","ts":{starts[k]},'
+            f'"dur":{durs[k]},"pid":{pid},"tid":{tids[k]},"args":{{{base}'
+            f'{"," if base else ""}"line":{lines[k]},"iteration":{its[k]},'
+            f'"time_ms":{repr(t) if t == t and abs(t) != math.inf else "null"}}}}}'
+        )
         yield text, cat == exec_cat and tids[k] < TID_GRAPH
 
 
-def _finding_events(analysis: Analysis, inputs: list[_InputEvents],
-                    window: tuple[int, int] | None) -> Iterator[dict[str, Any]]:
+def _finding_events(
+    analysis: Analysis, inputs: list[_InputEvents], window: tuple[int, int] | None
+) -> Iterator[dict[str, Any]]:
     log = analysis.log
     lines_col = log.events["line"].to_numpy()
     wanted: dict[str, set[int]] = {}
@@ -297,34 +330,60 @@ def _finding_events(analysis: Analysis, inputs: list[_InputEvents],
             continue
         lines = lines_col[inp.rows]
         for k in np.flatnonzero(np.isin(lines, list(wanted[inp.path]))).tolist():
-            where.setdefault((inp.path, int(lines[k])),
-                             (inp.pid, float(inp.start[k]), int(inp.tid[k])))
+            where.setdefault(
+                (inp.path, int(lines[k])), (inp.pid, float(inp.start[k]), int(inp.tid[k]))
+            )
     first_pid = inputs[0].pid if inputs else 1
     first_ts = float(inputs[0].start.min()) if inputs and len(inputs[0].start) else 0.0
     for f in analysis.findings:
-        args = {"rule": f.rule, "code": f.code, "severity": f.severity,
-                "message": f.message, "fix": f.fix,
-                "evidence": [f"{e.path}:{e.line}" for e in f.evidence[:20]]}
+        args = {
+            "rule": f.rule,
+            "code": f.code,
+            "severity": f.severity,
+            "message": f.message,
+            "fix": f.fix,
+            "evidence": [f"{e.path}:{e.line}" for e in f.evidence[:20]],
+        }
         placed = 0
         for e in f.evidence:
             hit = where.get((e.path, e.line))
             if hit is None:
                 continue
             pid, ts, tid = hit
-            yield {"name": f"{f.severity}: {f.rule}", "cat": "finding", "ph": "i", "s": "t",
-                   "ts": _us(ts), "pid": pid, "tid": tid, "args": args}
+            yield {
+                "name": f"{f.severity}: {f.rule}",
+                "cat": "finding",
+                "ph": "i",
+                "s": "t",
+                "ts": _us(ts),
+                "pid": pid,
+                "tid": tid,
+                "args": args,
+            }
             placed += 1
             if placed >= 20:
                 break
         if not placed:  # evidence outside the window (or none): one global marker
-            yield {"name": f"{f.severity}: {f.rule}", "cat": "finding", "ph": "i", "s": "g",
-                   "ts": _us(first_ts), "pid": first_pid, "tid": TID_PRIMITIVES,
-                   "args": {**args, "note": "evidence lines are outside this window"
-                            if f.evidence else "no evidence lines"}}
+            yield {
+                "name": f"{f.severity}: {f.rule}",
+                "cat": "finding",
+                "ph": "i",
+                "s": "g",
+                "ts": _us(first_ts),
+                "pid": first_pid,
+                "tid": TID_PRIMITIVES,
+                "args": {
+                    **args,
+                    "note": "evidence lines are outside this window"
+                    if f.evidence
+                    else "no evidence lines",
+                },
+            }
 
 
-def iter_trace_json(analysis: Analysis, options: TraceOptions | None = None,
-                    stats: TraceStats | None = None) -> Iterator[str]:
+def iter_trace_json(
+    analysis: Analysis, options: TraceOptions | None = None, stats: TraceStats | None = None
+) -> Iterator[str]:
     """Every trace event as JSON text, process by process, each track sorted by ``ts``."""
     options = options or TraceOptions()
     stats = stats if stats is not None else TraceStats()
@@ -352,27 +411,34 @@ def iter_trace_json(analysis: Analysis, options: TraceOptions | None = None,
     stats.executions = int(execs)
 
 
-def iter_trace(analysis: Analysis, options: TraceOptions | None = None,
-               stats: TraceStats | None = None) -> Iterator[dict[str, Any]]:
+def iter_trace(
+    analysis: Analysis, options: TraceOptions | None = None, stats: TraceStats | None = None
+) -> Iterator[dict[str, Any]]:
     """Every trace event as a dict (the same events as :func:`iter_trace_json`)."""
     for text in iter_trace_json(analysis, options, stats):
         yield json.loads(text)
 
 
 def _other_data(analysis: Analysis, stats: TraceStats) -> dict[str, Any]:
-    return {"generator": f"dnnlens {__version__}",
-            "inputs": [s.path for s in analysis.log.scans],
-            "window": list(stats.window) if stats.window else None,
-            "truncated": stats.truncated, "timing": stats.timing,
-            "executions": stats.executions}
+    return {
+        "generator": f"dnnlens {__version__}",
+        "inputs": [s.path for s in analysis.log.scans],
+        "window": list(stats.window) if stats.window else None,
+        "truncated": stats.truncated,
+        "timing": stats.timing,
+        "executions": stats.executions,
+    }
 
 
 def build_trace(analysis: Analysis, options: TraceOptions | None = None) -> dict[str, Any]:
     """The whole trace as one JSON-ready dict (fine for tests and small logs)."""
     stats = TraceStats()
     events = list(iter_trace(analysis, options, stats))
-    return {"traceEvents": events, "displayTimeUnit": "ms",
-            "otherData": _other_data(analysis, stats)}
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": _other_data(analysis, stats),
+    }
 
 
 def _open(path: Path) -> IO[str]:
@@ -381,8 +447,7 @@ def _open(path: Path) -> IO[str]:
     return path.open("w", encoding="utf-8")
 
 
-def write_trace(analysis: Analysis, path: Path,
-                options: TraceOptions | None = None) -> TraceStats:
+def write_trace(analysis: Analysis, path: Path, options: TraceOptions | None = None) -> TraceStats:
     """Stream the trace to ``path`` (gzip when it ends in ``.gz``); memory stays flat."""
     stats = TraceStats()
     with _open(path) as fh:

@@ -15,8 +15,18 @@ from typing import Any
 
 __all__ = ["roofline_svg"]
 
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-           "#7f7f7f", "#bcbd22", "#17becf")
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 _M = {"left": 64, "right": 150, "top": 36, "bottom": 56}
 
 
@@ -36,8 +46,13 @@ def _decades(lo: float, hi: float) -> tuple[int, int]:
     return math.floor(math.log10(lo)), math.ceil(math.log10(hi))
 
 
-def roofline_svg(primitives: list[dict[str, Any]], machine: Any, width: int = 720,
-                 height: int = 420, title: str = "Roofline") -> str:
+def roofline_svg(
+    primitives: list[dict[str, Any]],
+    machine: Any,
+    width: int = 720,
+    height: int = 420,
+    title: str = "Roofline",
+) -> str:
     """An inline ``<svg>`` of ``primitives`` (``primitives_json`` rows) under ``machine``'s roofs.
 
     ``machine`` is a :class:`~dnnlens.analysis.machine.Machine` or the ``machine`` object of
@@ -64,30 +79,44 @@ def roofline_svg(primitives: list[dict[str, Any]], machine: Any, width: int = 72
     def sy(g: float) -> float:
         return _M["top"] + ph - (math.log10(max(g, 10.0**y0)) - y0) / (y1 - y0) * ph
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="roofline" width="{width}" '
-           f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-           f'aria-label="{escape(title)}" font-family="sans-serif" font-size="11">',
-           f"<title>{escape(title)}</title>",
-           f'<rect x="{_M["left"]}" y="{_M["top"]}" width="{pw}" height="{ph}" fill="#fff" '
-           'stroke="#999"/>',
-           f'<text x="{width / 2:.0f}" y="18" text-anchor="middle" font-size="13">'
-           f"{escape(title)}</text>"]
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="roofline" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(title)}" font-family="sans-serif" font-size="11">',
+        f"<title>{escape(title)}</title>",
+        f'<rect x="{_M["left"]}" y="{_M["top"]}" width="{pw}" height="{ph}" fill="#fff" '
+        'stroke="#999"/>',
+        f'<text x="{width / 2:.0f}" y="18" text-anchor="middle" font-size="13">'
+        f"{escape(title)}</text>",
+    ]
     for e in range(x0, x1 + 1):
         x = sx(10.0**e)
-        out.append(f'<line x1="{x:.1f}" y1="{_M["top"]}" x2="{x:.1f}" y2="{_M["top"] + ph}" '
-                   'stroke="#eee"/>')
-        out.append(f'<text x="{x:.1f}" y="{_M["top"] + ph + 14}" text-anchor="middle">'
-                   f"{escape(f'{10.0**e:g}')}</text>")
+        out.append(
+            f'<line x1="{x:.1f}" y1="{_M["top"]}" x2="{x:.1f}" y2="{_M["top"] + ph}" '
+            'stroke="#eee"/>'
+        )
+        out.append(
+            f'<text x="{x:.1f}" y="{_M["top"] + ph + 14}" text-anchor="middle">'
+            f"{escape(f'{10.0**e:g}')}</text>"
+        )
     for e in range(y0, y1 + 1):
         y = sy(10.0**e)
-        out.append(f'<line x1="{_M["left"]}" y1="{y:.1f}" x2="{_M["left"] + pw}" y2="{y:.1f}" '
-                   'stroke="#eee"/>')
-        out.append(f'<text x="{_M["left"] - 6}" y="{y + 4:.1f}" text-anchor="end">'
-                   f"{escape(f'{10.0**e:g}')}</text>")
-    out.append(f'<text x="{_M["left"] + pw / 2:.0f}" y="{height - 22}" text-anchor="middle">'
-               "arithmetic intensity (FLOP/byte)</text>")
-    out.append(f'<text transform="translate(16 {_M["top"] + ph / 2:.0f}) rotate(-90)" '
-               'text-anchor="middle">attained GFLOP/s</text>')
+        out.append(
+            f'<line x1="{_M["left"]}" y1="{y:.1f}" x2="{_M["left"] + pw}" y2="{y:.1f}" '
+            'stroke="#eee"/>'
+        )
+        out.append(
+            f'<text x="{_M["left"] - 6}" y="{y + 4:.1f}" text-anchor="end">'
+            f"{escape(f'{10.0**e:g}')}</text>"
+        )
+    out.append(
+        f'<text x="{_M["left"] + pw / 2:.0f}" y="{height - 22}" text-anchor="middle">'
+        "arithmetic intensity (FLOP/byte)</text>"
+    )
+    out.append(
+        f'<text transform="translate(16 {_M["top"] + ph / 2:.0f}) rotate(-90)" '
+        'text-anchor="middle">attained GFLOP/s</text>'
+    )
     # roofs: memory slope up to each peak, then flat
     label_y = -math.inf
     for dt, peak in sorted(peaks.items(), key=lambda kv: -kv[1]):
@@ -98,14 +127,20 @@ def roofline_svg(primitives: list[dict[str, Any]], machine: Any, width: int = 72
         r = peak / bw
         xa = 10.0**x0
         dash = "" if dt == "f32" else ' stroke-dasharray="5 3"'
-        out.append(f'<polyline fill="none" stroke="#333" stroke-width="1.5"{dash} points="'
-                   f'{sx(xa):.1f},{sy(xa * bw):.1f} {sx(r):.1f},{sy(peak):.1f} '
-                   f'{sx(10.0**x1):.1f},{sy(peak):.1f}"/>')
-        out.append(f'<text x="{sx(10.0**x1) - 4:.1f}" y="{label_y:.1f}" '
-                   f'text-anchor="end">{escape(f"{dt} peak {peak:.0f} GFLOP/s")}</text>')
+        out.append(
+            f'<polyline fill="none" stroke="#333" stroke-width="1.5"{dash} points="'
+            f"{sx(xa):.1f},{sy(xa * bw):.1f} {sx(r):.1f},{sy(peak):.1f} "
+            f'{sx(10.0**x1):.1f},{sy(peak):.1f}"/>'
+        )
+        out.append(
+            f'<text x="{sx(10.0**x1) - 4:.1f}" y="{label_y:.1f}" '
+            f'text-anchor="end">{escape(f"{dt} peak {peak:.0f} GFLOP/s")}</text>'
+        )
     if bw > 0:
-        out.append(f'<text x="{sx(10.0**x0) + 6:.1f}" y="{sy(10.0**x0 * bw) + 16:.1f}">'
-                   f"{escape(f'{bw:.1f} GB/s')}</text>")
+        out.append(
+            f'<text x="{sx(10.0**x0) + 6:.1f}" y="{sy(10.0**x0 * bw) + 16:.1f}">'
+            f"{escape(f'{bw:.1f} GB/s')}</text>"
+        )
     # points
     kinds = sorted({str(p["kind"]) for p in pts})
     colour = {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(kinds)}
@@ -114,25 +149,32 @@ def roofline_svg(primitives: list[dict[str, Any]], machine: Any, width: int = 72
         share = float(p.get("time_ms") or 0.0) / total
         radius = 3.0 + 9.0 * math.sqrt(share)
         eff = p.get("efficiency")
-        tip = (f"{p['kind']} {p.get('impl', '')} {p.get('problem', '')}\n"
-               f"{p['gflops']:.3g} GFLOP/s, AI {ai:.3g} FLOP/byte, {p.get('bound', '?')}-bound, "
-               f"efficiency {'n/a' if eff is None else f'{100 * eff:.1f}%'}, "
-               f"{p.get('count', 0)} calls, {float(p.get('time_ms') or 0):.3f} ms")
-        out.append(f'<circle cx="{sx(ai):.1f}" cy="{sy(float(p["gflops"])):.1f}" '
-                   f'r="{radius:.1f}" fill="{colour[str(p["kind"])]}" fill-opacity="0.7" '
-                   f'stroke="#222" stroke-width="0.5"><title>{escape(tip)}</title></circle>')
+        tip = (
+            f"{p['kind']} {p.get('impl', '')} {p.get('problem', '')}\n"
+            f"{p['gflops']:.3g} GFLOP/s, AI {ai:.3g} FLOP/byte, {p.get('bound', '?')}-bound, "
+            f"efficiency {'n/a' if eff is None else f'{100 * eff:.1f}%'}, "
+            f"{p.get('count', 0)} calls, {float(p.get('time_ms') or 0):.3f} ms"
+        )
+        out.append(
+            f'<circle cx="{sx(ai):.1f}" cy="{sy(float(p["gflops"])):.1f}" '
+            f'r="{radius:.1f}" fill="{colour[str(p["kind"])]}" fill-opacity="0.7" '
+            f'stroke="#222" stroke-width="0.5"><title>{escape(tip)}</title></circle>'
+        )
     for i, k in enumerate(kinds):
         y = _M["top"] + 10 + 16 * i
-        out.append(f'<circle cx="{width - _M["right"] + 14}" cy="{y}" r="5" '
-                   f'fill="{colour[k]}"/>')
+        out.append(f'<circle cx="{width - _M["right"] + 14}" cy="{y}" r="5" fill="{colour[k]}"/>')
         out.append(f'<text x="{width - _M["right"] + 24}" y="{y + 4}">{escape(k)}</text>')
     if flat:
         names = sorted({str(p["kind"]) for p in flat})
-        out.append(f'<text x="{_M["left"]}" y="{height - 6}" fill="#555">'
-                   f"{escape(f'{len(flat)} primitives without arithmetic (' + ', '.join(names))}"
-                   f"{escape(') are not placed: see their GB/s in the table')}</text>")
+        out.append(
+            f'<text x="{_M["left"]}" y="{height - 6}" fill="#555">'
+            f"{escape(f'{len(flat)} primitives without arithmetic (' + ', '.join(names))}"
+            f"{escape(') are not placed: see their GB/s in the table')}</text>"
+        )
     if not pts:
-        out.append(f'<text x="{_M["left"] + pw / 2:.0f}" y="{_M["top"] + ph / 2:.0f}" '
-                   'text-anchor="middle">no timed primitive with a known FLOP count</text>')
+        out.append(
+            f'<text x="{_M["left"] + pw / 2:.0f}" y="{_M["top"] + ph / 2:.0f}" '
+            'text-anchor="middle">no timed primitive with a known FLOP count</text>'
+        )
     out.append("</svg>")
     return "\n".join(out)

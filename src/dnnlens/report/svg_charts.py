@@ -33,8 +33,18 @@ KIND_COLORS = {
     "concat": "#c49c94",
     "graph_partition": "#aec7e8",
 }
-_SPARE = ("#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#31a354", "#756bb1",
-          "#636363", "#e6550d", "#9c9ede")
+_SPARE = (
+    "#637939",
+    "#8c6d31",
+    "#843c39",
+    "#7b4173",
+    "#3182bd",
+    "#31a354",
+    "#756bb1",
+    "#636363",
+    "#e6550d",
+    "#9c9ede",
+)
 FONT = "12px"
 
 
@@ -59,8 +69,15 @@ def fmt_ms(value: float) -> str:
     return f"{value:.3f} ms"
 
 
-def _text(x: float, y: float, text: str, anchor: str = "start", cls: str = "",
-          fill: str | None = None, weight: str | None = None) -> str:
+def _text(
+    x: float,
+    y: float,
+    text: str,
+    anchor: str = "start",
+    cls: str = "",
+    fill: str | None = None,
+    weight: str | None = None,
+) -> str:
     attrs = [f'x="{x:.1f}"', f'y="{y:.1f}"', f'text-anchor="{anchor}"']
     if cls:
         attrs.append(f'class="{cls}"')
@@ -71,18 +88,21 @@ def _text(x: float, y: float, text: str, anchor: str = "start", cls: str = "",
     return f"<text {' '.join(attrs)}>{esc(text)}</text>"
 
 
-def _rect(x: float, y: float, w: float, h: float, fill: str, title: str = "",
-          cls: str = "") -> str:
+def _rect(x: float, y: float, w: float, h: float, fill: str, title: str = "", cls: str = "") -> str:
     tip = f"<title>{esc(title)}</title>" if title else ""
     c = f' class="{cls}"' if cls else ""
-    return (f'<rect x="{x:.2f}" y="{y:.2f}" width="{max(w, 0):.2f}" height="{h:.2f}" '
-            f'fill="{fill}"{c}>{tip}</rect>')
+    return (
+        f'<rect x="{x:.2f}" y="{y:.2f}" width="{max(w, 0):.2f}" height="{h:.2f}" '
+        f'fill="{fill}"{c}>{tip}</rect>'
+    )
 
 
 def _svg(width: float, height: float, body: Sequence[str], label: str) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
-            f'width="100%" role="img" aria-label="{esc(label)}" '
-            f'style="font-size:{FONT};max-width:{width:.0f}px">' + "".join(body) + "</svg>")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'width="100%" role="img" aria-label="{esc(label)}" '
+        f'style="font-size:{FONT};max-width:{width:.0f}px">' + "".join(body) + "</svg>"
+    )
 
 
 def _fits(text: str, width: float, px_per_char: float = 6.6) -> bool:
@@ -109,8 +129,9 @@ class Segment:
     tooltip: str = ""
 
 
-def share_bar(segments: Sequence[Segment], width: int = 1160, height: int = 40,
-              label: str = "share of time") -> str:
+def share_bar(
+    segments: Sequence[Segment], width: int = 1160, height: int = 40, label: str = "share of time"
+) -> str:
     """One 100% stacked bar; segments wide enough carry ``label share%`` inside."""
     total = sum(max(s.value, 0.0) for s in segments)
     body: list[str] = []
@@ -125,8 +146,7 @@ def share_bar(segments: Sequence[Segment], width: int = 1160, height: int = 40,
         if not _fits(text, w):
             text = f"{pct:.0f}%"
         if _fits(text, w):
-            body.append(_text(x + w / 2, height / 2 + 4.5, text, "middle", "inbar",
-                              weight="bold"))
+            body.append(_text(x + w / 2, height / 2 + 4.5, text, "middle", "inbar", weight="bold"))
         x += w
     return _svg(width, height, body, label)
 
@@ -142,8 +162,14 @@ class Bar:
     tooltip: str = ""
 
 
-def hbar_chart(bars: Sequence[Bar], width: int = 570, label_width: int = 210,
-               bar_height: int = 20, gap: int = 6, label: str = "bar chart") -> str:
+def hbar_chart(
+    bars: Sequence[Bar],
+    width: int = 570,
+    label_width: int = 210,
+    bar_height: int = 20,
+    gap: int = 6,
+    label: str = "bar chart",
+) -> str:
     """Horizontal bars sorted as given, label on the left, value text at the bar's end."""
     top = max((b.value for b in bars), default=0.0)
     value_w = 120
@@ -153,12 +179,24 @@ def hbar_chart(bars: Sequence[Bar], width: int = 570, label_width: int = 210,
     for i, b in enumerate(bars):
         y = gap + i * (bar_height + gap)
         w = plot_w * b.value / top if top > 0 else 0.0
-        body.append(_text(label_width - 6, y + bar_height / 2 + 4,
-                          _clip(b.label, label_width), "end", "lbl"))
-        body.append(_rect(label_width, y, max(w, 1.0), bar_height, b.color,
-                          b.tooltip or f"{b.label}: {b.value_text}"))
-        body.append(_text(label_width + w + 5, y + bar_height / 2 + 4, b.value_text,
-                          "start", "val"))
+        body.append(
+            _text(
+                label_width - 6, y + bar_height / 2 + 4, _clip(b.label, label_width), "end", "lbl"
+            )
+        )
+        body.append(
+            _rect(
+                label_width,
+                y,
+                max(w, 1.0),
+                bar_height,
+                b.color,
+                b.tooltip or f"{b.label}: {b.value_text}",
+            )
+        )
+        body.append(
+            _text(label_width + w + 5, y + bar_height / 2 + 4, b.value_text, "start", "val")
+        )
     return _svg(width, height, body, label)
 
 
@@ -184,9 +222,15 @@ class Column:
     tooltip: str = ""
 
 
-def stacked_columns(columns: Sequence[Column], series: Sequence[tuple[str, str]],
-                    width: int = 1160, height: int = 240, y_label: str = "ms",
-                    mark_label: str = "warm-up", label: str = "stacked columns") -> str:
+def stacked_columns(
+    columns: Sequence[Column],
+    series: Sequence[tuple[str, str]],
+    width: int = 1160,
+    height: int = 240,
+    y_label: str = "ms",
+    mark_label: str = "warm-up",
+    label: str = "stacked columns",
+) -> str:
     """Vertical stacked columns (one per iteration), a y axis in ms, marked columns hatched."""
     left, bottom, top_pad = 58, 34, 14
     plot_h = height - bottom - top_pad
@@ -203,8 +247,9 @@ def stacked_columns(columns: Sequence[Column], series: Sequence[tuple[str, str]]
     tick = 0.0
     while tick <= y_max + 1e-9:
         y = top_pad + plot_h * (1 - tick / y_max)
-        body.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" '
-                    'class="grid"/>')
+        body.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+        )
         body.append(_text(left - 6, y + 4, f"{tick:g}", "end", "axis"))
         tick += step
     body.append(_text(12, top_pad + plot_h / 2, y_label, "middle", "axis"))
@@ -223,11 +268,14 @@ def stacked_columns(columns: Sequence[Column], series: Sequence[tuple[str, str]]
             y -= h
             body.append(_rect(x, y, bar_w, h, color, f"{c.label} {name}: {fmt_ms(v)}"))
         if c.marked:
-            body.append(_rect(x, y, bar_w, top_pad + plot_h - y, "url(#hatch)",
-                              f"{c.label}: {mark_label}"))
-        body.append(f"<rect x=\"{x:.2f}\" y=\"{top_pad}\" width=\"{bar_w:.2f}\" "
-                    f"height=\"{plot_h}\" fill=\"transparent\"><title>"
-                    f"{esc(c.tooltip or c.label)}</title></rect>")
+            body.append(
+                _rect(x, y, bar_w, top_pad + plot_h - y, "url(#hatch)", f"{c.label}: {mark_label}")
+            )
+        body.append(
+            f'<rect x="{x:.2f}" y="{top_pad}" width="{bar_w:.2f}" '
+            f'height="{plot_h}" fill="transparent"><title>'
+            f"{esc(c.tooltip or c.label)}</title></rect>"
+        )
         if i % every == 0:
             body.append(_text(x + bar_w / 2, height - bottom + 16, c.label, "middle", "axis"))
     return _svg(width, height, body, label)
@@ -245,8 +293,9 @@ class Item:
     tick: str = ""
 
 
-def timeline(items: Sequence[Item], width: int = 1160, height: int = 64,
-             label: str = "timeline") -> str:
+def timeline(
+    items: Sequence[Item], width: int = 1160, height: int = 64, label: str = "timeline"
+) -> str:
     """Events end to end, width proportional to time; labels where they fit.
 
     Emphasised items get a mark under the strip, so even a thin one is seen; an item's
@@ -262,11 +311,13 @@ def timeline(items: Sequence[Item], width: int = 1160, height: int = 64,
         if it.label and _fits(it.label, w, 6.0):
             body.append(_text(x + w / 2, strip_h / 2 + 4, it.label, "middle", "inbar"))
         if it.emphasis:
-            body.append(f'<path d="M{x + w / 2:.1f} {strip_h + 3} l-4 7 h8 z" '
-                        f'fill="{it.color}"/>')
+            body.append(f'<path d="M{x + w / 2:.1f} {strip_h + 3} l-4 7 h8 z" fill="{it.color}"/>')
         if it.tick and _fits(it.tick, w - 14, 6.0):
-            body.append(_text(x + w / 2 + (9 if it.emphasis else 0), strip_h + 14, it.tick,
-                              "middle", "axis"))
+            body.append(
+                _text(
+                    x + w / 2 + (9 if it.emphasis else 0), strip_h + 14, it.tick, "middle", "axis"
+                )
+            )
         x += w
     return _svg(width, height, body, label)
 
@@ -291,9 +342,14 @@ class _Node:
     used: float = field(default=0.0)
 
 
-def flow_chart(flows: Sequence[Flow], width: int = 1160, height: int = 260,
-               left_title: str = "from", right_title: str = "to",
-               label: str = "flow") -> str:
+def flow_chart(
+    flows: Sequence[Flow],
+    width: int = 1160,
+    height: int = 260,
+    left_title: str = "from",
+    right_title: str = "to",
+    label: str = "flow",
+) -> str:
     """A two-column Sankey diagram: sources on the left, destinations on the right."""
     flows = [f for f in flows if f.value > 0]
     if not flows:
@@ -317,8 +373,10 @@ def flow_chart(flows: Sequence[Flow], width: int = 1160, height: int = 260,
     place(lefts)
     place(rights)
     x0, x1 = label_w, width - label_w - node_w
-    body = [_text(x0 + node_w / 2, 14, left_title, "middle", "axis", weight="bold"),
-            _text(x1 + node_w / 2, 14, right_title, "middle", "axis", weight="bold")]
+    body = [
+        _text(x0 + node_w / 2, 14, left_title, "middle", "axis", weight="bold"),
+        _text(x1 + node_w / 2, 14, right_title, "middle", "axis", weight="bold"),
+    ]
     for f in sorted(flows, key=lambda f: (lefts[f.src].y, rights[f.dst].y)):
         a, b = lefts[f.src], rights[f.dst]
         h = max(f.value * scale, 1.0)
@@ -328,25 +386,44 @@ def flow_chart(flows: Sequence[Flow], width: int = 1160, height: int = 260,
         xa, xb = x0 + node_w, x1
         mid = (xa + xb) / 2
         tip = f.tooltip or f"{f.src} -> {f.dst}: {fmt_ms(f.value)}"
-        body.append(f'<path d="M{xa:.1f} {ya:.1f} C{mid:.1f} {ya:.1f} {mid:.1f} {yb:.1f} '
-                    f'{xb:.1f} {yb:.1f}" stroke="{f.color}" stroke-opacity="0.45" '
-                    f'stroke-width="{h:.2f}" fill="none" class="band"><title>{esc(tip)}'
-                    "</title></path>")
+        body.append(
+            f'<path d="M{xa:.1f} {ya:.1f} C{mid:.1f} {ya:.1f} {mid:.1f} {yb:.1f} '
+            f'{xb:.1f} {yb:.1f}" stroke="{f.color}" stroke-opacity="0.45" '
+            f'stroke-width="{h:.2f}" fill="none" class="band"><title>{esc(tip)}'
+            "</title></path>"
+        )
     for node in lefts.values():
-        body.append(_rect(x0, node.y, node_w, node.h, "#444", f"{node.name}: "
-                          f"{fmt_ms(node.value)}"))
-        body.append(_text(x0 - 6, node.y + node.h / 2 + 4,
-                          _clip(f"{node.name}  {fmt_ms(node.value)}", label_w), "end", "lbl"))
+        body.append(_rect(x0, node.y, node_w, node.h, "#444", f"{node.name}: {fmt_ms(node.value)}"))
+        body.append(
+            _text(
+                x0 - 6,
+                node.y + node.h / 2 + 4,
+                _clip(f"{node.name}  {fmt_ms(node.value)}", label_w),
+                "end",
+                "lbl",
+            )
+        )
     for node in rights.values():
-        body.append(_rect(x1, node.y, node_w, node.h, "#444", f"{node.name}: "
-                          f"{fmt_ms(node.value)}"))
-        body.append(_text(x1 + node_w + 6, node.y + node.h / 2 + 4,
-                          _clip(f"{node.name}  {fmt_ms(node.value)}", label_w), "start", "lbl"))
+        body.append(_rect(x1, node.y, node_w, node.h, "#444", f"{node.name}: {fmt_ms(node.value)}"))
+        body.append(
+            _text(
+                x1 + node_w + 6,
+                node.y + node.h / 2 + 4,
+                _clip(f"{node.name}  {fmt_ms(node.value)}", label_w),
+                "start",
+                "lbl",
+            )
+        )
     return _svg(width, height, body, label)
 
 
 def legend(items: Sequence[tuple[str, str]]) -> str:
     """An HTML legend: coloured swatches with labels."""
-    return '<div class="legend">' + "".join(
-        f'<span class="key"><i style="background:{esc(color)}"></i>{esc(name)}</span>'
-        for name, color in items) + "</div>"
+    return (
+        '<div class="legend">'
+        + "".join(
+            f'<span class="key"><i style="background:{esc(color)}"></i>{esc(name)}</span>'
+            for name, color in items
+        )
+        + "</div>"
+    )

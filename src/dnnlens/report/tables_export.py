@@ -141,8 +141,9 @@ def _check_format(fmt: str) -> None:
         try:
             import pyarrow  # noqa: F401
         except ImportError:
-            raise ExportError("parquet export needs pyarrow: pip install 'dnnlens[parquet]' "
-                              "(or export csv)") from None
+            raise ExportError(
+                "parquet export needs pyarrow: pip install 'dnnlens[parquet]' (or export csv)"
+            ) from None
 
 
 def export_tables(log: ParsedLog, out_dir: Path, fmt: str) -> ExportResult:

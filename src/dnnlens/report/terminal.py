@@ -35,7 +35,9 @@ def _breakdown(title: str, rows: list[dict[str, Any]], keys: list[str], limit: i
     for row in rows[:limit]:
         table.add_row(
             *(escape(str(row[k]) or "-") for k in keys),
-            f"{row['count']:,}", _ms(row["time_ms"]), _pct(row["share"]),
+            f"{row['count']:,}",
+            _ms(row["time_ms"]),
+            _pct(row["share"]),
         )
     if len(rows) > limit:
         table.caption = f"{len(rows) - limit} more rows in --format json"
@@ -44,15 +46,33 @@ def _breakdown(title: str, rows: list[dict[str, Any]], keys: list[str], limit: i
 
 def _inputs(console: Console, analysis: Analysis) -> None:
     table = Table(title="Inputs", title_justify="left")
-    for col in ("input", "family", "oneDNN", "ISA", "threads", "lines", "parsed", "foreign",
-                "malformed"):
-        table.add_column(col, justify="right" if col in ("threads", "lines", "parsed",
-                                                         "foreign", "malformed") else "left")
+    for col in (
+        "input",
+        "family",
+        "oneDNN",
+        "ISA",
+        "threads",
+        "lines",
+        "parsed",
+        "foreign",
+        "malformed",
+    ):
+        table.add_column(
+            col,
+            justify="right"
+            if col in ("threads", "lines", "parsed", "foreign", "malformed")
+            else "left",
+        )
     for s in analysis.log.scans:
         h = s.header
         table.add_row(
-            escape(display_path(s.path)), ", ".join(s.family_names) or "-", h.version or "-",
-            escape(h.isa or "-"), str(h.threads or "-"), f"{s.lines:,}", f"{s.parsed:,}",
+            escape(display_path(s.path)),
+            ", ".join(s.family_names) or "-",
+            h.version or "-",
+            escape(h.isa or "-"),
+            str(h.threads or "-"),
+            f"{s.lines:,}",
+            f"{s.parsed:,}",
             f"{s.foreign:,}",
             f"[red]{s.malformed:,}[/red]" if s.malformed else "0",
         )
@@ -61,16 +81,22 @@ def _inputs(console: Console, analysis: Analysis) -> None:
         if s.read_error:
             console.print(f"[red]error:[/red] {escape(s.read_error)}")
         if s.invalid_utf8_bytes:
-            console.print(f"[yellow]note:[/yellow] {escape(s.path)}: {s.invalid_utf8_bytes} "
-                          "bytes were not UTF-8 and were replaced")
+            console.print(
+                f"[yellow]note:[/yellow] {escape(s.path)}: {s.invalid_utf8_bytes} "
+                "bytes were not UTF-8 and were replaced"
+            )
         if s.malformed:
             shown = list(zip(s.malformed_line, s.malformed_reason, strict=True))[:MALFORMED_SHOWN]
             for line, reason in shown:
-                console.print(f"  [red]malformed[/red] {escape(display_path(s.path))}:{line}: "
-                              f"{escape(analysis.log.reasons[reason])}")
+                console.print(
+                    f"  [red]malformed[/red] {escape(display_path(s.path))}:{line}: "
+                    f"{escape(analysis.log.reasons[reason])}"
+                )
             if s.malformed > MALFORMED_SHOWN:
-                console.print(f"  ... and {s.malformed - MALFORMED_SHOWN} more malformed lines "
-                              "(all listed in --format json)")
+                console.print(
+                    f"  ... and {s.malformed - MALFORMED_SHOWN} more malformed lines "
+                    "(all listed in --format json)"
+                )
     for err in analysis.log.input_errors:
         console.print(f"[red]error:[/red] {escape(err)}")
 
@@ -85,11 +111,13 @@ def render_terminal(analysis: Analysis, console: Console, top: int = 10) -> None
         console.print(
             f"\n[bold]{s.exec_count:,}[/bold] primitive executions, "
             f"[bold]{_ms(s.total_time_ms)} ms[/bold] in total"
-            + (f" ({s.untimed_exec_count:,} without a time field)" if s.untimed_exec_count
-               else "")
-            + (f"; {s.graph_exec_count:,} graph partition executions "
-               f"({_ms(s.graph_time_ms)} ms, not added to the total)" if s.graph_exec_count
-               else "")
+            + (f" ({s.untimed_exec_count:,} without a time field)" if s.untimed_exec_count else "")
+            + (
+                f"; {s.graph_exec_count:,} graph partition executions "
+                f"({_ms(s.graph_time_ms)} ms, not added to the total)"
+                if s.graph_exec_count
+                else ""
+            )
         )
         console.print(_breakdown("Time by primitive kind", s.by_kind, ["kind"], top))
         console.print(_breakdown("Time by implementation", s.by_impl, ["kind", "impl"], top))
@@ -97,29 +125,45 @@ def render_terminal(analysis: Analysis, console: Console, top: int = 10) -> None
         console.print(_breakdown("Forward / backward", s.by_direction, ["direction"], top))
         _top(console, s.top_primitives, top)
         if s.create_count:
+            console.print(f"{s.create_count:,} primitive creations, {_ms(s.create_time_ms)} ms")
             console.print(
-                f"{s.create_count:,} primitive creations, {_ms(s.create_time_ms)} ms"
+                _breakdown("Creations by cache state", s.by_cache, ["operation", "cache"], top)
             )
-            console.print(_breakdown("Creations by cache state", s.by_cache,
-                                     ["operation", "cache"], top))
     if s.diagnostics:
-        console.print("Diagnostics: " + ", ".join(
-            f"{d['operation']} {d['count']:,}" for d in s.diagnostics))
+        console.print(
+            "Diagnostics: " + ", ".join(f"{d['operation']} {d['count']:,}" for d in s.diagnostics)
+        )
     render_framework(analysis.extras, console, top)  # issue 3: framework ops -> oneDNN
     _findings(console, analysis)
 
 
 def _top(console: Console, rows: list[dict[str, Any]], top: int) -> None:
     table = Table(title="Top primitives", title_justify="left")
-    for col in ("kind", "impl", "prop_kind", "problem", "count", "time ms", "mean ms", "share",
-                "first at"):
-        table.add_column(col, overflow="fold",
-                         justify="right" if col in ("count", "time ms", "mean ms", "share")
-                         else "left")
+    for col in (
+        "kind",
+        "impl",
+        "prop_kind",
+        "problem",
+        "count",
+        "time ms",
+        "mean ms",
+        "share",
+        "first at",
+    ):
+        table.add_column(
+            col,
+            overflow="fold",
+            justify="right" if col in ("count", "time ms", "mean ms", "share") else "left",
+        )
     for r in rows[:top]:
         table.add_row(
-            escape(r["kind"]), escape(r["impl"] or "-"), escape(r["prop_kind"]),
-            escape(r["problem"]), f"{r['count']:,}", _ms(r["time_ms"]), _ms(r["mean_ms"]),
+            escape(r["kind"]),
+            escape(r["impl"] or "-"),
+            escape(r["prop_kind"]),
+            escape(r["problem"]),
+            f"{r['count']:,}",
+            _ms(r["time_ms"]),
+            _ms(r["mean_ms"]),
             _pct(r["share"]),
             escape(f"{os.path.basename(r['example']['path'])}:{r['example']['line']}"),
         )

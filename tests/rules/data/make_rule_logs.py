@@ -27,10 +27,16 @@ def child(name: str) -> None:
 
     torch.manual_seed(0)
     model = nn.Sequential(
-        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(),
-        nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10),
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(16, 32, 3, stride=2, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(32, 10),
     ).eval()
     with torch.no_grad():
         for size in SIZES:
@@ -45,8 +51,11 @@ def main() -> None:
     for name in ("shape_churn_infer",):
         env = dict(os.environ, ONEDNN_VERBOSE="2", OMP_NUM_THREADS="2", PYTHONUNBUFFERED="1")
         out = subprocess.run(
-            [sys.executable, __file__, "--child", name], env=env, capture_output=True,
-            text=True, check=True,
+            [sys.executable, __file__, "--child", name],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
         )
         (HERE / f"{name}.log").write_text(out.stdout + out.stderr, encoding="utf-8")
         print(f"wrote {name}.log")

@@ -29,5 +29,11 @@ from dnnlens.analysis.rules.context import RuleContext
 from dnnlens.analysis.rules.engine import RuleOptions, RuleSetupError, run_rules
 
 __all__ = [
-    "Evidence", "Finding", "Rule", "RuleContext", "RuleOptions", "RuleSetupError", "run_rules",
+    "Evidence",
+    "Finding",
+    "Rule",
+    "RuleContext",
+    "RuleOptions",
+    "RuleSetupError",
+    "run_rules",
 ]

@@ -32,8 +32,14 @@ def iterations(ctx: RuleContext) -> IterationView:
         count, warm = int(found.count), int(found.warmup)
         if count - warm < 2:
             steady = np.ones(n, dtype=bool)
-        return IterationView(count, warm, int(found.period_exec),
-                             np.asarray(found.iteration, dtype=np.int64), steady, "iterations")
+        return IterationView(
+            count,
+            warm,
+            int(found.period_exec),
+            np.asarray(found.iteration, dtype=np.int64),
+            steady,
+            "iterations",
+        )
     except Exception as exc:  # noqa: BLE001 - fall back, and say so
         ctx.notes.append(f"iterations module unusable ({exc!r}); used the rules' fallback")
     from dnnlens.analysis.rules import _fallback
@@ -42,8 +48,9 @@ def iterations(ctx: RuleContext) -> IterationView:
     if fb is None or fb.count < 2:
         it = np.full(n, -1, dtype=np.int64) if fb is None else fb.iteration
         return IterationView(0, 0, 0, it, np.ones(n, dtype=bool), "fallback")
-    return IterationView(fb.count + fb.warmup, fb.warmup, fb.period_exec, fb.iteration,
-                         fb.steady, "fallback")
+    return IterationView(
+        fb.count + fb.warmup, fb.warmup, fb.period_exec, fb.iteration, fb.steady, "fallback"
+    )
 
 
 def reorders(ctx: RuleContext) -> pd.DataFrame:

@@ -64,9 +64,7 @@ def find_iterations_fallback(events: pd.DataFrame) -> FallbackIterations:
     n_ev = len(events)
     iteration = np.full(n_ev, -1, dtype=np.int64)
     steady = np.zeros(n_ev, dtype=bool)
-    is_exec = (
-        (events["operation"] == "exec") & (events["kind"] != "graph_partition")
-    ).to_numpy()
+    is_exec = ((events["operation"] == "exec") & (events["kind"] != "graph_partition")).to_numpy()
     exec_pos = np.flatnonzero(is_exec)
     seq = events["record"].to_numpy()[exec_pos][-MAX_WINDOW:]
     offset = len(exec_pos) - len(seq)
@@ -105,8 +103,8 @@ def _is_weight(dims: tuple[int, ...], kind: str, problem: str) -> bool:
     """Whether ``dims`` are the weight dims of a compute primitive (from its problem)."""
     d = parse_problem(kind, problem).dims
     if "slc" in d and "dhc" in d and len(dims) == 5:  # rnn: l x dir x (slc|sic) x gates x dhc
-        return dims[0] == d.get("l") and dims[2] in (d["slc"], d.get("sic")) and (
-            dims[4] == d["dhc"]
+        return (
+            dims[0] == d.get("l") and dims[2] in (d["slc"], d.get("sic")) and (dims[4] == d["dhc"])
         )
     return dims in _weight_dims(kind, problem)
 
@@ -133,7 +131,7 @@ def classify_reorders(
     events: pd.DataFrame, records: list, steady: np.ndarray, iteration: np.ndarray
 ) -> pd.DataFrame:
     """One row per reorder record seen in steady state (all of them if none is)."""
-    execs_mask = ((events["operation"] == "exec") & (events["kind"] != "graph_partition"))
+    execs_mask = (events["operation"] == "exec") & (events["kind"] != "graph_partition")
     execs = events[execs_mask.to_numpy()]
     ex_steady = steady[execs_mask.to_numpy()]
     ex_iter = iteration[execs_mask.to_numpy()]
@@ -163,10 +161,15 @@ def classify_reorders(
         dt_a, dt_b = getattr(src, "dtype", ""), getattr(dst, "dtype", "")
         lay, dt = layout_a != layout_b, dt_a != dt_b
         rows[rid] = {
-            "record": rid, "tensor": tensor,
+            "record": rid,
+            "tensor": tensor,
             "converts": "both" if lay and dt else ("dtype" if dt else "layout"),
-            "src_layout": layout_a, "dst_layout": layout_b, "src_dtype": dt_a,
-            "dst_dtype": dt_b, "dims": "x".join(map(str, dims)), "iteration": int(use_iter[i]),
+            "src_layout": layout_a,
+            "dst_layout": layout_b,
+            "src_dtype": dt_a,
+            "dst_dtype": dt_b,
+            "dims": "x".join(map(str, dims)),
+            "iteration": int(use_iter[i]),
         }
     frame = pd.DataFrame(list(rows.values()))
     if frame.empty:
@@ -176,7 +179,10 @@ def classify_reorders(
     frame["round_trip"] = [
         t == "activation" and (b, a, sd) in pairs and a != b
         for t, a, b, sd in zip(
-            frame["tensor"], frame["src_layout"], frame["dst_layout"], frame["src_dtype"],
+            frame["tensor"],
+            frame["src_layout"],
+            frame["dst_layout"],
+            frame["src_dtype"],
             strict=True,
         )
     ]

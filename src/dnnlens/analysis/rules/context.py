@@ -34,10 +34,30 @@ from dnnlens.parsers.fields import isa_from_header as _isa_from_header
 #: reorder of every steady iteration, 0 for a one-time one) and ``iter_ms`` its typical cost
 #: per steady iteration; ``steady`` whether it runs in every steady iteration.
 REORDER_COLUMNS = (
-    "node", "record", "steady", "tensor", "converts", "round_trip", "count", "time_ms",
-    "p50_ms", "typical_ms", "per_iteration", "iter_ms", "dims", "src_layout", "dst_layout",
-    "src_dtype", "dst_dtype", "producer", "consumer", "consumer_kind", "round_trip_with",
-    "impl", "path", "line",
+    "node",
+    "record",
+    "steady",
+    "tensor",
+    "converts",
+    "round_trip",
+    "count",
+    "time_ms",
+    "p50_ms",
+    "typical_ms",
+    "per_iteration",
+    "iter_ms",
+    "dims",
+    "src_layout",
+    "dst_layout",
+    "src_dtype",
+    "dst_dtype",
+    "producer",
+    "consumer",
+    "consumer_kind",
+    "round_trip_with",
+    "impl",
+    "path",
+    "line",
 )
 
 
@@ -197,11 +217,15 @@ class RuleContext:
         out = []
         for scan in self.log.scans:
             h = scan.header
-            out.append({
-                "path": scan.path, "isa_text": h.isa or "",
-                "isa": _isa_from_header(h.isa or ""), "threads": h.threads,
-                "version": h.version,
-            })
+            out.append(
+                {
+                    "path": scan.path,
+                    "isa_text": h.isa or "",
+                    "isa": _isa_from_header(h.isa or ""),
+                    "threads": h.threads,
+                    "version": h.version,
+                }
+            )
         return out
 
     @cached_property
@@ -217,8 +241,7 @@ class RuleContext:
             return []
         first = rows.drop_duplicates("record").head(limit)
         return [
-            Evidence(str(p), int(n))
-            for p, n in zip(first["input"], first["line"], strict=True)
+            Evidence(str(p), int(n)) for p, n in zip(first["input"], first["line"], strict=True)
         ]
 
     def record_evidence(self, records: list[int], limit: int = 3) -> list[Evidence]:
@@ -249,8 +272,12 @@ def _first_by_record(rows: pd.DataFrame) -> dict[int, Evidence]:
     first = np.sort(first_rows(rec, np.flatnonzero(np.bincount(rec))))
     return {
         int(r): Evidence(str(p), int(n))
-        for r, p, n in zip(rec[first].tolist(), rows["input"].iloc[first].tolist(),
-                           rows["line"].to_numpy()[first].tolist(), strict=True)
+        for r, p, n in zip(
+            rec[first].tolist(),
+            rows["input"].iloc[first].tolist(),
+            rows["line"].to_numpy()[first].tolist(),
+            strict=True,
+        )
     }
 
 
@@ -261,8 +288,20 @@ def record_stats(execs: pd.DataFrame, log: ParsedLog) -> pd.DataFrame:
     :data:`MIN_RUNS_FOR_MEDIAN`; ``typical_ms`` is count x run_ms; ``path``/``line``
     locate the first exec. Sorted by ``time_ms``, largest first.
     """
-    cols = ["kind", "impl", "count", "time_ms", "mean_ms", "median_ms", "p95_ms", "max_ms",
-            "run_ms", "typical_ms", "path", "line"]
+    cols = [
+        "kind",
+        "impl",
+        "count",
+        "time_ms",
+        "mean_ms",
+        "median_ms",
+        "p95_ms",
+        "max_ms",
+        "run_ms",
+        "typical_ms",
+        "path",
+        "line",
+    ]
     if execs.empty:
         return pd.DataFrame(columns=cols)
     g = execs["time_ms"].groupby(execs["record"], sort=False)
@@ -272,12 +311,22 @@ def record_stats(execs: pd.DataFrame, log: ParsedLog) -> pd.DataFrame:
     run = np.where(count >= MIN_RUNS_FOR_MEDIAN, median, g.min().to_numpy())
     rows = first_rows(execs["record"].to_numpy(), size.index.to_numpy())
     recs = [log.records[int(r)] for r in size.index]
-    frame = pd.DataFrame({
-        "kind": [r.kind for r in recs], "impl": [r.impl for r in recs], "count": count,
-        "time_ms": g.sum().to_numpy(), "mean_ms": g.mean().to_numpy(), "median_ms": median,
-        "p95_ms": g.quantile(0.95).to_numpy(), "max_ms": g.max().to_numpy(), "run_ms": run,
-        "typical_ms": count * np.where(np.isnan(run), 0.0, run),
-        "path": execs["input"].iloc[rows].astype(str).to_numpy(),
-        "line": execs["line"].to_numpy()[rows].astype(np.int64),
-    }, index=size.index, columns=cols)
+    frame = pd.DataFrame(
+        {
+            "kind": [r.kind for r in recs],
+            "impl": [r.impl for r in recs],
+            "count": count,
+            "time_ms": g.sum().to_numpy(),
+            "mean_ms": g.mean().to_numpy(),
+            "median_ms": median,
+            "p95_ms": g.quantile(0.95).to_numpy(),
+            "max_ms": g.max().to_numpy(),
+            "run_ms": run,
+            "typical_ms": count * np.where(np.isnan(run), 0.0, run),
+            "path": execs["input"].iloc[rows].astype(str).to_numpy(),
+            "line": execs["line"].to_numpy()[rows].astype(np.int64),
+        },
+        index=size.index,
+        columns=cols,
+    )
     return frame.sort_values("time_ms", ascending=False, kind="stable")

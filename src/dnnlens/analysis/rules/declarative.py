@@ -40,8 +40,21 @@ if TYPE_CHECKING:
     from dnnlens.analysis.rules.context import RuleContext
 
 RULE_KEYS = {
-    "name", "code", "severity", "summary", "description", "fix", "table", "where",
-    "group_by", "options", "metrics", "when", "message", "evidence", "max_findings",
+    "name",
+    "code",
+    "severity",
+    "summary",
+    "description",
+    "fix",
+    "table",
+    "where",
+    "group_by",
+    "options",
+    "metrics",
+    "when",
+    "message",
+    "evidence",
+    "max_findings",
 }
 #: Keys of a test file (testing.py) that may sit beside the rules in a rule file.
 TEST_KEYS = {"tests", "cases", "select", "config", "rule_file", "tolerance"}
@@ -76,7 +89,9 @@ class DeclarativeRule(Rule):
     """A rule defined in a YAML/TOML file (see the module docstring)."""
 
     def __init__(
-        self, spec: RuleSpec, options: Mapping[str, Any] | None = None,
+        self,
+        spec: RuleSpec,
+        options: Mapping[str, Any] | None = None,
         severity: str | None = None,
     ) -> None:
         self.spec = spec
@@ -130,9 +145,9 @@ class DeclarativeRule(Rule):
                 continue
             data = {n: _plain(genv[n]) for n, _ in s.metrics}
             data.update({c: genv[c] for c in s.group_by})
-            findings.append(self.finding(
-                render(s.message, genv), _evidence(rows, s.evidence), data=data
-            ))
+            findings.append(
+                self.finding(render(s.message, genv), _evidence(rows, s.evidence), data=data)
+            )
             if len(findings) >= s.max_findings:
                 break
         return findings
@@ -150,8 +165,11 @@ def _evidence(rows: Any, limit: int) -> list[Evidence]:
     if limit <= 0 or not len(rows) or "line" not in rows.columns:
         return []
     path_col = "path" if "path" in rows.columns else "input"
-    ordered = rows.sort_values("time_ms", ascending=False, kind="stable") if (
-        "time_ms" in rows.columns) else rows
+    ordered = (
+        rows.sort_values("time_ms", ascending=False, kind="stable")
+        if ("time_ms" in rows.columns)
+        else rows
+    )
     if "record" in ordered.columns:
         ordered = ordered.drop_duplicates("record")
     out = []
@@ -238,24 +256,31 @@ def parse_rule(item: Mapping[str, Any], path: str) -> RuleSpec:
         raise RuleSetupError(f"{at('name')}: rule name {name!r} must be kebab-case text")
     for key in item:
         if key not in RULE_KEYS:
-            raise RuleSetupError(f"{at(key)}: rule {name!r}: unknown key {key!r}"
-                                 f"{expr.suggest(key, sorted(RULE_KEYS))}")
+            raise RuleSetupError(
+                f"{at(key)}: rule {name!r}: unknown key {key!r}"
+                f"{expr.suggest(key, sorted(RULE_KEYS))}"
+            )
     severity = _text(item, "severity", at("severity"), "warning")
     if severity not in SEVERITIES:
-        raise RuleSetupError(f"{at('severity')}: rule {name!r}: severity must be one of "
-                             f"{', '.join(SEVERITIES)}")
+        raise RuleSetupError(
+            f"{at('severity')}: rule {name!r}: severity must be one of {', '.join(SEVERITIES)}"
+        )
     table = _text(item, "table", at("table"), "events")
     if table not in tables.TABLES:
-        raise RuleSetupError(f"{at('table')}: rule {name!r}: unknown table {table!r} "
-                             f"(tables: {', '.join(tables.TABLES)})")
+        raise RuleSetupError(
+            f"{at('table')}: rule {name!r}: unknown table {table!r} "
+            f"(tables: {', '.join(tables.TABLES)})"
+        )
     columns = tables.TABLES[table]
     options = _options(item, name, at)
     group_by = item.get("group_by", [])
     group_by = [group_by] if isinstance(group_by, str) else group_by
     if not isinstance(group_by, list) or any(g not in columns for g in group_by):
         bad = next((g for g in group_by if g not in columns), group_by)
-        raise RuleSetupError(f"{at('group_by')}: rule {name!r}: group_by: {bad!r} is not a "
-                             f"column of {table}{expr.suggest(str(bad), list(columns))}")
+        raise RuleSetupError(
+            f"{at('group_by')}: rule {name!r}: group_by: {bad!r} is not a "
+            f"column of {table}{expr.suggest(str(bad), list(columns))}"
+        )
     scalars = {**tables.VARIABLES, **{k: _type_of(v) for k, v in options.items()}}
     scalars.update({g: columns[g] for g in group_by})
     scope = expr.Scope(columns=columns, scalars=scalars)
@@ -272,8 +297,9 @@ def parse_rule(item: Mapping[str, Any], path: str) -> RuleSpec:
             col = f" (column {exc.column})" if exc.column else ""
             raise RuleSetupError(f"{at(key)}: rule {name!r}: {key}: {exc}{col}") from None
         if want_bool and kind not in (expr.BOOL, expr.ANY):
-            raise RuleSetupError(f"{at(key)}: rule {name!r}: {key} must be true/false, "
-                                 f"not a {kind}")
+            raise RuleSetupError(
+                f"{at(key)}: rule {name!r}: {key} must be true/false, not a {kind}"
+            )
         texts[key] = src
         return node
 
@@ -281,8 +307,9 @@ def parse_rule(item: Mapping[str, Any], path: str) -> RuleSpec:
     metrics = []
     raw_metrics = item.get("metrics", {})
     if not isinstance(raw_metrics, dict):
-        raise RuleSetupError(f"{at('metrics')}: rule {name!r}: metrics is a mapping "
-                             "name: expression")
+        raise RuleSetupError(
+            f"{at('metrics')}: rule {name!r}: metrics is a mapping name: expression"
+        )
     for mname, mtext in raw_metrics.items():
         if not _IDENT.match(str(mname)) or mname in scope.scalars:
             raise RuleSetupError(f"{at('metrics')}: rule {name!r}: bad metric name {mname!r}")
@@ -291,8 +318,9 @@ def parse_rule(item: Mapping[str, Any], path: str) -> RuleSpec:
         metrics.append((str(mname), node))
         scope.scalars = {**scope.scalars, str(mname): expr.check(node, scope, "scalar")}
     if "when" not in item:
-        raise RuleSetupError(f"{at('name')}: rule {name!r}: 'when' (the firing condition) "
-                             "is required")
+        raise RuleSetupError(
+            f"{at('name')}: rule {name!r}: 'when' (the firing condition) is required"
+        )
     when = compile_expr("when", item["when"], "scalar", True)
     message = _text(item, "message", at("message"), "")
     if not message:
@@ -300,13 +328,24 @@ def parse_rule(item: Mapping[str, Any], path: str) -> RuleSpec:
     _check_template(message, scope.scalars, f"{at('message')}: rule {name!r}")
     texts["message"] = message
     return RuleSpec(
-        name=name, code=_text(item, "code", at("code"), "USR"), severity=severity,
+        name=name,
+        code=_text(item, "code", at("code"), "USR"),
+        severity=severity,
         summary=_text(item, "summary", at("summary")),
         description=_text(item, "description", at("description")),
-        fix=_text(item, "fix", at("fix")), table=table, where=where, group_by=group_by,
-        options=options, metrics=metrics, when=when, message=message,
-        evidence=_int(item, "evidence", 3, at), max_findings=_int(item, "max_findings", 5, at),
-        source=path, line=getattr(item, "line", 0), texts=texts,
+        fix=_text(item, "fix", at("fix")),
+        table=table,
+        where=where,
+        group_by=group_by,
+        options=options,
+        metrics=metrics,
+        when=when,
+        message=message,
+        evidence=_int(item, "evidence", 3, at),
+        max_findings=_int(item, "max_findings", 5, at),
+        source=path,
+        line=getattr(item, "line", 0),
+        texts=texts,
     )
 
 
@@ -325,8 +364,10 @@ def _options(item: Mapping[str, Any], name: str, at: Any) -> dict[str, Any]:
         if not _IDENT.match(str(key)) or key in tables.VARIABLES:
             raise RuleSetupError(f"{at('options')}: rule {name!r}: bad option name {key!r}")
         if not isinstance(value, int | float | str | bool):
-            raise RuleSetupError(f"{at('options')}: rule {name!r}: option {key!r} must be a "
-                                 "number, text or true/false")
+            raise RuleSetupError(
+                f"{at('options')}: rule {name!r}: option {key!r} must be a "
+                "number, text or true/false"
+            )
     return dict(options)
 
 
@@ -348,11 +389,14 @@ def _check_template(template: str, names: Mapping[str, str], where: str) -> None
         if fname is None:
             continue
         if not _IDENT.match(fname) or conv is not None or "{" in (spec or ""):
-            raise RuleSetupError(f"{where}: message: {{{fname}}}: only {{name}} or "
-                                 "{name:format} fields are allowed")
+            raise RuleSetupError(
+                f"{where}: message: {{{fname}}}: only {{name}} or "
+                "{name:format} fields are allowed"
+            )
         if fname not in names:
-            raise RuleSetupError(f"{where}: message: unknown field {{{fname}}}"
-                                 f"{expr.suggest(fname, sorted(names))}")
+            raise RuleSetupError(
+                f"{where}: message: unknown field {{{fname}}}{expr.suggest(fname, sorted(names))}"
+            )
         try:
             format(_SAMPLE[names[fname]], spec or "")
         except (TypeError, ValueError) as exc:

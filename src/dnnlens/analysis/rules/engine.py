@@ -38,9 +38,7 @@ def build_registry(options: RuleOptions, config: RuleConfig | None = None) -> Re
     """Built-ins, plugins, configured rule files and ``--rules`` files."""
     registry = Registry()
     add_entry_points(registry)
-    cfg = config if config is not None else load_config(
-        options.config_path, options.search_config
-    )
+    cfg = config if config is not None else load_config(options.config_path, options.search_config)
     for path in [*cfg.rule_files, *options.rule_paths]:
         add_path(registry, path)
     return registry
@@ -72,8 +70,9 @@ def configured(registry: Registry, cfg: RuleConfig) -> dict[str, tuple[dict, str
         entry = registry.entries[name]
         severity = table.get("severity")
         if severity is not None and severity not in SEVERITIES:
-            raise RuleSetupError(f"{where}: rule {name!r}: severity must be one of "
-                                 f"{', '.join(SEVERITIES)}")
+            raise RuleSetupError(
+                f"{where}: rule {name!r}: severity must be one of {', '.join(SEVERITIES)}"
+            )
         opts = {}
         for key, value in table.items():
             if key == "severity":
@@ -89,9 +88,7 @@ def configured(registry: Registry, cfg: RuleConfig) -> dict[str, tuple[dict, str
     return out
 
 
-def selected_rules(
-    registry: Registry, options: RuleOptions, cfg: RuleConfig
-) -> list[Rule]:
+def selected_rules(registry: Registry, options: RuleOptions, cfg: RuleConfig) -> list[Rule]:
     """Instances of the rules to run, in registry order, with configured options."""
     settings = configured(registry, cfg)
     select = registry.resolve(options.select or cfg.select, "--select")
@@ -122,9 +119,11 @@ def run_selected(analysis: Analysis, rules: list[Rule]) -> list[Finding]:
 def _failure(rule: Rule, exc: Exception) -> Finding:
     where = getattr(rule, "source", "")
     return Finding(
-        rule=rule.rule_name, code=rule.rule_code, severity="error",
+        rule=rule.rule_name,
+        code=rule.rule_code,
+        severity="error",
         message=f"rule {rule.rule_name} failed while running ({where}): "
-                f"{type(exc).__name__}: {exc}",
+        f"{type(exc).__name__}: {exc}",
         data={"rule_error": True, "exception": type(exc).__name__},
     )
 

@@ -81,8 +81,19 @@ STRING: /"(?:[^"\\]|\\.)*"/ | /'(?:[^'\\]|\\.)*'/
 
 ROW_FUNCS = ("contains", "startswith", "endswith", "matches", "lower", "abs", "isnan")
 AGGREGATES = (
-    "count", "sum", "mean", "median", "min", "max", "p50", "p90", "p95", "p99",
-    "percentile", "share", "distinct",
+    "count",
+    "sum",
+    "mean",
+    "median",
+    "min",
+    "max",
+    "p50",
+    "p90",
+    "p95",
+    "p99",
+    "percentile",
+    "share",
+    "distinct",
 )
 SCALAR_FUNCS = ("abs", "round", "least", "greatest")
 _QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "median": 0.5}
@@ -314,7 +325,7 @@ def _check_binary(node: Binary, scope: Scope, mode: str) -> str:
     lt, rt = check(node.left, scope, mode), check(node.right, scope, mode)
     if node.op in ("in", "not in"):
         if rt not in (LIST, ANY):
-            raise ExprError(f"'{node.op}' needs a list on its right, e.g. [\"a\", \"b\"]", node.col)
+            raise ExprError(f'\'{node.op}\' needs a list on its right, e.g. ["a", "b"]', node.col)
         return BOOL
     if node.op in ("+", "-", "*", "/", "%"):
         for t in (lt, rt):
@@ -340,14 +351,17 @@ def _check_call(node: Call, scope: Scope, mode: str) -> str:
         _arity(node, *limits)
         return NUM
     if mode == "row" and f in ROW_FUNCS:
-        _arity(node, 1 if f in ("lower", "abs", "isnan") else 2,
-               1 if f in ("lower", "abs", "isnan") else 2)
+        _arity(
+            node,
+            1 if f in ("lower", "abs", "isnan") else 2,
+            1 if f in ("lower", "abs", "isnan") else 2,
+        )
         for a in node.args:
             check(a, scope, mode)
         if f == "matches":
             pattern = node.args[1]
             if not isinstance(pattern, Lit) or not isinstance(pattern.value, str):
-                raise ExprError("matches(x, \"regex\") needs a string literal", node.col)
+                raise ExprError('matches(x, "regex") needs a string literal', node.col)
             try:
                 re.compile(pattern.value)
             except re.error as exc:
@@ -426,8 +440,9 @@ def eval_rows(node: Node, frame: pd.DataFrame, scalars: Mapping[str, Any]) -> An
             out = (out & m) if node.op == "and" else (out | m)
         return out
     if isinstance(node, Binary):
-        return _binary(node.op, eval_rows(node.left, frame, scalars),
-                       eval_rows(node.right, frame, scalars))
+        return _binary(
+            node.op, eval_rows(node.left, frame, scalars), eval_rows(node.right, frame, scalars)
+        )
     if isinstance(node, Call):
         return _row_call(node, [eval_rows(a, frame, scalars) for a in node.args])
     raise ExprError("unknown expression", node.col)
@@ -441,9 +456,16 @@ def _binary(op: str, a: Any, b: Any) -> Any:
             return hit
         return ~hit if isinstance(hit, pd.Series) else not hit
     ops: dict[str, Callable[[Any, Any], Any]] = {
-        "+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
-        "/": _div, "%": _mod, "==": lambda x, y: x == y, "!=": lambda x, y: x != y,
-        "<": lambda x, y: x < y, "<=": lambda x, y: x <= y, ">": lambda x, y: x > y,
+        "+": lambda x, y: x + y,
+        "-": lambda x, y: x - y,
+        "*": lambda x, y: x * y,
+        "/": _div,
+        "%": _mod,
+        "==": lambda x, y: x == y,
+        "!=": lambda x, y: x != y,
+        "<": lambda x, y: x < y,
+        "<=": lambda x, y: x <= y,
+        ">": lambda x, y: x > y,
         ">=": lambda x, y: x >= y,
     }
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -510,8 +532,7 @@ def eval_scalar(node: Node, env: Mapping[str, Any], agg: AggregateInput) -> Any:
             return all(_truthy(eval_scalar(i, env, agg)) for i in node.items)
         return any(_truthy(eval_scalar(i, env, agg)) for i in node.items)
     if isinstance(node, Binary):
-        return _binary(node.op, eval_scalar(node.left, env, agg),
-                       eval_scalar(node.right, env, agg))
+        return _binary(node.op, eval_scalar(node.left, env, agg), eval_scalar(node.right, env, agg))
     if isinstance(node, Call):
         if node.func in AGGREGATES:
             return _aggregate(node, env, agg)

@@ -15,9 +15,15 @@ from dnnlens.analysis.costmodel import primitive_flops
 F32_FLOPS_PER_CYCLE = {"sse": 8.0, "avx": 16.0, "avx2": 32.0, "avx512": 64.0, "amx": 64.0}
 #: Multipliers of the f32 rate for low-precision compute, by ISA class.
 LOW_PRECISION_GAIN = {
-    ("bf16", "avx512"): 2.0, ("bf16", "amx"): 16.0, ("f16", "amx"): 16.0,
-    ("s8", "avx2"): 2.0, ("s8", "avx512"): 4.0, ("s8", "amx"): 32.0,
-    ("u8", "avx2"): 2.0, ("u8", "avx512"): 4.0, ("u8", "amx"): 32.0,
+    ("bf16", "avx512"): 2.0,
+    ("bf16", "amx"): 16.0,
+    ("f16", "amx"): 16.0,
+    ("s8", "avx2"): 2.0,
+    ("s8", "avx512"): 4.0,
+    ("s8", "amx"): 32.0,
+    ("u8", "avx2"): 2.0,
+    ("u8", "avx512"): 4.0,
+    ("u8", "amx"): 32.0,
 }
 
 

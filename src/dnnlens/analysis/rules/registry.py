@@ -84,12 +84,18 @@ class Registry:
                 made.level = sev or inst.level
                 return made
 
-            self.add(RuleEntry(inst.rule_name, inst.rule_code, inst.level, source,
-                               dict(inst.options), factory))
+            self.add(
+                RuleEntry(
+                    inst.rule_name, inst.rule_code, inst.level, source, dict(inst.options), factory
+                )
+            )
             return
         cls = rule
-        self.add(RuleEntry(cls.name, cls.code, cls.severity, source, dict(cls.defaults),
-                           lambda o, s: cls(o, s)))
+        self.add(
+            RuleEntry(
+                cls.name, cls.code, cls.severity, source, dict(cls.defaults), lambda o, s: cls(o, s)
+            )
+        )
 
     def resolve(self, names: Iterable[str], what: str) -> list[str]:
         """Rule names for user-given names or codes; unknown ones are an error."""
@@ -108,8 +114,11 @@ class Registry:
 
                     raise RuleSetupError(
                         f"{what}: unknown rule {name!r}"
-                        + (suggest(name, list(self.entries)) if suggest(name, list(
-                            self.entries)).startswith(" (did") else "; see dnnlens rules list")
+                        + (
+                            suggest(name, list(self.entries))
+                            if suggest(name, list(self.entries)).startswith(" (did")
+                            else "; see dnnlens rules list"
+                        )
                     )
         return out
 
@@ -121,9 +130,13 @@ def rules_in(obj: Any) -> list[type[Rule] | Rule]:
         if listed is not None:
             return list(listed)
         return [
-            v for v in vars(obj).values()
-            if isinstance(v, type) and issubclass(v, Rule) and v is not Rule
-            and v.__module__ == obj.__name__ and v.name
+            v
+            for v in vars(obj).values()
+            if isinstance(v, type)
+            and issubclass(v, Rule)
+            and v is not Rule
+            and v.__module__ == obj.__name__
+            and v.name
         ]
     if isinstance(obj, list | tuple):
         return [r for item in obj for r in rules_in(item)]
@@ -149,8 +162,9 @@ def add_entry_points(registry: Registry) -> None:
                 f"{type(exc).__name__}: {exc}"
             ) from None
     # built-ins first, in code order; plugins after them
-    loaded.sort(key=lambda item: (item[0] != "builtin", _code(item[1]) if item[0] ==
-                                  "builtin" else ""))
+    loaded.sort(
+        key=lambda item: (item[0] != "builtin", _code(item[1]) if item[0] == "builtin" else "")
+    )
     for source, rule in loaded:
         registry.add_rule(rule, source)
 
@@ -185,8 +199,9 @@ def add_path(registry: Registry, path: str) -> None:
         except TypeError as exc:
             raise RuleSetupError(f"{path}: RULES: {exc}") from None
         if not found:
-            raise RuleSetupError(f"{path}: defines no rule (a subclass of "
-                                 "dnnlens.analysis.rules.Rule with a name)")
+            raise RuleSetupError(
+                f"{path}: defines no rule (a subclass of dnnlens.analysis.rules.Rule with a name)"
+            )
         for rule in found:
             registry.add_rule(rule, path)
         return
@@ -196,10 +211,16 @@ def add_path(registry: Registry, path: str) -> None:
 
     specs, _tests = load_rule_file(path)
     for spec in specs:
-        registry.add(RuleEntry(
-            spec.name, spec.code, spec.severity, f"{path}:{spec.line}", spec.options,
-            lambda o, s, spec=spec: DeclarativeRule(spec, o, s),
-        ))
+        registry.add(
+            RuleEntry(
+                spec.name,
+                spec.code,
+                spec.severity,
+                f"{path}:{spec.line}",
+                spec.options,
+                lambda o, s, spec=spec: DeclarativeRule(spec, o, s),
+            )
+        )
 
 
 def load_plugin_module(path: str) -> ModuleType:

@@ -88,8 +88,10 @@ def _run_case(
         raise RuleSetupError(f"{where}: a case is a mapping with 'log' and 'expect'")
     unknown = set(case) - _CASE_KEYS
     if unknown:
-        raise RuleSetupError(f"{where}: unknown case key {sorted(unknown)[0]!r} "
-                             f"(known: {', '.join(sorted(_CASE_KEYS))})")
+        raise RuleSetupError(
+            f"{where}: unknown case key {sorted(unknown)[0]!r} "
+            f"(known: {', '.join(sorted(_CASE_KEYS))})"
+        )
     name = str(case.get("name", where))
     if "log" in case:
         log = load_text(str(case["log"]), name=f"<{name}>")
@@ -126,13 +128,16 @@ def _compare(expect: list, findings: list[Finding], tol: float, where: str) -> l
         if isinstance(item, str):
             item = {"rule": item}
         if not isinstance(item, dict) or "rule" not in item or set(item) - _EXPECT_KEYS:
-            raise RuleSetupError(f"{where}: each expected finding is a mapping with 'rule' "
-                                 f"(and {', '.join(sorted(_EXPECT_KEYS - {'rule'}))})")
+            raise RuleSetupError(
+                f"{where}: each expected finding is a mapping with 'rule' "
+                f"(and {', '.join(sorted(_EXPECT_KEYS - {'rule'}))})"
+            )
         for _ in range(int(item.get("count", 1))):
             hit = next((f for f in left if _matches(item, f, tol)), None)
             if hit is None:
-                problems.append(f"expected {_describe(item)}; got "
-                                f"{_summary(left) or 'no other finding'}")
+                problems.append(
+                    f"expected {_describe(item)}; got {_summary(left) or 'no other finding'}"
+                )
                 break
             left.remove(hit)
     for f in left:

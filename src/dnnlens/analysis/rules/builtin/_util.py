@@ -32,9 +32,7 @@ def is_reference(impl: str) -> bool:
     name that starts with ``simple``.
     """
     parts = str(impl).split(":")
-    return parts[0].startswith("simple") or any(
-        p == "ref" or p.startswith("ref_") for p in parts
-    )
+    return parts[0].startswith("simple") or any(p == "ref" or p.startswith("ref_") for p in parts)
 
 
 def top_records(frame: pd.DataFrame, column: str, limit: int = 3) -> list[int]:

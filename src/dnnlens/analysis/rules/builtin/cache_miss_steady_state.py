@@ -56,13 +56,19 @@ class CacheMissSteadyState(Rule):
         msg = (
             f"{len(late)} primitives were created (cache misses) after warm-up ({how}): "
             f"{listed}; {ms(float(late['time_ms'].sum()))} of creation time"
-            + (f"; {', '.join(churn)} with {int(shapes[churn].max())} different shapes: "
-               "shapes keep changing" if churn else "")
+            + (
+                f"; {', '.join(churn)} with {int(shapes[churn].max())} different shapes: "
+                "shapes keep changing"
+                if churn
+                else ""
+            )
         )
         yield self.finding(
-            msg, ctx.evidence(late),
+            msg,
+            ctx.evidence(late),
             data={
-                "misses": int(len(late)), "creation_ms": float(late["time_ms"].sum()),
+                "misses": int(len(late)),
+                "creation_ms": float(late["time_ms"].sum()),
                 "by_kind": {str(k): int(v) for k, v in kinds.items()},
                 "distinct_shapes": {str(k): int(v) for k, v in shapes.items()},
                 "cache_hits_after_warmup": int(len(hit_ms)),
@@ -78,8 +84,10 @@ class CacheMissSteadyState(Rule):
         if it.found:
             return it.steady.copy(), f"after {it.warmup} warm-up of {it.count} iterations"
         if it.count >= 2 and it.steady_count == 0:
-            return it.iteration >= 1, f"after the first of {it.count} iterations, all of " \
-                "which create primitives"
+            return (
+                it.iteration >= 1,
+                f"after the first of {it.count} iterations, all of which create primitives",
+            )
         ex = ctx.execs
         if ex.empty:
             return None, ""

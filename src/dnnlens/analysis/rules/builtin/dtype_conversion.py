@@ -46,8 +46,12 @@ class DtypeConversion(Rule):
             if row["kind"] == "reorder" and len(types) > 1:
                 conv_rows.append(int(rid))
             elif row["kind"] in COMPUTE:
-                src = (mds.get("src") or mds.get("src_layer") or mds.get("src_a")
-                       or (mds[0] if len(mds) else None))
+                src = (
+                    mds.get("src")
+                    or mds.get("src_layer")
+                    or mds.get("src_a")
+                    or (mds[0] if len(mds) else None)
+                )
                 dt = getattr(src, "dtype", "")
                 if dt in LOW:
                     low_kinds.add((row["kind"], dt))
@@ -64,26 +68,33 @@ class DtypeConversion(Rule):
         parts = []
         if steady_conv and share_conv >= minimum:
             pairs = sorted({self._pair(ctx, r) for r in steady_conv})
-            parts.append(f"{len(steady_conv)} reorders convert data type on every pass "
-                         f"({', '.join(pairs)}): {ms(conv_ms)} per iteration, {pct(share_conv)}")
+            parts.append(
+                f"{len(steady_conv)} reorders convert data type on every pass "
+                f"({', '.join(pairs)}): {ms(conv_ms)} per iteration, {pct(share_conv)}"
+            )
         if f32_steady and share_f32 >= minimum:
             low = ", ".join(f"{k} in {d}" for k, d in sorted(low_kinds))
             kinds = sorted({str(ctx.stats.loc[r, "kind"]) for r in f32_steady})
-            parts.append(f"{len(f32_steady)} {'/'.join(kinds)} primitives compute in f32 "
-                         f"while {low} runs elsewhere in the log: {ms(f32_ms)} per iteration, "
-                         f"{pct(share_f32)}")
+            parts.append(
+                f"{len(f32_steady)} {'/'.join(kinds)} primitives compute in f32 "
+                f"while {low} runs elsewhere in the log: {ms(f32_ms)} per iteration, "
+                f"{pct(share_f32)}"
+            )
         if not parts:
             return
         once = [r for r in conv_rows if r not in st.index]
         evidence = ctx.record_evidence(steady_conv + f32_steady)
         yield self.finding(
-            "; ".join(parts) + f" (typical iteration {ms(iteration)})", evidence,
+            "; ".join(parts) + f" (typical iteration {ms(iteration)})",
+            evidence,
             data={
-                "conversion_reorders": len(steady_conv), "conversion_ms_per_iteration": conv_ms,
-                "conversion_share": share_conv, "conversions": sorted(
-                    {self._pair(ctx, r) for r in steady_conv}),
+                "conversion_reorders": len(steady_conv),
+                "conversion_ms_per_iteration": conv_ms,
+                "conversion_share": share_conv,
+                "conversions": sorted({self._pair(ctx, r) for r in steady_conv}),
                 "one_time_conversions": sorted({self._pair(ctx, r) for r in once}),
-                "f32_compute_primitives": len(f32_steady), "f32_ms_per_iteration": f32_ms,
+                "f32_compute_primitives": len(f32_steady),
+                "f32_ms_per_iteration": f32_ms,
                 "f32_share": share_f32,
                 "low_precision": sorted(f"{k}:{d}" for k, d in low_kinds),
             },

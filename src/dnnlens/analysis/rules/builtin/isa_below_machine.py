@@ -44,26 +44,40 @@ class IsaBelowMachine(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         headers = [h for h in ctx.headers if isa_class(h["isa"])]
         machine = str(self.options["machine_isa"])
-        top = machine or (max((h["isa"] for h in headers),
-                              key=lambda i: ISA_CLASS_RANK[isa_class(i)]) if headers else "")
+        top = machine or (
+            max((h["isa"] for h in headers), key=lambda i: ISA_CLASS_RANK[isa_class(i)])
+            if headers
+            else ""
+        )
         if not isa_class(top):
             return
         low = self._below(ctx, top)
         expected = str(self.options["expected_isa"])
-        capped = [h for h in headers if isa_class(expected) and (
-            ISA_CLASS_RANK[isa_class(h["isa"])] < ISA_CLASS_RANK[isa_class(expected)])]
+        capped = [
+            h
+            for h in headers
+            if isa_class(expected)
+            and (ISA_CLASS_RANK[isa_class(h["isa"])] < ISA_CLASS_RANK[isa_class(expected)])
+        ]
         if machine:
-            capped = [h for h in headers if ISA_CLASS_RANK[isa_class(h["isa"])]
-                      < ISA_CLASS_RANK[isa_class(machine)]]
+            capped = [
+                h
+                for h in headers
+                if ISA_CLASS_RANK[isa_class(h["isa"])] < ISA_CLASS_RANK[isa_class(machine)]
+            ]
         if not low and not capped:
             return
         share = ratio(sum(r["typical_ms"] for r in low), ctx.typical_total_ms)
         parts = []
         if capped:
             h = capped[0]
-            kernels = sorted({f"{k} {i}" for k, i in zip(ctx.stats["kind"], ctx.stats["impl"],
-                                                         strict=True)
-                              if isa_class(split_impl(i)[1])})
+            kernels = sorted(
+                {
+                    f"{k} {i}"
+                    for k, i in zip(ctx.stats["kind"], ctx.stats["impl"], strict=True)
+                    if isa_class(split_impl(i)[1])
+                }
+            )
             parts.append(
                 f"the header says oneDNN may only use {h['isa_text'] or h['isa']} "
                 f"({h['isa']}), below {machine or expected}: ONEDNN_MAX_CPU_ISA (or "
@@ -79,15 +93,20 @@ class IsaBelowMachine(Rule):
         used = sorted({split_impl(i)[1] for i in ctx.stats["impl"] if split_impl(i)[1]})
         msg = "; ".join(parts) + (f". Kernel ISAs in the log: {', '.join(used)}" if used else "")
         with_isa = [int(r) for r, i in ctx.stats["impl"].items() if isa_class(split_impl(i)[1])]
-        evidence_records = [r["record"] for r in low] or with_isa or [
-            int(r) for r in ctx.stats.index[:3]]
+        evidence_records = (
+            [r["record"] for r in low] or with_isa or [int(r) for r in ctx.stats.index[:3]]
+        )
         yield self.finding(
-            msg[0].upper() + msg[1:], ctx.record_evidence(evidence_records),
+            msg[0].upper() + msg[1:],
+            ctx.record_evidence(evidence_records),
             data={
-                "header_isa": [h["isa"] for h in headers], "compared_with": top,
-                "capped": bool(capped), "expected_isa": machine or expected,
+                "header_isa": [h["isa"] for h in headers],
+                "compared_with": top,
+                "capped": bool(capped),
+                "expected_isa": machine or expected,
                 "below": [{k: r[k] for k in ("kind", "impl", "isa", "typical_ms")} for r in low],
-                "share": share, "kernel_isas": used,
+                "share": share,
+                "kernel_isas": used,
             },
         )
 
@@ -104,6 +123,13 @@ class IsaBelowMachine(Rule):
             want = top_rank if dtypes & _LOW_PRECISION else min(top_rank, ISA_CLASS_RANK["avx512"])
             share = ratio(float(row["typical_ms"]), ctx.typical_total_ms)
             if ISA_CLASS_RANK[cls] < want and share >= self.options["min_share"]:
-                out.append({"record": int(rid), "kind": row["kind"], "impl": row["impl"],
-                            "isa": isa, "typical_ms": float(row["typical_ms"])})
+                out.append(
+                    {
+                        "record": int(rid),
+                        "kind": row["kind"],
+                        "impl": row["impl"],
+                        "isa": isa,
+                        "typical_ms": float(row["typical_ms"]),
+                    }
+                )
         return sorted(out, key=lambda r: -r["typical_ms"])

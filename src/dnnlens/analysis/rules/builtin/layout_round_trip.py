@@ -37,8 +37,11 @@ class LayoutRoundTrip(Rule):
         r = ctx.reorders
         if r.empty:
             return
-        act = r[(r["tensor"] == "activation") & r["steady"].astype(bool)
-                & r["converts"].isin(["layout", "both"])]
+        act = r[
+            (r["tensor"] == "activation")
+            & r["steady"].astype(bool)
+            & r["converts"].isin(["layout", "both"])
+        ]
         trips = act[act["round_trip"].astype(bool)]
         if trips.empty:
             return
@@ -49,8 +52,8 @@ class LayoutRoundTrip(Rule):
         if share < self.options["min_share"]:
             return
         pairs = Counter(
-            tuple(sorted((a, b))) for a, b in zip(trips["src_layout"], trips["dst_layout"],
-                                                   strict=True)
+            tuple(sorted((a, b)))
+            for a, b in zip(trips["src_layout"], trips["dst_layout"], strict=True)
         )
         (lay_a, lay_b), _ = pairs.most_common(1)[0]
         ops = Counter(k for k in act["consumer_kind"] if k and k != "reorder")
@@ -61,15 +64,22 @@ class LayoutRoundTrip(Rule):
             f"of them in round trips, cost {ms(per_iter)} of a typical {ms(iteration)} "
             f"iteration ({pct(share)})"
         )
-        evidence = [Evidence(str(p), int(n)) for p, n in
-                    zip(trips["path"].head(4), trips["line"].head(4), strict=True)]
+        evidence = [
+            Evidence(str(p), int(n))
+            for p, n in zip(trips["path"].head(4), trips["line"].head(4), strict=True)
+        ]
         yield self.finding(
-            msg, evidence,
+            msg,
+            evidence,
             data={
-                "share": share, "activation_reorder_ms_per_iteration": per_iter,
-                "round_trip_ms_per_iteration": trip_ms, "iteration_ms": iteration,
-                "activation_reorders": int(len(act)), "round_trip_reorders": int(len(trips)),
-                "layouts": [lay_a, lay_b], "nodes": [str(n) for n in trips["node"]],
+                "share": share,
+                "activation_reorder_ms_per_iteration": per_iter,
+                "round_trip_ms_per_iteration": trip_ms,
+                "iteration_ms": iteration,
+                "activation_reorders": int(len(act)),
+                "round_trip_reorders": int(len(trips)),
+                "layouts": [lay_a, lay_b],
+                "nodes": [str(n) for n in trips["node"]],
                 "graph_source": ctx.graph_source,
             },
         )

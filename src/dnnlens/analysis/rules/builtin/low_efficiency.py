@@ -34,8 +34,13 @@ class LowEfficiency(Rule):
     name = "low-efficiency"
     code = "DL011"
     severity = "warning"
-    defaults = {"efficiency": 0.10, "min_share": 0.20, "clock_ghz": 2.5, "peak_gflops": 0.0,
-                "threads": 0}
+    defaults = {
+        "efficiency": 0.10,
+        "min_share": 0.20,
+        "clock_ghz": 2.5,
+        "peak_gflops": 0.0,
+        "threads": 0,
+    }
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         st = ctx.steady_stats
@@ -54,13 +59,22 @@ class LowEfficiency(Rule):
             src = ctx.mds(int(rid))
             dtype = src[0].dtype if len(src) else "f32"
             peak = float(self.options["peak_gflops"]) or peak_gflops(
-                isa, dtype, threads, float(self.options["clock_ghz"]))
+                isa, dtype, threads, float(self.options["clock_ghz"])
+            )
             if not peak:
                 continue
             achieved = flops / (row["run_ms"] * 1e6)
-            rows.append({"record": int(rid), "kind": rec.kind, "problem": rec.problem,
-                         "gflops": achieved, "peak_gflops": peak, "efficiency": achieved / peak,
-                         "typical_ms": float(row["typical_ms"])})
+            rows.append(
+                {
+                    "record": int(rid),
+                    "kind": rec.kind,
+                    "problem": rec.problem,
+                    "gflops": achieved,
+                    "peak_gflops": peak,
+                    "efficiency": achieved / peak,
+                    "typical_ms": float(row["typical_ms"]),
+                }
+            )
             flops_total += flops * row["count"]
             time_total += float(row["typical_ms"])
         if not rows:
@@ -74,10 +88,12 @@ class LowEfficiency(Rule):
             return
         rows.sort(key=lambda r: r["efficiency"])
         w = rows[0]
-        basis = (f"set peak_gflops = {self.options['peak_gflops']:g}"
-                 if self.options["peak_gflops"] else
-                 f"{threads} threads of {isas[0] if isas else 'the kernel ISA'} at "
-                 f"{self.options['clock_ghz']:g} GHz")
+        basis = (
+            f"set peak_gflops = {self.options['peak_gflops']:g}"
+            if self.options["peak_gflops"]
+            else f"{threads} threads of {isas[0] if isas else 'the kernel ISA'} at "
+            f"{self.options['clock_ghz']:g} GHz"
+        )
         msg = (
             f"compute primitives ({pct(share)} of the time) reach {achieved:.1f} GFLOP/s, "
             f"{pct(eff)} of peak (time-weighted; {peak_used:.0f} GFLOP/s for {basis}); "
@@ -85,9 +101,15 @@ class LowEfficiency(Rule):
             f"{w['problem']} at {w['gflops']:.1f} GFLOP/s ({pct(w['efficiency'])})"
         )
         yield self.finding(
-            msg, ctx.record_evidence([r["record"] for r in rows]),
-            data={"gflops": achieved, "peak_gflops": peak_used, "efficiency": eff,
-                  "compute_share": share, "threads": threads,
-                  "clock_ghz": self.options["clock_ghz"],
-                  "primitives": [{k: v for k, v in r.items() if k != "record"} for r in rows]},
+            msg,
+            ctx.record_evidence([r["record"] for r in rows]),
+            data={
+                "gflops": achieved,
+                "peak_gflops": peak_used,
+                "efficiency": eff,
+                "compute_share": share,
+                "threads": threads,
+                "clock_ghz": self.options["clock_ghz"],
+                "primitives": [{k: v for k, v in r.items() if k != "record"} for r in rows],
+            },
         )

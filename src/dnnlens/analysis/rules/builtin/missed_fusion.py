@@ -58,7 +58,8 @@ class MissedFusion(Rule):
             prev = ctx.log.records[int(recs[j])]
             if prev.kind == "reorder" and j > 0 and paths[j - 1] == paths[i]:
                 if self._dims(ctx, int(recs[j]), "in") == want and not self._converts_dtype(
-                        ctx, int(recs[j])):
+                    ctx, int(recs[j])
+                ):
                     via, j = int(recs[j]), j - 1
                     prev = ctx.log.records[int(recs[j])]
             if paths[j] != paths[i] or prev.kind not in PRODUCERS:
@@ -82,18 +83,20 @@ class MissedFusion(Rule):
         for (p, via, c), n in found.most_common(4):
             rp, rc = ctx.log.records[p], ctx.log.records[c]
             alg = rc.aux.split()[0].removeprefix("alg:") if rc.aux else rc.kind
-            pairs.append(f"{rp.kind} -> {'reorder -> ' if via else ''}{rc.kind} {alg} "
-                         f"({n} times)")
+            pairs.append(f"{rp.kind} -> {'reorder -> ' if via else ''}{rc.kind} {alg} ({n} times)")
         msg = (
             f"{sum(found.values())} ops could have been post-ops of the convolution/matmul "
             f"before them: {'; '.join(pairs)}; they cost {ms(per_iter)} per iteration "
             f"({pct(share)})"
         )
         yield self.finding(
-            msg, ctx.record_evidence([k[2] for k, _ in found.most_common(3)]),
+            msg,
+            ctx.record_evidence([k[2] for k, _ in found.most_common(3)]),
             data={
-                "occurrences": int(sum(found.values())), "pairs": len(found),
-                "ms_per_iteration": per_iter, "share": share,
+                "occurrences": int(sum(found.values())),
+                "pairs": len(found),
+                "ms_per_iteration": per_iter,
+                "share": share,
                 "through_reorder": int(sum(n for k, n in found.items() if k[1] is not None)),
             },
         )

@@ -39,22 +39,33 @@ class NoOnednnLines(Rule):
                 continue
             h = scan.header
             if h.version:
-                why = (f"oneDNN {h.version} printed its header (verbose was on) but no "
-                       "primitive ran: the framework used its own kernels, or the program "
-                       "stopped before the first one")
+                why = (
+                    f"oneDNN {h.version} printed its header (verbose was on) but no "
+                    "primitive ran: the framework used its own kernels, or the program "
+                    "stopped before the first one"
+                )
             elif scan.lines == 0:
                 why = "the input is empty"
             else:
-                why = ("not even a header: verbose was off (ONEDNN_VERBOSE / DNNL_VERBOSE "
-                       "unset or set too late), the framework used its own kernels, or the "
-                       "output was redirected")
+                why = (
+                    "not even a header: verbose was off (ONEDNN_VERBOSE / DNNL_VERBOSE "
+                    "unset or set too late), the framework used its own kernels, or the "
+                    "output was redirected"
+                )
             example = scan.foreign_examples[0][1][:80] if scan.foreign_examples else ""
-            msg = (f"{scan.path}: no oneDNN primitive lines in {scan.lines} lines; {why}"
-                   + (f" (first line: {example!r})" if example else ""))
+            msg = f"{scan.path}: no oneDNN primitive lines in {scan.lines} lines; {why}" + (
+                f" (first line: {example!r})" if example else ""
+            )
             evidence = [Evidence(scan.path, 1)] if scan.lines else []
             yield self.finding(
-                msg, evidence,
-                data={"path": scan.path, "lines": scan.lines, "header": bool(h.version),
-                      "onednn_version": h.version, "malformed_lines": scan.malformed,
-                      "foreign_lines": scan.foreign},
+                msg,
+                evidence,
+                data={
+                    "path": scan.path,
+                    "lines": scan.lines,
+                    "header": bool(h.version),
+                    "onednn_version": h.version,
+                    "malformed_lines": scan.malformed,
+                    "foreign_lines": scan.foreign,
+                },
             )

@@ -56,12 +56,20 @@ class ReferenceImplementation(Rule):
             f"times): {listed}"
         )
         yield self.finding(
-            msg, ctx.record_evidence([int(r) for r in ref.index]),
+            msg,
+            ctx.record_evidence([int(r) for r in ref.index]),
             data={
-                "share": share, "typical_ms": typical, "raw_ms": float(ref["time_ms"].sum()),
+                "share": share,
+                "typical_ms": typical,
+                "raw_ms": float(ref["time_ms"].sum()),
                 "primitives": [
-                    {"kind": k, "impl": i, "calls": int(g.calls), "typical_ms": float(
-                        g.typical_ms), "time_ms": float(g.time_ms)}
+                    {
+                        "kind": k,
+                        "impl": i,
+                        "calls": int(g.calls),
+                        "typical_ms": float(g.typical_ms),
+                        "time_ms": float(g.time_ms),
+                    }
                     for (k, i), g in groups.iterrows()
                 ],
             },

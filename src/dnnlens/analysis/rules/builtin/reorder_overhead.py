@@ -53,8 +53,11 @@ class ReorderOverhead(Rule):
                 for k, g in ctx.reorders.groupby("tensor")
             }
         calls = float(reo["count"].sum()) / iters
-        where = f"medians over {iters} steady iterations" if ctx.iterations.found else (
-            "medians; no repeating iteration found, so the whole log is one")
+        where = (
+            f"medians over {iters} steady iterations"
+            if ctx.iterations.found
+            else ("medians; no repeating iteration found, so the whole log is one")
+        )
         parts = ", ".join(f"{k}s {ms(v)}" for k, v in sorted(by_tensor.items()) if v > 0)
         msg = (
             f"reorders take {pct(share)} of a typical iteration ({ms(per_iter)} of "
@@ -66,10 +69,15 @@ class ReorderOverhead(Rule):
             msg,
             ctx.record_evidence(top_records(reo, "typical_ms")),
             data={
-                "share": share, "reorder_ms_per_iteration": per_iter,
-                "iteration_ms": iteration, "reorders_per_iteration": calls,
-                "iterations": iters, "raw_share": raw_share, "raw_reorder_ms": raw_ms,
-                "total_ms": ctx.total_ms, "by_tensor_ms_per_iteration": by_tensor,
+                "share": share,
+                "reorder_ms_per_iteration": per_iter,
+                "iteration_ms": iteration,
+                "reorders_per_iteration": calls,
+                "iterations": iters,
+                "raw_share": raw_share,
+                "raw_reorder_ms": raw_ms,
+                "total_ms": ctx.total_ms,
+                "by_tensor_ms_per_iteration": by_tensor,
                 "graph_source": ctx.graph_source,
             },
         )

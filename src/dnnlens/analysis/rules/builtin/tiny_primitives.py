@@ -48,9 +48,14 @@ class TinyPrimitives(Rule):
             "the exec time, so per-call framework overhead likely dominates wall time"
         )
         yield self.finding(
-            msg, ctx.record_evidence([int(r) for r in tiny.sort_values(
-                "count", ascending=False).index]),
-            data={"tiny_calls": n_tiny, "calls": calls, "call_share": share,
-                  "time_share": time_share, "max_us": self.options["max_us"],
-                  "by_kind": {str(k): int(v) for k, v in kinds.items()}},
+            msg,
+            ctx.record_evidence([int(r) for r in tiny.sort_values("count", ascending=False).index]),
+            data={
+                "tiny_calls": n_tiny,
+                "calls": calls,
+                "call_share": share,
+                "time_share": time_share,
+                "max_us": self.options["max_us"],
+                "by_kind": {str(k): int(v) for k, v in kinds.items()},
+            },
         )

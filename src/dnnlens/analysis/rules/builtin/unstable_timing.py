@@ -45,7 +45,8 @@ class UnstableTiming(Rule):
         if noisy.empty or share < self.options["min_excess_share"]:
             return
         worst = noisy.assign(r=noisy["p95_ms"] / noisy["median_ms"]).sort_values(
-            "time_ms", ascending=False)
+            "time_ms", ascending=False
+        )
         w = worst.iloc[0]
         msg = (
             f"timing is unstable: {len(noisy)} of {len(runs)} repeated primitives have a p95 "
@@ -56,9 +57,15 @@ class UnstableTiming(Rule):
             "findings use median times"
         )
         yield self.finding(
-            msg, ctx.record_evidence([int(r) for r in worst.index]),
-            data={"noisy_primitives": int(len(noisy)), "repeated_primitives": int(len(runs)),
-                  "excess_ms": excess, "total_ms": total, "excess_share": share,
-                  "typical_ms": float(st["typical_ms"].sum()),
-                  "worst_ratio": float(worst["r"].max())},
+            msg,
+            ctx.record_evidence([int(r) for r in worst.index]),
+            data={
+                "noisy_primitives": int(len(noisy)),
+                "repeated_primitives": int(len(runs)),
+                "excess_ms": excess,
+                "total_ms": total,
+                "excess_share": share,
+                "typical_ms": float(st["typical_ms"].sum()),
+                "worst_ratio": float(worst["r"].max()),
+            },
         )

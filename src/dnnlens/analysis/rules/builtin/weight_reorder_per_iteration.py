@@ -50,14 +50,20 @@ class WeightReorderPerIteration(Rule):
             f"{ms(per_iter)} per iteration, {pct(share)} of a typical {ms(iteration)} "
             "iteration, repeated work at inference"
         )
-        evidence = [Evidence(str(p), int(n)) for p, n in
-                    zip(w["path"].head(4), w["line"].head(4), strict=True)]
+        evidence = [
+            Evidence(str(p), int(n))
+            for p, n in zip(w["path"].head(4), w["line"].head(4), strict=True)
+        ]
         yield self.finding(
-            msg, evidence,
+            msg,
+            evidence,
             data={
-                "share": share, "weight_reorder_ms_per_iteration": per_iter,
-                "iteration_ms": iteration, "weight_reorders": int(len(w)),
-                "iterations": ctx.steady_iterations, "dims": list(dict.fromkeys(w["dims"])),
+                "share": share,
+                "weight_reorder_ms_per_iteration": per_iter,
+                "iteration_ms": iteration,
+                "weight_reorders": int(len(w)),
+                "iterations": ctx.steady_iterations,
+                "dims": list(dict.fromkeys(w["dims"])),
                 "graph_source": ctx.graph_source,
             },
         )
