@@ -7,7 +7,7 @@ Builds the big log by repeating a real sample log (``sample_logs/convnet_nchw_in
 by default) and then, each in a fresh subprocess so peak memory is its own:
 
 * ``floor``: plain Python reading of the same file (``for line in f: n += 1``);
-* ``parse``: ``dnnlens.load.load`` (every line accounted for, event table built);
+* ``parse``: ``dnnlens.reading.load`` (every line accounted for, event table built);
 * ``parse-j2``: the same with ``jobs=2`` (the file split into two byte ranges, two processes);
 * ``analyze``: parse + summary + rules, i.e. what ``dnnlens analyze --format json`` does;
 * ``stream``: the streaming path of ``dnnlens analyze -`` (exact totals, a window of 100,000
@@ -49,7 +49,7 @@ print({"seconds": dt, "lines": n,
 
 PARSE = """
 import resource, sys, time
-from dnnlens.load import load
+from dnnlens.reading import load
 t = time.perf_counter()
 log = load([sys.argv[1]], jobs=int(sys.argv[2]) if len(sys.argv) > 2 else 1)
 dt = time.perf_counter() - t
@@ -59,12 +59,12 @@ print({"seconds": dt, "lines": log.scans[0].lines, "events": len(log.events),
 
 ANALYZE = """
 import resource, sys, time
-from dnnlens.load import load
+from dnnlens.reading import load
 from dnnlens.analysis.result import analyze_log
-from dnnlens.analysis.rules.engine import RuleOptions, run_rules
+from dnnlens.rules.engine import RuleOptions, run_rules
 from dnnlens.report.json_report import render_json
 import dnnlens.analysis.costmodel, dnnlens.analysis.graph, dnnlens.analysis.iterations  # noqa
-import dnnlens.analysis.roofline, dnnlens.analysis.rules.context  # noqa: imported lazily
+import dnnlens.analysis.roofline, dnnlens.rules.context  # noqa: imported lazily
 t = time.perf_counter()
 log = load([sys.argv[1]])
 analysis = analyze_log(log)
@@ -79,7 +79,7 @@ print({"seconds": dt, "lines": log.scans[0].lines, "findings": len(analysis.find
 STREAM = """
 import resource, sys, time
 from dnnlens.io.inputs import InputSource, ReadStats, open_blocks
-from dnnlens.stream import StreamAnalyzer
+from dnnlens.reading.stream import StreamAnalyzer
 t = time.perf_counter()
 analyzer = StreamAnalyzer(sys.argv[1], window_events=100_000)
 stats = ReadStats()

@@ -9,8 +9,8 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dnnlens.analysis.aggregate import StatsAccumulator, stats_from_events
-from dnnlens.load import load
+from dnnlens.model.stats import StatsAccumulator, stats_from_events
+from dnnlens.reading import load
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_logs" / "convnet_nchw_train.log"
 

@@ -17,8 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from dnnlens.cli import app
-from dnnlens.load import load, load_text
 from dnnlens.parsers.records import LineRecord
+from dnnlens.reading import load, load_text
 from dnnlens.report.benchdnn import Unsupported, batches, benchdnn_case, render_batch
 
 LOGS = Path(__file__).resolve().parent.parent / "sample_logs"

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from dnnlens.analysis.benchdnn_bridge import PERF_PREFIX, parse_perf_line, run_benchdnn
 from dnnlens.cli import app
-from dnnlens.load import load
+from dnnlens.reading import load
+from dnnlens.report.benchdnn_bridge import PERF_PREFIX, parse_perf_line, run_benchdnn
 
 NCHW = Path(__file__).resolve().parent.parent / "sample_logs" / "convnet_nchw_infer.log"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from dnnlens.analysis.linking import link_framework
-from dnnlens.commands.capture import child_env, run_captured
-from dnnlens.load import load
+from dnnlens.cli.capture import child_env, run_captured
+from dnnlens.reading import load
 
 needs_torch = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None,

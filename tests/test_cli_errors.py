@@ -250,9 +250,9 @@ def test_binary_formats_are_refused(tmp_path: Path, head: bytes, what: str) -> N
 
 def test_large_binary_file_is_refused_on_the_streaming_path(tmp_path: Path, monkeypatch) -> None:
     """A file over the streaming size (here lowered) that is not a log: one line, exit 2."""
-    import dnnlens.stream
+    import dnnlens.reading.stream
 
-    monkeypatch.setattr(dnnlens.stream, "STREAM_FILE_MIN_BYTES", 1)
+    monkeypatch.setattr(dnnlens.reading.stream, "STREAM_FILE_MIN_BYTES", 1)
     junk = tmp_path / "big.bin"
     junk.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(100_000))
     code, _, err = run(str(junk))

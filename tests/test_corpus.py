@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dnnlens.analysis.summary import summarize
-from dnnlens.load import load
+from dnnlens.reading import load
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 

@@ -21,9 +21,9 @@ from dnnlens.analysis.costmodel import (
     primitive_cost,
     primitive_flops,
 )
-from dnnlens.load import load
 from dnnlens.parsers.fields import parse_mds
 from dnnlens.parsers.records import LineRecord
+from dnnlens.reading import load
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_logs"
@@ -807,7 +807,7 @@ def test_never_raises(junk):
 
 
 def test_the_rules_count_flops_with_the_cost_model():
-    from dnnlens.analysis.rules.flops import FLOP_FUNCTION
+    from dnnlens.rules.flops import FLOP_FUNCTION
 
     assert FLOP_FUNCTION is primitive_flops
     # padding taps are not counted (as benchdnn): 13,862,400 < 2*4*16*3*64*64*9 dense

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from dnnlens.analysis.diff import diff_logs, flow_label, iteration_info
 from dnnlens.cli import app
-from dnnlens.commands.diff import parse_percent
-from dnnlens.load import load, load_text
+from dnnlens.cli.diff import parse_percent
+from dnnlens.reading import load, load_text
 from dnnlens.report.console import color_allowed, make_console, progress_enabled
 
 LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
@@ -250,7 +250,7 @@ def test_progress_track_passes_chunks_through(tmp_path):
 
 
 def test_load_inputs_hands_a_progress_to_a_loader_that_takes_one(monkeypatch, tmp_path):
-    from dnnlens import load as load_module
+    from dnnlens import reading as load_module
     from dnnlens.report.console import load_inputs
 
     path = tmp_path / "x.log"

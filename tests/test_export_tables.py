@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from dnnlens.cli import app
-from dnnlens.load import load
 from dnnlens.model import EVENT_COLUMNS
+from dnnlens.reading import load
 from dnnlens.report.tables_export import ExportError, export_tables, run_name
 
 LOGS = Path(__file__).resolve().parent.parent / "sample_logs"

@@ -8,7 +8,6 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dnnlens.analysis.aggregate import first_rows
 from dnnlens.analysis.columns import category_mask, row_dicts, str_values
 from dnnlens.analysis.digraph import Digraph
 from dnnlens.analysis.iterations import (
@@ -19,6 +18,7 @@ from dnnlens.analysis.iterations import (
     find_period,
     period_score,
 )
+from dnnlens.model.stats import first_rows
 
 
 def _segments_reference(s: np.ndarray, t: np.ndarray) -> list[tuple[int, int]]:

@@ -28,7 +28,7 @@ from typer.testing import CliRunner
 
 from dnnlens.analysis.graph import NODE_COLUMNS, REORDER_COLUMNS, build_graph, op_tensors
 from dnnlens.analysis.iterations import find_iterations
-from dnnlens.load import load
+from dnnlens.reading import load
 from dnnlens.report.graph_export import graph_to_dict, render
 
 SAMPLES = Path(__file__).parent.parent / "sample_logs"

@@ -25,9 +25,9 @@ from dnnlens.io.inputs import (
     iter_lines,
 )
 from dnnlens.io.problems import input_problems
-from dnnlens.load import load, load_lines
 from dnnlens.parsers.header import Header
 from dnnlens.parsers.scanner import Scanner
+from dnnlens.reading import load, load_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 NCHW = ROOT / "sample_logs" / "convnet_nchw_infer.log"

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from dnnlens.analysis.findings import Evidence, Finding
 from dnnlens.analysis.result import analyze_log
 from dnnlens.cli import app
-from dnnlens.load import load
+from dnnlens.reading import load
 from dnnlens.report.html import render_html
 
 LOGS = Path(__file__).resolve().parent.parent / "sample_logs"

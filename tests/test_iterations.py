@@ -24,7 +24,7 @@ from dnnlens.analysis.iterations import (
     find_period,
     marker_lines,
 )
-from dnnlens.load import load
+from dnnlens.reading import load
 
 SAMPLES = Path(__file__).parent.parent / "sample_logs"
 LEGACY = sorted((SAMPLES / "legacy").glob("*.log"))

@@ -66,7 +66,7 @@ def _parse(parser: lark.Lark, text: str, start: str) -> tuple:
 
 
 def _sample_fields() -> dict[str, set[str]]:
-    from dnnlens.load import load
+    from dnnlens.reading import load
 
     log = load([str(p) for p in sorted(SAMPLES.glob("*.log"))])
     return {

@@ -18,8 +18,8 @@ from dnnlens.analysis.linking import (
 )
 from dnnlens.analysis.result import analyze_log
 from dnnlens.cli import app
-from dnnlens.load import load
 from dnnlens.parsers.torch_table import read_table_file
+from dnnlens.reading import load
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 _STAMP = re.compile(r"^(onednn_verbose,v1,)\d+\.\d+,")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from dnnlens import live
-from dnnlens.stream import StreamAnalyzer
+from dnnlens.reading import live
+from dnnlens.reading.stream import StreamAnalyzer
 
 ROOT = Path(__file__).resolve().parent.parent
 NCHW = ROOT / "sample_logs" / "convnet_nchw_infer.log"
@@ -104,7 +104,7 @@ def test_an_endless_line_is_cut_not_kept(monkeypatch) -> None:
 def test_piped_profiler_table_is_linked_as_in_a_file() -> None:
     """A program that prints its profiler table at the end: piped, it is linked as a file is."""
     from dnnlens.analysis.result import analyze_log
-    from dnnlens.load import load
+    from dnnlens.reading import load
 
     path = ROOT / "sample_logs" / "profile_combined_infer.log"
     loaded = analyze_log(load([str(path)]))

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dnnlens import parallel
-from dnnlens.load import finish
 from dnnlens.parsers.scanner import Scanner
+from dnnlens.reading import parallel
+from dnnlens.reading.load import finish
 
 ROOT = Path(__file__).resolve().parent.parent
 PIECES = [

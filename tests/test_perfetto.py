@@ -20,7 +20,7 @@ from dnnlens.analysis.findings import Evidence, Finding
 from dnnlens.analysis.result import analyze_log
 from dnnlens.analysis.summary import primitive_execs
 from dnnlens.cli import app
-from dnnlens.load import load, load_text
+from dnnlens.reading import load, load_text
 from dnnlens.report.perfetto import TraceOptions, build_trace, parse_window, write_trace
 
 LOGS = Path(__file__).resolve().parent.parent / "sample_logs"

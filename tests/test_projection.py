@@ -22,7 +22,7 @@ from dnnlens.analysis.projection import (
     project,
 )
 from dnnlens.cli import app
-from dnnlens.load import load, load_text
+from dnnlens.reading import load, load_text
 
 ROOT = Path(__file__).resolve().parent.parent / "sample_logs"
 NCHW = ROOT / "convnet_nchw_infer.log"

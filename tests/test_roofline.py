@@ -21,7 +21,7 @@ from dnnlens.analysis.machine import (
 )
 from dnnlens.analysis.result import analyze_log
 from dnnlens.analysis.roofline import kind_points, place, primitives_json, roofline_json
-from dnnlens.load import load, load_text
+from dnnlens.reading import load, load_text
 from dnnlens.report.roofline_svg import roofline_svg
 
 ROOT = Path(__file__).resolve().parent.parent

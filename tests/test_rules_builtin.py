@@ -9,8 +9,8 @@ import pytest
 
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.result import analyze_log
-from dnnlens.analysis.rules.engine import RuleOptions, run_rules
-from dnnlens.load import load
+from dnnlens.reading import load
+from dnnlens.rules.engine import RuleOptions, run_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 S, L, C = "sample_logs/", "sample_logs/legacy/", "tests/data/corpus/"
@@ -184,8 +184,8 @@ def test_isa_cap_is_named_as_the_likely_cause() -> None:
 
 
 def test_isa_below_a_configured_machine_isa() -> None:
-    from dnnlens.analysis.rules.builtin.isa_below_machine import IsaBelowMachine
-    from dnnlens.analysis.rules.context import RuleContext
+    from dnnlens.rules.builtin.isa_below_machine import IsaBelowMachine
+    from dnnlens.rules.context import RuleContext
 
     ctx = RuleContext(analyze_log(load([str(ROOT / S / "convnet_nchw_infer.log")])))
     assert not list(IsaBelowMachine().check(ctx))

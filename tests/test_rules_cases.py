@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dnnlens.analysis.rules.testing import run_test_file
+from dnnlens.rules.testing import run_test_file
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE_FILES = sorted((ROOT / "tests" / "rules").glob("*.yaml"))

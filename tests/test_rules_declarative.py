@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from dnnlens.analysis.result import analyze_log
-from dnnlens.analysis.rules import RuleOptions, RuleSetupError, expr, run_rules
-from dnnlens.analysis.rules.declarative import load_rule_file, render
-from dnnlens.load import load
+from dnnlens.reading import load
+from dnnlens.rules import RuleOptions, RuleSetupError, expr, run_rules
+from dnnlens.rules.declarative import load_rule_file, render
 
 ROOT = Path(__file__).resolve().parent.parent
 NCHW = str(ROOT / "sample_logs" / "convnet_nchw_infer.log")

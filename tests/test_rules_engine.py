@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from dnnlens.analysis.result import analyze_log
-from dnnlens.analysis.rules import Rule, RuleOptions, RuleSetupError, run_rules
-from dnnlens.analysis.rules.registry import GROUP, Registry, add_entry_points
-from dnnlens.load import load
+from dnnlens.reading import load
+from dnnlens.rules import Rule, RuleOptions, RuleSetupError, run_rules
+from dnnlens.rules.registry import GROUP, Registry, add_entry_points
 
 ROOT = Path(__file__).resolve().parent.parent
 NCHW = str(ROOT / "sample_logs" / "convnet_nchw_infer.log")
@@ -107,7 +107,7 @@ def test_bad_configuration_is_one_clear_error(nchw, tmp_path: Path, text: str, m
 
 
 PLUGIN = '''
-from dnnlens.analysis.rules import Rule
+from dnnlens.rules import Rule
 
 
 class SlowConvs(Rule):
@@ -163,12 +163,12 @@ def test_python_plugin_file_and_a_failing_rule(nchw, tmp_path: Path) -> None:
         ("import math\n\nraise RuntimeError('no')\n", r"plugin.py:3: RuntimeError: no"),
         ("x = 1\n", "defines no rule"),
         (
-            "from dnnlens.analysis.rules import Rule\nclass A(Rule):\n    name = 'Bad Name'\n"
+            "from dnnlens.rules import Rule\nclass A(Rule):\n    name = 'Bad Name'\n"
             "    def check(self, ctx):\n        return []\n",
             "not kebab-case",
         ),
         (
-            "from dnnlens.analysis.rules import Rule\nclass A(Rule):\n"
+            "from dnnlens.rules import Rule\nclass A(Rule):\n"
             "    name = 'reorder-overhead'\n"
             "    def check(self, ctx):\n        return []\n",
             "already defined by builtin",
@@ -203,7 +203,7 @@ def test_rule_instances_keep_their_own_options() -> None:
 def test_context_falls_back_when_issue4_modules_fail(nchw, monkeypatch) -> None:
     import dnnlens.analysis.graph as graph
     import dnnlens.analysis.iterations as iterations
-    from dnnlens.analysis.rules.context import RuleContext
+    from dnnlens.rules.context import RuleContext
 
     def boom(*a, **k):
         raise RuntimeError("not today")
@@ -237,7 +237,7 @@ class _FakeEntryPoint:
 def test_plugins_from_installed_packages(nchw, tmp_path: Path, monkeypatch) -> None:
     import importlib.metadata
 
-    from dnnlens.analysis.rules import registry
+    from dnnlens.rules import registry
 
     plugin = tmp_path / "plugin.py"
     plugin.write_text(PLUGIN.split("class Broken")[0] + "\nRULES = [SlowConvs({'share': 0.2})]\n")

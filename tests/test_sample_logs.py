@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from dnnlens.analysis.summary import summarize
-from dnnlens.load import load
+from dnnlens.reading import load
 
 ROOT = Path(__file__).resolve().parent.parent / "sample_logs"
 

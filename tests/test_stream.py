@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dnnlens.cli import app
-from dnnlens.stream import StreamAnalyzer
+from dnnlens.reading.stream import StreamAnalyzer
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 NCHW = SAMPLES / "convnet_nchw_infer.log"
@@ -106,7 +106,7 @@ def test_run_of_a_missing_program_is_one_line_and_exit_2(tmp_path: Path) -> None
 def test_a_large_file_is_analysed_by_streaming(monkeypatch, tmp_path: Path) -> None:
     import gzip
 
-    import dnnlens.stream as stream
+    import dnnlens.reading.stream as stream
 
     monkeypatch.setattr(stream, "STREAM_FILE_MIN_BYTES", 1)
     packed = tmp_path / "run.log.gz"
@@ -145,8 +145,8 @@ def _log_ending_in_a_profile(tmp_path: Path) -> Path:
 
 def test_streamed_file_links_its_profiler_table_like_a_loaded_one(tmp_path: Path) -> None:
     from dnnlens.analysis.result import analyze_log
-    from dnnlens.load import load
-    from dnnlens.stream import analyze_file_streaming
+    from dnnlens.reading import load
+    from dnnlens.reading.stream import analyze_file_streaming
 
     path = _log_ending_in_a_profile(tmp_path)
     loaded = analyze_log(load([str(path)]), window_events=None)
@@ -160,7 +160,7 @@ def test_streamed_file_links_its_profiler_table_like_a_loaded_one(tmp_path: Path
 
 
 def test_streamed_file_says_when_its_table_lost_its_primitives(tmp_path: Path) -> None:
-    from dnnlens.stream import analyze_file_streaming
+    from dnnlens.reading.stream import analyze_file_streaming
 
     path = _log_ending_in_a_profile(tmp_path)
     streamed = analyze_file_streaming(str(path), window_events=10)

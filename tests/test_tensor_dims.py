@@ -26,9 +26,9 @@ from dnnlens.analysis.tensor_dims import (
     list_tensor_dims,
     named_tensor_dims,
 )
-from dnnlens.load import load
 from dnnlens.parsers.fields import MemDesc, parse_aux, parse_mds, parse_problem
 from dnnlens.parsers.records import LineRecord
+from dnnlens.reading import load
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_logs"

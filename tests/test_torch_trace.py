@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from dnnlens.load import load
 from dnnlens.parsers import torch_trace
 from dnnlens.parsers.torch_trace import (
     FrameworkReader,
@@ -17,6 +16,7 @@ from dnnlens.parsers.torch_trace import (
     parse_trace_stream,
     read_trace,
 )
+from dnnlens.reading import load
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 NCHW = SAMPLES / "profile_nchw_infer.trace.json"
@@ -204,7 +204,7 @@ def test_json_that_is_no_trace_is_read_as_lines(tmp_path):
     """A JSON file without trace events (sample_logs/MANIFEST.json is one) is not a trace:
     its lines are accounted for like any other input's, and the note says it looks like JSON."""
     from dnnlens.io.problems import input_problems
-    from dnnlens.load import load
+    from dnnlens.reading import load
 
     path = tmp_path / "manifest.json"
     path.write_text('{\n  "files": [\n    {"file": "a.log"}\n  ]\n}\n')

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dnnlens.analysis.aggregate import stats_from_events
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.summary import Summary, summarize
 from dnnlens.model import ParsedLog
+from dnnlens.model.stats import stats_from_events
 
 
 @dataclass
@@ -49,7 +49,7 @@ def skip_iterations(log: ParsedLog, count: int) -> dict[str, Any]:
 def analyze_log(
     log: ParsedLog, window_events: int | None = DEFAULT_WINDOW_EVENTS, skip: int = 0
 ) -> Analysis:
-    """Summarise ``log``; rules are run by the caller (see ``dnnlens.analysis.rules``).
+    """Summarise ``log``; rules are run by the caller (see ``dnnlens.rules``).
 
     The summary, the framework links and ``primitives`` use every event. When the log has
     more than ``window_events`` events, the event table is then cut to its last

@@ -22,10 +22,10 @@ from typing import Any
 
 import pandas as pd
 
-from dnnlens.analysis.aggregate import stats_from_events
 from dnnlens.analysis.columns import row_dicts
 from dnnlens.analysis.costmodel import Cost, primitive_cost
 from dnnlens.analysis.machine import Machine, machine_for_log
+from dnnlens.model.stats import stats_from_events
 
 __all__ = [
     "RooflinePoint",
@@ -110,7 +110,7 @@ def roofline_points(
 ) -> list[RooflinePoint]:
     """Every distinct executed primitive of ``log`` on the roofline, most time first.
 
-    ``stats`` is the per-record statistics frame (:mod:`dnnlens.analysis.aggregate`); by
+    ``stats`` is the per-record statistics frame (:mod:`dnnlens.model.stats`); by
     default it is computed from the log's event table (pass the stream accumulator's frame
     for a windowed streaming analysis).
     """

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dnnlens.analysis.aggregate import stats_from_events
 from dnnlens.model import ParsedLog, direction_of
+from dnnlens.model.stats import stats_from_events
 from dnnlens.parsers.records import LineRecord
 
 TOP_PRIMITIVES = 15
@@ -147,7 +147,7 @@ def summarize(log: ParsedLog, stats: pd.DataFrame | None = None) -> Summary:
     """Totals and breakdowns of the primitive executions in ``log``.
 
     ``stats`` are the per-record statistics of ``log.events`` when the caller has them
-    already (:func:`~dnnlens.analysis.aggregate.stats_from_events`).
+    already (:func:`~dnnlens.model.stats.stats_from_events`).
     """
     diag = log.diagnostics
     counts: dict[str, int] = {}
@@ -162,7 +162,7 @@ def summarize(log: ParsedLog, stats: pd.DataFrame | None = None) -> Summary:
 def summarize_stats(
     stats: pd.DataFrame, records: list[LineRecord], diagnostics: dict[str, int]
 ) -> Summary:
-    """The summary from per-record statistics (see :mod:`dnnlens.analysis.aggregate`)."""
+    """The summary from per-record statistics (see :mod:`dnnlens.model.stats`)."""
     recs = [records[int(r)] for r in stats.index]
     rows: dict[str, list[int]] = {"exec": [], "graph": [], "create": []}
     for i, r in enumerate(recs):

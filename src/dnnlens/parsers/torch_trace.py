@@ -583,11 +583,11 @@ def parse_trace_json(text: str, path: str = "<trace>") -> TraceData:
 
 
 # --------------------------------------------------------------------------------------------
-# used by dnnlens.load: which inputs are traces, and the tables inside the others
+# used by dnnlens.reading: which inputs are traces, and the tables inside the others
 
 
 class FrameworkReader:
-    """Collects framework data while :func:`dnnlens.load.load` reads the inputs."""
+    """Collects framework data while :func:`dnnlens.reading.load` reads the inputs."""
 
     def __init__(self) -> None:
         self.data = FrameworkData()

@@ -5,7 +5,7 @@
 * Progress bars (rich.progress over the bytes read) only on long inputs, when standard error
   is a terminal and the user did not pass ``--quiet``. They are transient: nothing is left
   on the screen once the input is read, and nothing is ever written to standard output.
-* :func:`load_inputs` is :func:`dnnlens.load.load` with a progress bar (see its docstring
+* :func:`load_inputs` is :func:`dnnlens.reading.load` with a progress bar (see its docstring
   for the hook ``load`` needs).
 """
 
@@ -153,8 +153,8 @@ class InputProgress:
 
 
 def load_inputs(specs: list[str], quiet: bool = False, jobs: int = 1) -> ParsedLog:
-    """:func:`dnnlens.load.load` with a progress bar on long inputs (unless ``quiet``)."""
-    from dnnlens.load import load
+    """:func:`dnnlens.reading.load` with a progress bar on long inputs (unless ``quiet``)."""
+    from dnnlens.reading import load
 
     if jobs == 1 and progress_enabled(quiet):
         sources, _ = expand_inputs(specs)

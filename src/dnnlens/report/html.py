@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dnnlens import __version__
+from dnnlens._version import __version__
 from dnnlens.analysis.diff import IterationInfo, flow_label, iteration_info, md_layouts
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.result import Analysis

@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from dnnlens import __version__
+from dnnlens._version import __version__
 from dnnlens.analysis.result import Analysis
 from dnnlens.parsers.scanner import InputScan
 from dnnlens.report.json_safe import json_safe

@@ -30,7 +30,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from dnnlens import __version__
+from dnnlens._version import __version__
 from dnnlens.analysis.diff import IterationInfo, flow_label, iteration_info
 from dnnlens.analysis.result import Analysis
 from dnnlens.model import ParsedLog

@@ -1,0 +1,5 @@
+"""``python -m dnnlens.cli``: the same as the ``dnnlens`` command."""
+
+from dnnlens.cli import main
+
+main()

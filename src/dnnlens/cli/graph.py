@@ -1,0 +1,73 @@
+"""``dnnlens graph LOG``: the primitive-level op graph of one steady iteration.
+
+Formats: ``json`` (the contract of :mod:`dnnlens.report.graph_export`), ``graphml``,
+``dot`` (Graphviz) and ``mermaid``. ``--marker REGEX`` makes the program's own marker lines
+(``step 3 done``) separate the iterations instead of detecting them.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from dnnlens.errors import fail as _fail
+
+
+class GraphFormat(str, Enum):
+    """Output formats of ``dnnlens graph``."""
+
+    json = "json"
+    graphml = "graphml"
+    dot = "dot"
+    mermaid = "mermaid"
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``graph`` to the command line."""
+
+    @app.command()
+    def graph(
+        paths: list[str] = typer.Argument(
+            ..., help="Log files, globs or directories (.gz is read too); - for standard input."
+        ),
+        fmt: GraphFormat = typer.Option(GraphFormat.json, "--format", "-f", help="Output format."),
+        output: Path | None = typer.Option(None, "--output", "-o", help="Write it here."),
+        marker: str | None = typer.Option(
+            None, "--marker", help="Regex of the program's own lines that separate iterations."
+        ),
+    ) -> None:
+        """The op graph of one steady iteration, with stats from all of them."""
+        import re
+
+        from dnnlens.io.inputs import InputError
+        from dnnlens.reading import load
+
+        pattern = None
+        if marker is not None:
+            try:
+                pattern = re.compile(marker)
+            except re.error as exc:
+                raise _fail(f"--marker {marker!r} is not a valid regex: {exc}") from None
+        log = load(paths)
+        errors = list(log.input_errors) + [s.read_error for s in log.scans if s.read_error]
+        if not log.scans or errors:
+            raise _fail("; ".join(e for e in errors if e) or "no input")
+
+        from dnnlens.analysis.graph import build_graph
+        from dnnlens.analysis.iterations import find_iterations, marker_lines
+        from dnnlens.report.graph_export import render
+        from dnnlens.report.output import emit_text
+
+        markers = None
+        if pattern is not None:
+            try:
+                markers = {s.path: marker_lines(s.path, pattern) for s in log.scans}
+            except (ValueError, InputError, OSError) as exc:
+                raise _fail(f"--marker: {exc}") from None
+        text = render(build_graph(log, find_iterations(log.events, markers)), fmt.value)
+        try:
+            emit_text(text, output)
+        except OSError as exc:
+            raise _fail(f"cannot write {output}: {exc.strerror or exc}") from None

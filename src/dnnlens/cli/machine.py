@@ -1,0 +1,100 @@
+"""``dnnlens machine probe|show``: measure this machine, or show a machine model.
+
+``probe`` runs a stream-like copy and a numpy GEMM (a few seconds) and writes a profile
+that ``project`` and the roofline take with ``--machine``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from dnnlens.errors import fail
+
+if TYPE_CHECKING:
+    from dnnlens.analysis.machine import Machine
+
+machine_app = typer.Typer(
+    name="machine",
+    help="The machine model of the roofline: probe this machine, show one.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def _print(m: Machine) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"Machine: {escape(m.name)}")
+    for col in ("field", "value", "source"):
+        table.add_column(col)
+    for name, value, source in m.summary():
+        table.add_row(name, escape(value), escape(source))
+    console = Console()
+    console.print(table)
+    for key, value in m.measured.items():
+        console.print(f"measured {key}: {escape(str(value))}", highlight=False)
+
+
+@machine_app.command("probe")
+def probe(
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Write the profile here (.toml or .json)."
+    ),
+    seconds: float = typer.Option(
+        3.0, "--seconds", min=0.2, max=60.0, help="Time budget of the measurements."
+    ),
+    fmt: str = typer.Option("terminal", "--format", "-f", help="terminal or json."),
+) -> None:
+    """Measure this machine: copy bandwidth and f32 GEMM rate (numpy), a few seconds."""
+    from dnnlens.analysis.machine import probe_machine, save_machine
+
+    m = probe_machine(seconds)
+    if output:
+        save_machine(m, output)
+    if fmt == "json":
+        typer.echo(json.dumps(m.to_dict(), indent=2))
+    else:
+        _print(m)
+        if output:
+            typer.echo(f"profile written to {output}; use it with --machine {output}")
+
+
+@machine_app.command("show")
+def show(
+    log: str | None = typer.Argument(None, help="A log: show the model of its header."),
+    machine: Path | None = typer.Option(None, "--machine", help="A profile file to show."),
+    fmt: str = typer.Option("terminal", "--format", "-f", help="terminal or json."),
+) -> None:
+    """Show a machine model: a profile file, a log header's, or this machine's (not probed)."""
+
+    from dnnlens.analysis.machine import load_machine, local_machine, machine_for_log
+
+    try:
+        if machine:
+            m = load_machine(machine)
+        elif log:
+            from dnnlens.reading import load
+
+            parsed = load([log])
+            if not parsed.scans or parsed.input_errors:
+                raise ValueError("; ".join(parsed.input_errors) or f"cannot read {log}")
+            m = machine_for_log(parsed)
+        else:
+            m = local_machine()
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    if fmt == "json":
+        typer.echo(json.dumps(m.to_dict(), indent=2))
+    else:
+        _print(m)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``machine`` command group to the command line."""
+    app.add_typer(machine_app, name="machine")

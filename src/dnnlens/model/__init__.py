@@ -1,0 +1,167 @@
+"""The event and diagnostic tables: one place defines every column.
+
+``events`` has one row per event line (primitive create/exec, graph partition
+compile/exec), in input order. Repeated strings are categoricals (1M events fit in tens of
+MiB); times are float64 milliseconds, ``NaN`` where the line printed none.
+
+=============== ==========================================================================
+column          meaning
+=============== ==========================================================================
+input           the input path the line came from
+line            1-based physical line number in that input
+record          id of the distinct line (without time/timestamp) in ``ParsedLog.records``
+family          release family of the line (``records.FAMILIES``)
+operation       exec, create, create_nested, compile
+cache           cache state of a create line (cache_miss, cache_hit, from_cache_blob, ...)
+component       primitive, graph, ukernel or empty (before v3.3)
+engine          cpu, gpu, gpu:0, cpu2gpu ...
+kind            primitive kind (convolution, reorder, ...), ``graph_partition`` for graph
+impl            implementation name as printed (jit:avx2, brg_conv_fwd:avx2_vnni_2, ...)
+impl_family     implementation name up to its ISA (jit, brg_conv_fwd, gemm, ref, ...)
+isa             ISA part of the implementation name (avx2, avx512_core, uni, any, ...)
+prop_kind       forward_training, forward_inference, backward_data, ..., undef
+direction       forward, backward or none (from prop_kind)
+mds             memory descriptors as printed
+attrs           attributes as printed
+aux             auxiliary field as printed (alg:..., flags:...)
+problem         problem descriptor as printed (mb4_ic3oc32_..., 128x256:256x512, ...)
+extra           fields after the problem that this version of dnnlens does not know
+time_ms         the line's time field (execution or creation time), ms
+timestamp_ms    the line's timestamp (ms since epoch on Linux), NaN without one
+=============== ==========================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from dnnlens.parsers.fields import split_impl
+from dnnlens.parsers.records import LineRecord
+from dnnlens.parsers.scanner import InputScan
+
+if TYPE_CHECKING:  # issue 3: framework profiler data (imported lazily by dnnlens.reading)
+    from dnnlens.parsers.torch_trace import FrameworkData
+
+#: Record attributes copied into string (categorical) columns.
+RECORD_COLUMNS = (
+    "family",
+    "operation",
+    "cache",
+    "component",
+    "engine",
+    "kind",
+    "impl",
+    "prop_kind",
+    "mds",
+    "attrs",
+    "aux",
+    "problem",
+    "extra",
+)
+DERIVED_COLUMNS = ("impl_family", "isa", "direction")
+EVENT_COLUMNS = (
+    "input",
+    "line",
+    "record",
+    *RECORD_COLUMNS,
+    *DERIVED_COLUMNS,
+    "time_ms",
+    "timestamp_ms",
+)
+DIAGNOSTIC_COLUMNS = ("input", "line", "record", "operation", "component", "text", "location")
+
+
+def direction_of(prop_kind: str) -> str:
+    """forward / backward / none, from a prop_kind string."""
+    if prop_kind.startswith("forward"):
+        return "forward"
+    if prop_kind.startswith("backward"):
+        return "backward"
+    return "none"
+
+
+def _record_values(records: list[LineRecord], column: str) -> list[str]:
+    if column == "impl_family":
+        return [split_impl(r.impl)[0] for r in records]
+    if column == "isa":
+        return [split_impl(r.impl)[1] for r in records]
+    if column == "direction":
+        return [direction_of(r.prop_kind) for r in records]
+    return [getattr(r, column) for r in records]
+
+
+def _categorical(values: list[str], record_ids: np.ndarray) -> pd.Categorical:
+    if not values:
+        return pd.Categorical.from_codes(np.zeros(0, dtype=np.int32), categories=[])
+    categories, codes = np.unique(np.asarray(values, dtype=object), return_inverse=True)
+    # codes index the unique values by construction: no range check over every event
+    return pd.Categorical.from_codes(
+        codes.astype(np.int32)[record_ids], categories=categories, validate=False
+    )
+
+
+def _concat(scans: list[InputScan], name: str, dtype: type) -> np.ndarray:
+    parts = [np.frombuffer(getattr(s, name), dtype=dtype) for s in scans if len(getattr(s, name))]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
+def _timestamps(scans: list[InputScan]) -> np.ndarray:
+    parts = []
+    for s in scans:
+        if len(s.event_timestamp) == len(s.event_line):
+            parts.append(np.frombuffer(s.event_timestamp, dtype=np.float64))
+        else:  # no line of this input had a timestamp
+            parts.append(np.full(len(s.event_line), np.nan))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float64)
+
+
+def _input_column(scans: list[InputScan], name: str) -> pd.Categorical:
+    sizes = [len(getattr(s, name)) for s in scans]
+    codes = np.repeat(np.arange(len(scans), dtype=np.int32), sizes)
+    return pd.Categorical.from_codes(codes, categories=pd.Index([s.path for s in scans]))
+
+
+def build_events(scans: list[InputScan], records: list[LineRecord]) -> pd.DataFrame:
+    """The event table of all inputs, in input order then line order."""
+    rec = _concat(scans, "event_record", np.int64)
+    data: dict[str, object] = {
+        "input": _input_column(scans, "event_record") if scans else pd.Categorical([]),
+        "line": _concat(scans, "event_line", np.int64),
+        "record": rec.astype(np.int32),
+    }
+    for column in (*RECORD_COLUMNS, *DERIVED_COLUMNS):
+        data[column] = _categorical(_record_values(records, column), rec)
+    data["time_ms"] = _concat(scans, "event_time", np.float64)
+    data["timestamp_ms"] = _timestamps(scans)
+    return pd.DataFrame(data, columns=list(EVENT_COLUMNS))
+
+
+def build_diagnostics(scans: list[InputScan], records: list[LineRecord]) -> pd.DataFrame:
+    """The diagnostics table: create:check, create:dispatch, exec:check, error, warning."""
+    rec = _concat(scans, "diag_record", np.int64)
+    data: dict[str, object] = {
+        "input": _input_column(scans, "diag_record") if scans else pd.Categorical([]),
+        "line": _concat(scans, "diag_line", np.int64),
+        "record": rec.astype(np.int32),
+    }
+    for column in ("operation", "component", "text", "location"):
+        data[column] = _categorical(_record_values(records, column), rec)
+    return pd.DataFrame(data, columns=list(DIAGNOSTIC_COLUMNS))
+
+
+@dataclass
+class ParsedLog:
+    """The parsed form of a set of inputs: per-input scans, distinct records, tables."""
+
+    scans: list[InputScan]
+    records: list[LineRecord]
+    reasons: list[str]
+    events: pd.DataFrame
+    diagnostics: pd.DataFrame
+    input_errors: list[str]
+    #: issue 3: PyTorch profiler traces and key_averages tables found among the inputs
+    framework: FrameworkData | None = None

@@ -1,0 +1,109 @@
+"""The rule interface: what a built-in rule, a Python plugin and a rule file all provide.
+
+A rule has a kebab-case ``name`` (the JSON ``findings[].rule``), a ``code`` (``DL001``), a
+default ``severity``, ``defaults`` (its thresholds, each overridable from configuration) and
+a docstring that states the rationale and the fix (``dnnlens rules explain NAME`` prints it).
+``check(ctx)`` returns the findings; shared, expensive facts (the op graph, iterations,
+parsed descriptors) come from the :class:`~dnnlens.rules.context.RuleContext`,
+computed once per run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from dnnlens.analysis.findings import SEVERITIES, Evidence, Finding
+
+if TYPE_CHECKING:
+    from dnnlens.rules.context import RuleContext
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+
+
+class Rule:
+    """Base class of every rule. Subclasses set the class attributes and ``check``.
+
+    Instances carry the effective options (defaults updated by configuration) and the
+    effective severity, so one class can run with different thresholds.
+    """
+
+    name: ClassVar[str] = ""
+    code: ClassVar[str] = ""
+    severity: ClassVar[str] = "warning"
+    #: Threshold name -> default value (float, int, str or bool); configurable.
+    defaults: ClassVar[Mapping[str, Any]] = {}
+    #: Where the rule came from (``builtin``, a distribution name, a file path).
+    source: str = "builtin"
+
+    def __init__(
+        self, options: Mapping[str, Any] | None = None, severity: str | None = None
+    ) -> None:
+        self.options: dict[str, Any] = dict(self.defaults)
+        self.options.update(options or {})
+        self.level: str = severity or type(self).severity
+
+    # -- what subclasses implement ---------------------------------------------------------
+    def check(self, ctx: RuleContext) -> Iterable[Finding]:
+        """The findings of this rule on the analysis behind ``ctx``."""
+        raise NotImplementedError
+
+    # -- helpers ------------------------------------------------------------------------------
+    @property
+    def rule_name(self) -> str:
+        """The name (an instance attribute in rule files, a class attribute otherwise)."""
+        return self.name
+
+    @property
+    def rule_code(self) -> str:
+        """The code."""
+        return self.code
+
+    def describe(self) -> str:
+        """Rationale and fix: the class docstring, dedented (``code`` shown as `code`)."""
+        return inspect.cleandoc(type(self).__doc__ or "").replace("``", "`")
+
+    def summary(self) -> str:
+        """The first line of the description."""
+        text = self.describe()
+        return text.splitlines()[0] if text else ""
+
+    def finding(
+        self,
+        message: str,
+        evidence: Iterable[Evidence] = (),
+        data: Mapping[str, Any] | None = None,
+        fix: str = "",
+        severity: str | None = None,
+    ) -> Finding:
+        """A finding of this rule (its name, code and effective severity)."""
+        return Finding(
+            rule=self.rule_name,
+            code=self.rule_code,
+            severity=severity or self.level,
+            message=message,
+            evidence=list(evidence),
+            data=dict(data or {}),
+            fix=fix or self.fix_text(),
+        )
+
+    def fix_text(self) -> str:
+        """The ``Fix:`` paragraph of the docstring, on one line."""
+        text = self.describe()
+        _, sep, fix = text.partition("Fix:")
+        return " ".join(fix.split()) if sep else ""
+
+
+def validate_rule_class(rule: type[Rule] | Rule, where: str) -> str | None:
+    """Why a rule class is unusable (bad name, severity ...), or ``None`` when it is fine."""
+    name = rule.rule_name if isinstance(rule, Rule) else rule.name
+    severity = rule.level if isinstance(rule, Rule) else rule.severity
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        return f"{where}: rule name {name!r} is not kebab-case (like 'my-rule')"
+    if severity not in SEVERITIES:
+        return f"{where}: rule {name!r}: severity {severity!r} is not one of {SEVERITIES}"
+    if not isinstance(rule, Rule) and rule.check is Rule.check:
+        return f"{where}: rule {name!r} does not implement check(ctx)"
+    return None

@@ -1,0 +1,71 @@
+"""DL012 no-onednn-lines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dnnlens.analysis.columns import str_values
+from dnnlens.analysis.findings import Evidence, Finding
+from dnnlens.rules.base import Rule
+from dnnlens.rules.context import RuleContext
+
+
+class NoOnednnLines(Rule):
+    """An input has no oneDNN primitive lines at all: there is nothing to analyse.
+
+    Usual reasons: verbose mode was not on (``ONEDNN_VERBOSE=1`` or ``2``; ``DNNL_VERBOSE``
+    before oneDNN 2.5, ``MKLDNN_VERBOSE`` for 0.x) or was set after the library was loaded;
+    the framework ran its own kernels instead of oneDNN's (PyTorch bf16 on CPUs without
+    avx512_core/avx_ne_convert, ops or dtypes it does not route to mkldnn, a build without
+    oneDNN); or the output went elsewhere (stdout not captured, a subprocess, Python
+    logging). When the header was printed, oneDNN was loaded with verbose on, so the
+    framework simply did not call it.
+
+    Fix: export ``ONEDNN_VERBOSE=1`` before the program starts and capture its stdout; check
+    ``torch.backends.mkldnn.is_available()`` and that the ops and dtypes you run go through
+    oneDNN (for bf16, a CPU with AVX-512 BF16 or AMX).
+    """
+
+    name = "no-onednn-lines"
+    code = "DL012"
+    severity = "warning"
+    defaults: dict = {}
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        ev = ctx.events
+        with_events = set(str_values(ev["input"].drop_duplicates())) if len(ev) else set()
+        for scan in ctx.log.scans:
+            if scan.path in with_events or scan.read_error:
+                continue
+            h = scan.header
+            if h.version:
+                why = (
+                    f"oneDNN {h.version} printed its header (verbose was on) but no "
+                    "primitive ran: the framework used its own kernels, or the program "
+                    "stopped before the first one"
+                )
+            elif scan.lines == 0:
+                why = "the input is empty"
+            else:
+                why = (
+                    "not even a header: verbose was off (ONEDNN_VERBOSE / DNNL_VERBOSE "
+                    "unset or set too late), the framework used its own kernels, or the "
+                    "output was redirected"
+                )
+            example = scan.foreign_examples[0][1][:80] if scan.foreign_examples else ""
+            msg = f"{scan.path}: no oneDNN primitive lines in {scan.lines} lines; {why}" + (
+                f" (first line: {example!r})" if example else ""
+            )
+            evidence = [Evidence(scan.path, 1)] if scan.lines else []
+            yield self.finding(
+                msg,
+                evidence,
+                data={
+                    "path": scan.path,
+                    "lines": scan.lines,
+                    "header": bool(h.version),
+                    "onednn_version": h.version,
+                    "malformed_lines": scan.malformed,
+                    "foreign_lines": scan.foreign,
+                },
+            )

@@ -1,0 +1,254 @@
+"""Finding rules: built-ins and plugins through one entry-point group, plus rule files.
+
+* Built-in rules are declared in dnnlens's own ``pyproject.toml`` under
+  ``[project.entry-points."dnnlens.rules"]``, exactly as a plugin package declares its
+  rules, so both are found the same way (``importlib.metadata.entry_points``). An entry
+  point may name a :class:`Rule` subclass, an instance, a list of them, or a module.
+* ``--rules PATH`` (and ``rule-files`` in the configuration) adds a Python plugin file
+  (every Rule subclass it defines, or its ``RULES`` list) or a YAML/TOML rule file.
+
+Errors in any of them are :class:`RuleSetupError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib
+import importlib.util
+import pkgutil
+import sys
+import traceback
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from dnnlens.rules.base import Rule, validate_rule_class
+from dnnlens.rules.errors import RuleSetupError
+
+GROUP = "dnnlens.rules"
+BUILTIN_PACKAGE = "dnnlens.rules.builtin"
+
+
+@dataclass
+class RuleEntry:
+    """A known rule: its identity and how to make an instance with given options."""
+
+    name: str
+    code: str
+    severity: str
+    source: str
+    defaults: Mapping[str, Any]
+    factory: Callable[[Mapping[str, Any] | None, str | None], Rule]
+
+    def make(self, options: Mapping[str, Any] | None = None, severity: str | None = None) -> Rule:
+        """An instance with ``options`` over the defaults and an optional severity."""
+        rule = self.factory(options, severity)
+        rule.source = self.source
+        return rule
+
+    def describe(self) -> str:
+        """Rationale and fix."""
+        return self.make().describe()
+
+
+class Registry:
+    """Rules by name, in the order they were added (built-ins first)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, RuleEntry] = {}
+
+    def add(self, entry: RuleEntry) -> None:
+        """Add a rule; a second rule with the same name is an error naming both sources."""
+        old = self.entries.get(entry.name)
+        if old is not None:
+            raise RuleSetupError(
+                f"{entry.source}: rule {entry.name!r} is already defined by {old.source}"
+            )
+        self.entries[entry.name] = entry
+
+    def add_rule(self, rule: type[Rule] | Rule, source: str) -> None:
+        """Add a rule class or instance after checking it."""
+        problem = validate_rule_class(rule, source)
+        if problem:
+            raise RuleSetupError(problem)
+        if isinstance(rule, Rule):
+            inst = rule
+
+            def factory(opts: Mapping[str, Any] | None, sev: str | None) -> Rule:
+                made = copy.copy(inst)
+                made.options = {**inst.options, **(opts or {})}
+                made.level = sev or inst.level
+                return made
+
+            self.add(
+                RuleEntry(
+                    inst.rule_name, inst.rule_code, inst.level, source, dict(inst.options), factory
+                )
+            )
+            return
+        cls = rule
+        self.add(
+            RuleEntry(
+                cls.name, cls.code, cls.severity, source, dict(cls.defaults), lambda o, s: cls(o, s)
+            )
+        )
+
+    def resolve(self, names: Iterable[str], what: str) -> list[str]:
+        """Rule names for user-given names or codes; unknown ones are an error."""
+        by_code = {e.code: e.name for e in self.entries.values() if e.code}
+        out = []
+        for raw in names:
+            for name in (n.strip() for n in raw.split(",")):
+                if not name:
+                    continue
+                if name in self.entries:
+                    out.append(name)
+                elif name in by_code:
+                    out.append(by_code[name])
+                else:
+                    from dnnlens.rules.expr import suggest  # only for the message
+
+                    raise RuleSetupError(
+                        f"{what}: unknown rule {name!r}"
+                        + (
+                            suggest(name, list(self.entries))
+                            if suggest(name, list(self.entries)).startswith(" (did")
+                            else "; see dnnlens rules list"
+                        )
+                    )
+        return out
+
+
+def rules_in(obj: Any) -> list[type[Rule] | Rule]:
+    """The rules an entry point or plugin module provides."""
+    if isinstance(obj, ModuleType):
+        listed = getattr(obj, "RULES", None)
+        if listed is not None:
+            return list(listed)
+        return [
+            v
+            for v in vars(obj).values()
+            if isinstance(v, type)
+            and issubclass(v, Rule)
+            and v is not Rule
+            and v.__module__ == obj.__name__
+            and v.name
+        ]
+    if isinstance(obj, list | tuple):
+        return [r for item in obj for r in rules_in(item)]
+    if isinstance(obj, Rule) or (isinstance(obj, type) and issubclass(obj, Rule)):
+        return [obj]
+    raise TypeError(f"{obj!r} is not a dnnlens rule")
+
+
+def add_entry_points(registry: Registry) -> None:
+    """Built-ins and installed plugins (entry-point group ``dnnlens.rules``)."""
+    eps = sorted(entry_points(group=GROUP), key=lambda e: (e.value.split(":")[0], e.name))
+    builtin = [e for e in eps if e.value.startswith(BUILTIN_PACKAGE)]
+    if not builtin:  # a source tree without `pip install -e .`: scan the package instead
+        _add_builtin_modules(registry)
+    loaded: list[tuple[str, type[Rule] | Rule]] = []
+    for ep in eps:
+        source = "builtin" if ep.value.startswith(BUILTIN_PACKAGE) else f"plugin {_dist(ep)}"
+        try:
+            loaded.extend((source, rule) for rule in rules_in(ep.load()))
+        except Exception as exc:  # noqa: BLE001 - any plugin failure is one clear line
+            raise RuleSetupError(
+                f"entry point {ep.name} = {ep.value} (package {_dist(ep)}): cannot load: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
+    # built-ins first, in code order; plugins after them
+    loaded.sort(
+        key=lambda item: (item[0] != "builtin", _code(item[1]) if item[0] == "builtin" else "")
+    )
+    for source, rule in loaded:
+        registry.add_rule(rule, source)
+
+
+def _dist(ep: Any) -> str:
+    """Name of the package that declares an entry point (reads its metadata: not free)."""
+    return getattr(getattr(ep, "dist", None), "name", None) or "?"
+
+
+def _code(rule: type[Rule] | Rule) -> str:
+    return rule.rule_code if isinstance(rule, Rule) else rule.code
+
+
+def _add_builtin_modules(registry: Registry) -> None:
+    pkg = importlib.import_module(BUILTIN_PACKAGE)
+    found = []
+    for info in pkgutil.iter_modules(pkg.__path__):
+        found.extend(rules_in(importlib.import_module(f"{BUILTIN_PACKAGE}.{info.name}")))
+    for rule in sorted(found, key=_code):
+        registry.add_rule(rule, "builtin")
+
+
+def add_path(registry: Registry, path: str) -> None:
+    """A Python plugin file or a YAML/TOML rule file."""
+    p = Path(path)
+    if not p.is_file():
+        raise RuleSetupError(f"{path}: no such rule file")
+    if p.suffix == ".py":
+        module = load_plugin_module(path)
+        try:
+            found = rules_in(module)
+        except TypeError as exc:
+            raise RuleSetupError(f"{path}: RULES: {exc}") from None
+        if not found:
+            raise RuleSetupError(
+                f"{path}: defines no rule (a subclass of dnnlens.rules.Rule with a name)"
+            )
+        for rule in found:
+            registry.add_rule(rule, path)
+        return
+    if p.suffix.lower() not in (".yaml", ".yml", ".toml"):
+        raise RuleSetupError(f"{path}: rule files end in .yaml, .yml, .toml or .py")
+    from dnnlens.rules.declarative import DeclarativeRule, load_rule_file
+
+    specs, _tests = load_rule_file(path)
+    for spec in specs:
+        registry.add(
+            RuleEntry(
+                spec.name,
+                spec.code,
+                spec.severity,
+                f"{path}:{spec.line}",
+                spec.options,
+                lambda o, s, spec=spec: DeclarativeRule(spec, o, s),
+            )
+        )
+
+
+def load_plugin_module(path: str) -> ModuleType:
+    """Import a plugin file; any failure is one line naming the file and line."""
+    resolved = str(Path(path).resolve())
+    name = "dnnlens_user_rules_" + hashlib.sha1(resolved.encode()).hexdigest()[:12]
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, resolved)
+    if spec is None or spec.loader is None:
+        raise RuleSetupError(f"{path}: cannot import this file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        del sys.modules[name]
+        raise RuleSetupError(f"{path}:{exc.lineno}: SyntaxError: {exc.msg}") from None
+    except Exception as exc:  # noqa: BLE001 - report where in the user's file it failed
+        del sys.modules[name]
+        line = _line_in(exc, resolved)
+        raise RuleSetupError(f"{path}:{line}: {type(exc).__name__}: {exc}") from None
+    return module
+
+
+def _line_in(exc: BaseException, filename: str) -> int:
+    line = 0
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == filename and frame.lineno:
+            line = frame.lineno
+    return line
