@@ -11,7 +11,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable
-from enum import Enum
+from enum import Enum, StrEnum
 from pathlib import Path
 
 import typer
@@ -33,7 +33,7 @@ app = typer.Typer(
 )
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     """Report formats of ``analyze``."""
 
     terminal = "terminal"
@@ -41,7 +41,7 @@ class OutputFormat(str, Enum):
     html = "html"
 
 
-class FailOn(str, Enum):
+class FailOn(StrEnum):
     """Severities for ``--fail-on``."""
 
     info = "info"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import typer
@@ -21,7 +21,7 @@ EXIT_SLOWER = 1
 EXIT_USAGE = 2
 
 
-class DiffFormat(str, Enum):
+class DiffFormat(StrEnum):
     """Output formats of ``diff``."""
 
     terminal = "terminal"

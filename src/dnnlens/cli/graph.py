@@ -7,7 +7,7 @@ Formats: ``json`` (the contract of :mod:`dnnlens.report.graph_export`), ``graphm
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -15,7 +15,7 @@ import typer
 from dnnlens.errors import fail as _fail
 
 
-class GraphFormat(str, Enum):
+class GraphFormat(StrEnum):
     """Output formats of ``dnnlens graph``."""
 
     json = "json"

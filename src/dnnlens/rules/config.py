@@ -17,11 +17,10 @@ Without ``--config`` the current directory and its parents are searched; the fir
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from dnnlens.rules.errors import RuleSetupError
 
