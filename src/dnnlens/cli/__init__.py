@@ -11,7 +11,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable
-from enum import Enum, StrEnum
+from enum import StrEnum
 from pathlib import Path
 
 import typer
