@@ -321,12 +321,12 @@ def test_strict_turns_malformed_lines_into_exit_2() -> None:
 
 
 def test_internal_error_is_one_line_and_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
-    import dnnlens.analysis.result as result
+    import dnnlens.analysis.analysis as analysis
 
-    def boom(log: object, **options: object) -> None:
+    def boom(self: object) -> None:
         raise RuntimeError("something\nbroke")
 
-    monkeypatch.setattr(result, "analyze_log", boom)
+    monkeypatch.setattr(analysis.Analysis, "prepare", boom)
     monkeypatch.delenv("DNNLENS_TRACEBACK", raising=False)
     code, _, err = run(str(NCHW))
     assert code == EXIT_INTERNAL

@@ -18,7 +18,6 @@ tests/test_iterations.py):
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import networkx as nx
@@ -36,7 +35,7 @@ CORPUS = Path(__file__).parent / "data" / "corpus"
 
 
 def _graph(name: str):
-    return build_graph(load([str(SAMPLES / name)]))
+    return build_graph(load([str(SAMPLES / name)]).events)
 
 
 def _ids(df, mask) -> set[str]:
@@ -163,7 +162,7 @@ def test_legacy_logs(path: Path) -> None:
     # 15 primitives per iteration + the 2 int8 reorders done once before the loop; reorders:
     # src and weights into the conv layouts, back to nchw, the inner product's weights, the
     # backward_data weights, + the 2 int8 ones (src f32 -> s8 acdb, weights -> s8 blocked)
-    g = build_graph(load([str(path)]))
+    g = build_graph(load([str(path)]).events)
     assert g.iterations.as_dict() == {"count": 3, "warmup": 1, "period_exec": 15}
     assert g.graph.number_of_nodes() == 17
     r = g.reorders
@@ -174,7 +173,7 @@ def test_legacy_logs(path: Path) -> None:
 
 @pytest.mark.parametrize("path", sorted(CORPUS.glob("*.log")), ids=lambda p: p.name)
 def test_corpus_builds(path: Path) -> None:
-    g = build_graph(load([str(path)]))
+    g = build_graph(load([str(path)]).events)
     d = graph_to_dict(g)
     json.dumps(d, allow_nan=False)
     assert len(d["nodes"]) == g.graph.number_of_nodes()
@@ -183,7 +182,7 @@ def test_corpus_builds(path: Path) -> None:
 def test_mkldnn_format_names() -> None:
     # MKL-DNN 0.x: format names, no data type on conv tensors; goihw -> gOhwi8o 1x64x3x7x7
     # is the grouped (g1) conv's weights
-    g = build_graph(load([str(CORPUS / "01_mkldnn0x_benchdnn_resnet_conv1.log")]))
+    g = build_graph(load([str(CORPUS / "01_mkldnn0x_benchdnn_resnet_conv1.log")]).events)
     r = g.reorders.set_index("node")
     assert r.loc["n1_reorder", ["src_layout", "dst_layout", "tensor", "consumer_arg"]].tolist() == [
         "goihw", "gOhwi8o", "weight", "wei"]  # fmt: skip
@@ -239,7 +238,7 @@ def test_million_events_give_one_iteration() -> None:
     assert len(big) >= 1_000_000
     it = find_iterations(big)
     assert (it.count, it.period_exec) == (11 * reps, 15)
-    g = build_graph(replace(log, events=big), it)
+    g = build_graph(big, it)
     assert g.graph.number_of_nodes() == 15 and g.graph.number_of_edges() == 13
     assert (g.nodes["count"] == 11 * reps).all()
     assert g.reorders["round_trip"].sum() == 6

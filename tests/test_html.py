@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from dnnlens.analysis.analysis import Analysis
 from dnnlens.analysis.findings import Evidence, Finding
-from dnnlens.analysis.result import analyze_log
 from dnnlens.cli import app
 from dnnlens.reading import load
 from dnnlens.report.html import render_html
+from dnnlens.rules import RuleOptions
+from dnnlens.rules.verdict import apply_rules
 
 LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
 NCHW = str(LOGS / "convnet_nchw_infer.log")
@@ -29,21 +31,20 @@ CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-bro
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 
 
+def analysed(path: str, **rule_options) -> Analysis:
+    analysis = Analysis(load([path]))
+    apply_rules(analysis, RuleOptions(search_config=False, **rule_options))
+    return analysis
+
+
 @pytest.fixture(scope="module")
-def nchw_html() -> str:
-    analysis = analyze_log(load([NCHW]))
-    analysis.findings = [
-        Finding(
-            "layout-round-trip",
-            "DL002",
-            "warning",
-            "activations are reordered between aBcd8b and abcd around the ops",
-            [Evidence(NCHW, 16), Evidence(NCHW, 21)],
-            {"share": 0.3},
-            "use channels_last",
-        )
-    ]
-    return render_html(analysis)
+def nchw() -> Analysis:
+    return analysed(NCHW)
+
+
+@pytest.fixture(scope="module")
+def nchw_html(nchw) -> str:
+    return render_html(nchw)
 
 
 def _payload_log(tmp_path: Path) -> Path:
@@ -69,7 +70,7 @@ def _payload_log(tmp_path: Path) -> Path:
 
 def _payload_html(tmp_path: Path) -> str:
     path = _payload_log(tmp_path)
-    analysis = analyze_log(load([str(path)]))
+    analysis = Analysis(load([str(path)]))
     analysis.findings = [
         Finding(
             "evil-rule<script>",
@@ -84,33 +85,66 @@ def _payload_html(tmp_path: Path) -> str:
     return render_html(analysis)
 
 
-def test_sections_and_numbers(nchw_html):
+def test_sections_and_numbers(nchw, nchw_html):
     html = nchw_html
     assert html.startswith("<!doctype html>")
     for text in (
-        "Reorders take <b>69.0%</b> of the primitive time",
         "Where the time went",
         "One iteration, in order: where the reorders sit",
-        "Time per iteration",
+        "Time per pass",
         "Reorder flow: from layout to layout",
-        "Time by primitive kind",
-        "Time by implementation",
+        "Typical iteration by kind",
+        "Typical iteration by implementation",
         "Top primitives",
-        "Findings (1)",
+        f"Findings ({len(nchw.findings)})",
         "Inputs",
     ):
         assert text in html, text
-    assert "245.7 ms in 121 executions" in html
+    # the cards: the typical iteration and the reorders' part of it, raw sums beside
+    assert f"{nchw.typical_iteration_ms:.2f} ms" in html
+    assert "raw sums 69% (245.7 ms in 121 executions)" in html
     assert html.count("<svg") >= 6
     # evidence lines are quoted from the log itself
     assert "dst:f32::blocked:aBcd8b::f0,attr-scratchpad:user,,4x16x32x32,5.58691" in html
+
+
+def test_banner_is_the_top_finding_with_links_to_all(nchw, nchw_html):
+    top = nchw.findings[0]
+    banner = nchw_html.split('<div class="banner', 1)[1].split("</div>", 1)[0]
+    assert "Fix first: " + top.title.rstrip(".") in banner
+    assert f"{top.impact_ms_per_iteration:.2f} ms per iteration" in banner
+    for i in range(1, len(nchw.findings) + 1):
+        assert f'href="#finding-{i}"' in nchw_html and f'id="finding-{i}"' in nchw_html
+    # a table of contents, and the findings before the detail
+    assert '<nav class="toc"' in nchw_html
+    assert nchw_html.index('id="findings"') < nchw_html.index('id="time"')
+
+
+@pytest.mark.parametrize("other", ["layout-round-trip", "weight-reorder-per-iteration"])
+def test_banner_does_not_change_when_another_rule_is_ignored(nchw_html, other):
+    def banner(html: str) -> str:
+        return html.split('<p class="head">', 1)[1].split("</p>", 1)[0]
+
+    def figures(html: str) -> list[str]:  # typical iteration, reorder share, raw total
+        return re.findall(r'<div class="v">([^<]*)</div>', html)[:3]
+
+    ignored = render_html(analysed(NCHW, ignore=[other]))
+    assert banner(ignored) == banner(nchw_html)
+    assert figures(ignored) == figures(nchw_html)
+
+
+def test_inline_code_is_code(nchw_html):
+    # the layout-round-trip fix names channels_last in backticks: shown as code
+    assert "<code>model.to(memory_format=torch.channels_last)</code>" in nchw_html
 
 
 def test_self_contained(nchw_html):
     html = nchw_html
     assert "<script" not in html.lower()
     assert not re.search(r"<(link|img|iframe|object|embed)\b", html, re.I)
-    assert not re.search(r"\b(src|href)\s*=", html, re.I)
+    assert not re.search(r"\bsrc\s*=", html, re.I)
+    # links only within the page (the banner's links to the findings, the contents)
+    assert set(re.findall(r'\bhref\s*=\s*"(.)', html)) <= {"#"}
     assert "@import" not in html and "url(http" not in html
     urls = set(re.findall(r"https?://[^\s\"'<>]+", html))
     assert urls <= {"http://www.w3.org/2000/svg"}  # the SVG namespace, never fetched
@@ -131,17 +165,17 @@ def test_every_log_string_is_escaped(tmp_path):
 def test_empty_and_clean_logs(tmp_path):
     empty = tmp_path / "empty.log"
     empty.write_text("no oneDNN here\n")
-    html = render_html(analyze_log(load([str(empty)])))
+    html = render_html(Analysis(load([str(empty)])))
     assert "No oneDNN primitive executions in the input." in html
-    cl = render_html(analyze_log(load([CL])))
-    assert "Reorders take" in cl and "Reorder flow" in cl
+    cl = render_html(Analysis(load([CL])))
+    assert "Reorder flow" in cl
 
 
 def test_cli_writes_html(tmp_path):
     out = tmp_path / "report.html"
     result = CliRunner().invoke(app, ["analyze", NCHW, "--format", "html", "-o", str(out)])
     assert result.exit_code == 0, result.output
-    assert "Reorders take" in out.read_text(encoding="utf-8")
+    assert "Fix first: Reorders take a large share" in out.read_text(encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------------------
@@ -176,7 +210,7 @@ def test_browser_shows_the_verdict(tmp_path, nchw_html):
     assert done.returncode == 0, done.stderr[-2000:]
     dom = done.stdout
     text = re.sub(r"<[^>]+>", " ", dom)
-    assert "Reorders take" in text and "69.0%" in text
+    assert "Fix first:" in text and "raw sums 69%" in text
     assert "Reorder flow: from layout to layout" in text
     assert "abcd → aBcd8b" in text  # a reorder row of the flow table
     assert dom.count("<svg") >= 6 and dom.count("<rect") > 50

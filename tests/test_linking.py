@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from dnnlens.analysis.analysis import Analysis
 from dnnlens.analysis.linking import (
     framework_extras,
     link_framework,
     reorder_direction,
     shape_fits,
 )
-from dnnlens.analysis.result import analyze_log
 from dnnlens.cli import app
 from dnnlens.parsers.torch_table import read_table_file
 from dnnlens.reading import load
@@ -219,7 +219,7 @@ def test_trace_alone():
 
 
 def test_analysis_extras_without_framework_data():
-    assert "framework_ops" not in analyze_log(load([str(SAMPLES / "lstm_infer.log")])).extras
+    assert Analysis(load([str(SAMPLES / "lstm_infer.log")])).framework_links == {}
 
 
 def test_shape_fits():

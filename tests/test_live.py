@@ -103,13 +103,14 @@ def test_an_endless_line_is_cut_not_kept(monkeypatch) -> None:
 
 def test_piped_profiler_table_is_linked_as_in_a_file() -> None:
     """A program that prints its profiler table at the end: piped, it is linked as a file is."""
-    from dnnlens.analysis.result import analyze_log
+    from dnnlens.analysis.analysis import Analysis
     from dnnlens.reading import load
 
     path = ROOT / "sample_logs" / "profile_combined_infer.log"
-    loaded = analyze_log(load([str(path)]))
+    loaded = Analysis(load([str(path)]))
     piped, finished = live.analyze_stream(io.BytesIO(path.read_bytes()), name=str(path))
     assert finished
     # hand count (tests/test_linking.py): 45 primitives in the profiled region, all linked
-    assert piped.extras["framework_link"]["runs"][0]["primitives_linked"] == 45
-    assert piped.extras["framework_ops"] == loaded.extras["framework_ops"]
+    links = piped.framework_links
+    assert links["framework_link"]["runs"][0]["primitives_linked"] == 45
+    assert links["framework_ops"] == loaded.framework_links["framework_ops"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from dnnlens.analysis.analysis import Analysis
 from dnnlens.analysis.costmodel import primitive_cost
 from dnnlens.analysis.machine import (
     Machine,
@@ -19,7 +20,6 @@ from dnnlens.analysis.machine import (
     measure_gemm,
     save_machine,
 )
-from dnnlens.analysis.result import analyze_log
 from dnnlens.analysis.roofline import kind_points, place, primitives_json, roofline_json
 from dnnlens.reading import load, load_text
 from dnnlens.report.roofline_svg import roofline_svg
@@ -181,7 +181,7 @@ def test_place_untimed():
 
 
 def test_primitives_json_contract_nchw_sample():
-    analysis = analyze_log(load([str(NCHW)]))
+    analysis = Analysis(load([str(NCHW)]))
     rows = primitives_json(analysis)
     keys = [
         "kind",
@@ -210,7 +210,7 @@ def test_primitives_json_contract_nchw_sample():
 
 
 def test_kind_points_sum_the_primitives():
-    analysis = analyze_log(load([str(NCHW)]))
+    analysis = Analysis(load([str(NCHW)]))
     doc = roofline_json(analysis)
     kinds = {k["kind"]: k for k in doc["kinds"]}
     convs = [p for p in doc["primitives"] if p["kind"] == "convolution"]
@@ -222,7 +222,7 @@ def test_kind_points_sum_the_primitives():
 
 
 def test_machine_passed_in_changes_the_roof():
-    analysis = analyze_log(load([str(NCHW)]))
+    analysis = Analysis(load([str(NCHW)]))
     fast = machine_from_isa("avx2", 2)
     fast.peak_gflops["f32"] = 16.0  # a much slower roof: efficiencies x10
     base = {r["problem"]: r for r in primitives_json(analysis)}
@@ -235,7 +235,7 @@ def test_machine_passed_in_changes_the_roof():
 
 
 def test_roofline_svg_is_well_formed_and_escaped():
-    analysis = analyze_log(load([str(NCHW)]))
+    analysis = Analysis(load([str(NCHW)]))
     rows = primitives_json(analysis)
     rows.append(
         {
@@ -266,7 +266,7 @@ def test_roofline_svg_is_well_formed_and_escaped():
 
 
 def test_roofline_svg_accepts_json_machine_and_empty_input():
-    analysis = analyze_log(load([str(NCHW)]))
+    analysis = Analysis(load([str(NCHW)]))
     doc = roofline_json(analysis)
     ET.fromstring(roofline_svg(doc["primitives"], doc["machine"]))
     empty = roofline_svg([], avx2_2thr())

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from dnnlens.analysis.analysis import Analysis
 from dnnlens.analysis.findings import Finding
-from dnnlens.analysis.result import analyze_log
 from dnnlens.reading import load
 from dnnlens.rules.engine import RuleOptions, run_rules
 
@@ -19,7 +19,7 @@ CHURN = "tests/rules/data/shape_churn_infer.log"
 
 @cache
 def findings(rel: str) -> tuple[Finding, ...]:
-    analysis = analyze_log(load([str(ROOT / rel)]))
+    analysis = Analysis(load([str(ROOT / rel)]))
     return tuple(run_rules(analysis, RuleOptions(search_config=False)))
 
 
@@ -142,7 +142,6 @@ def line_of(f: Finding, k: int = 0) -> str:
 def test_layout_round_trip_names_layouts_and_points_at_reorders() -> None:
     f = fired(S + "convnet_nchw_infer.log", "layout-round-trip")[0]
     assert set(f.data["layouts"]) == {"abcd", "aBcd8b"}
-    assert f.data["graph_source"] == "graph"
     assert all(",reorder," in line_of(f, k) for k in range(len(f.evidence)))
     assert "channels_last" in f.fix
 
@@ -150,7 +149,9 @@ def test_layout_round_trip_names_layouts_and_points_at_reorders() -> None:
 def test_weight_reorders_on_nchw_and_channels_last() -> None:
     for log in ("convnet_nchw_infer.log", "convnet_cl_infer.log"):
         f = fired(S + log, "weight-reorder-per-iteration")[0]
-        assert f.data["weight_reorders"] == 4 and f.data["iterations"] == 10
+        # NCHW: 7 steady passes (passes 2 to 4 are slow warm-up); channels_last: 10
+        steady = 7 if log.startswith("convnet_nchw") else 10
+        assert f.data["weight_reorders"] == 4 and f.data["iterations"] == steady
         assert "freez" in f.fix
 
 
@@ -171,9 +172,12 @@ def test_noise_is_not_blamed_on_layouts() -> None:
 
 def test_the_uncontended_sample_logs_are_noisy_too() -> None:
     """Honest about the data: the machine that recorded the sample logs added 4-12 ms spikes
-    to runs without deliberate contention as well, so unstable-timing fires there too."""
-    for log in ("convnet_nchw_infer.log", "convnet_cl_infer.log"):
-        assert fired(S + log, "unstable-timing")
+    to runs without deliberate contention as well, so unstable-timing fires on the
+    channels_last run (its steady passes sum to 1.0 .. 63 ms). On the NCHW run the slow
+    passes were the three after the first (102, 102, 30 ms against a 2.9 ms median): warm-up,
+    not noise, so the steady state is quiet."""
+    assert fired(S + "convnet_cl_infer.log", "unstable-timing")
+    assert not fired(S + "convnet_nchw_infer.log", "unstable-timing")
 
 
 def test_isa_cap_is_named_as_the_likely_cause() -> None:
@@ -187,7 +191,7 @@ def test_isa_below_a_configured_machine_isa() -> None:
     from dnnlens.rules.builtin.isa_below_machine import IsaBelowMachine
     from dnnlens.rules.context import RuleContext
 
-    ctx = RuleContext(analyze_log(load([str(ROOT / S / "convnet_nchw_infer.log")])))
+    ctx = RuleContext(Analysis(load([str(ROOT / S / "convnet_nchw_infer.log")])))
     assert not list(IsaBelowMachine().check(ctx))
     f = list(IsaBelowMachine({"machine_isa": "avx512_core"}).check(ctx))[0]
     assert f.data["below"] and f.data["below"][0]["isa"] == "avx2"

@@ -34,7 +34,6 @@ def test_analyze_json_has_findings_of_the_builtin_rules() -> None:
         "reorder-overhead",
         "layout-round-trip",
         "weight-reorder-per-iteration",
-        "unstable-timing",
     } <= set(rules)
     for f in found:
         assert set(f) >= {"rule", "code", "severity", "message", "evidence", "data", "fix"}

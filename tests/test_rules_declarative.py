@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dnnlens.analysis.result import analyze_log
+from dnnlens.analysis.analysis import Analysis
 from dnnlens.reading import load
 from dnnlens.rules import RuleOptions, RuleSetupError, expr, run_rules
 from dnnlens.rules.declarative import load_rule_file, render
@@ -18,7 +18,7 @@ NCHW = str(ROOT / "sample_logs" / "convnet_nchw_infer.log")
 
 @pytest.fixture(scope="module")
 def nchw():
-    return analyze_log(load([NCHW]))
+    return Analysis(load([NCHW]))
 
 
 FRAME = pd.DataFrame(

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-from dnnlens.analysis.result import analyze_log
+from dnnlens.analysis.analysis import Analysis
 from dnnlens.reading import load
 from dnnlens.rules import Rule, RuleOptions, RuleSetupError, run_rules
 from dnnlens.rules.registry import GROUP, Registry, add_entry_points
@@ -17,7 +18,7 @@ NCHW = str(ROOT / "sample_logs" / "convnet_nchw_infer.log")
 
 @pytest.fixture(scope="module")
 def nchw():
-    return analyze_log(load([NCHW]))
+    return Analysis(load([NCHW]))
 
 
 def names(findings) -> list[str]:
@@ -61,9 +62,9 @@ def test_select_and_ignore_by_name_and_code(nchw) -> None:
 
 def test_findings_are_sorted_most_severe_first(nchw, tmp_path: Path) -> None:
     cfg = tmp_path / "dnnlens.toml"
-    cfg.write_text('[rules.unstable-timing]\nseverity = "error"\n')
+    cfg.write_text('[rules.weight-reorder-per-iteration]\nseverity = "error"\n')
     found = run_rules(nchw, RuleOptions(config_path=str(cfg)))
-    assert found[0].rule == "unstable-timing" and found[0].severity == "error"
+    assert found[0].rule == "weight-reorder-per-iteration" and found[0].severity == "error"
 
 
 def test_thresholds_from_pyproject_found_in_cwd(nchw, tmp_path: Path, monkeypatch) -> None:
@@ -200,22 +201,43 @@ def test_rule_instances_keep_their_own_options() -> None:
     assert R().options == {"a": 1.0, "b": "x"} and R().level == "warning"
 
 
-def test_context_falls_back_when_issue4_modules_fail(nchw, monkeypatch) -> None:
-    import dnnlens.analysis.graph as graph
-    import dnnlens.analysis.iterations as iterations
-    from dnnlens.rules.context import RuleContext
+def test_a_failing_analysis_is_an_error_not_a_rule_finding(monkeypatch) -> None:
+    # no second implementation stands in for a failing fact: the run stops with its reason
+    import dnnlens.analysis.analysis as analysis_module
+    from dnnlens.analysis.analysis import AnalysisError
 
     def boom(*a, **k):
         raise RuntimeError("not today")
 
-    monkeypatch.setattr(iterations, "find_iterations", boom)
-    monkeypatch.setattr(graph, "build_graph", boom)
-    ctx = RuleContext(nchw)
-    assert ctx.iterations.source == "fallback" and ctx.iterations.steady_count == 10
-    assert ctx.graph_source == "fallback"
-    r = ctx.reorders
-    assert set(r.loc[r["round_trip"].astype(bool), "dims"]) >= {"4x16x32x32"}
-    assert len(ctx.notes) == 2
+    monkeypatch.setattr(analysis_module, "find_iterations", boom)
+    with pytest.raises(AnalysisError, match="iterations failed: RuntimeError: not today"):
+        run_rules(Analysis(load([NCHW])), RuleOptions(search_config=False))
+
+
+def test_a_failing_iteration_finder_exits_3(monkeypatch, capsys) -> None:
+    import dnnlens.analysis.analysis as analysis_module
+    from dnnlens.cli import app
+
+    def boom(*a, **k):
+        raise RuntimeError("not today")
+
+    monkeypatch.setattr(analysis_module, "find_iterations", boom)
+    result = CliRunner().invoke(app, ["analyze", NCHW, "-q"])
+    assert result.exit_code == 3, result.output
+    assert "not today" in result.output and "Traceback" not in result.output
+
+
+def test_a_failing_graph_exits_3(monkeypatch) -> None:
+    import dnnlens.analysis.graph as graph_module
+    from dnnlens.cli import app
+
+    def boom(*a, **k):
+        raise ValueError("no graph")
+
+    monkeypatch.setattr(graph_module, "build_graph", boom)
+    result = CliRunner().invoke(app, ["analyze", NCHW, "-q", "-f", "json"])
+    assert result.exit_code == 3, result.output
+    assert "graph failed: ValueError: no graph" in result.output
 
 
 class _FakeDist:

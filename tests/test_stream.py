@@ -144,26 +144,27 @@ def _log_ending_in_a_profile(tmp_path: Path) -> Path:
 
 
 def test_streamed_file_links_its_profiler_table_like_a_loaded_one(tmp_path: Path) -> None:
-    from dnnlens.analysis.result import analyze_log
+    from dnnlens.analysis.analysis import Analysis, AnalysisOptions
     from dnnlens.reading import load
     from dnnlens.reading.stream import analyze_file_streaming
 
     path = _log_ending_in_a_profile(tmp_path)
-    loaded = analyze_log(load([str(path)]), window_events=None)
-    streamed = analyze_file_streaming(str(path), window_events=1000)
-    assert streamed.extras["stream"]["events_total"] > 1000  # events were dropped
+    loaded = Analysis(load([str(path)]), AnalysisOptions(window_events=None)).framework_links
+    streamed_analysis = analyze_file_streaming(str(path), window_events=1000)
+    assert streamed_analysis.log.window.events_total > 1000  # events were dropped
+    streamed = streamed_analysis.framework_links
     # hand count (tests/test_linking.py): the profiled region holds 45 primitives
-    assert loaded.extras["framework_link"]["runs"][0]["primitives_linked"] == 45
+    assert loaded["framework_link"]["runs"][0]["primitives_linked"] == 45
     for key in ("framework_ops", "framework_ops_without_onednn"):
-        assert streamed.extras[key] == loaded.extras[key], key
-    assert streamed.extras["framework_link"]["runs"] == loaded.extras["framework_link"]["runs"]
+        assert streamed[key] == loaded[key], key
+    assert streamed["framework_link"]["runs"] == loaded["framework_link"]["runs"]
 
 
 def test_streamed_file_says_when_its_table_lost_its_primitives(tmp_path: Path) -> None:
     from dnnlens.reading.stream import analyze_file_streaming
 
     path = _log_ending_in_a_profile(tmp_path)
-    streamed = analyze_file_streaming(str(path), window_events=10)
-    assert "framework_ops" not in streamed.extras
-    (note,) = streamed.extras["framework_link"]["notes"]
+    streamed = analyze_file_streaming(str(path), window_events=10).framework_links
+    assert "framework_ops" not in streamed
+    (note,) = streamed["framework_link"]["notes"]
     assert "profiler table not linked" in note and "--window" in note

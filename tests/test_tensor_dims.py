@@ -347,7 +347,7 @@ def test_binary_v2_0_dst_now_feeds_the_sum_in_the_graph():
     # 2x16x14x14 abcd sources. The graph's old copy had no dst for the binary, so the
     # sum's second source went to an older reorder (n3) with the same dims; it is the
     # binary's output, the nearest producer.
-    g = build_graph(load([str(LEGACY / "onednn-2.0.0.log")]))
+    g = build_graph(load([str(LEGACY / "onednn-2.0.0.log")]).events)
     preds = sorted(g.digraph.predecessors("n11_sum"))
     assert preds == ["n10_binary", "n4_eltwise"]
     assert g.digraph.node("n10_binary")["kind"] == "binary"

@@ -36,6 +36,10 @@ class Finding:
     evidence: list[Evidence] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
     fix: str = ""
+    #: The steady time per typical iteration this finding accounts for (None: not a time).
+    impact_ms_per_iteration: float | None = None
+    #: The rule's one-line description ("Reorders take a large share of each iteration.").
+    title: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON shape of a finding (keys ``rule, code, severity, message, evidence``)."""
@@ -47,4 +51,6 @@ class Finding:
             "evidence": [{"path": e.path, "line": e.line} for e in self.evidence],
             "data": self.data,
             "fix": self.fix,
+            "impact_ms_per_iteration": self.impact_ms_per_iteration,
+            "title": self.title,
         }

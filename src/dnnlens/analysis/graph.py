@@ -1,6 +1,6 @@
 """The primitive-level op graph of one steady-state iteration, with stats from all of them.
 
-:func:`build_graph` turns a :class:`~dnnlens.model.ParsedLog` into an :class:`OpGraph`:
+:func:`build_graph` turns an event table (:mod:`dnnlens.model`) into an :class:`OpGraph`:
 
 * **nodes** are primitives at their position in the iteration: position ``k`` of the
   iteration template (see :mod:`dnnlens.analysis.iterations`) is node ``n<k>_<kind>``.
@@ -39,6 +39,7 @@ node             node id (``n7_reorder``, ``x0_reorder``)
 position         position in the iteration template, -1 for extra nodes
 steady           True when the reorder is part of every steady iteration (a template node)
 count            executions aligned to this node over the whole log
+steady_count     of which in steady-state passes (:mod:`dnnlens.analysis.steady`)
 iterations       distinct iterations it ran in
 time_ms          total execution time, ms
 mean_ms          mean execution time, ms
@@ -68,7 +69,7 @@ record           id of its line in ``ParsedLog.records`` (the ``record`` event c
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
@@ -85,7 +86,6 @@ from dnnlens.analysis.tensor_dims import (
     list_tensor_dims,
     named_tensor_dims,
 )
-from dnnlens.model import ParsedLog
 from dnnlens.parsers.fields import parse_attrs, parse_aux, parse_mds, parse_problem
 
 if TYPE_CHECKING:
@@ -94,13 +94,15 @@ if TYPE_CHECKING:
 __all__ = ["NODE_COLUMNS", "REORDER_COLUMNS", "OpGraph", "Tensor", "build_graph", "op_tensors"]
 
 REORDER_COLUMNS: tuple[str, ...] = (
-    "node", "position", "steady", "count", "iterations", "time_ms", "mean_ms", "p50_ms",
+    "node", "position", "steady", "count", "steady_count", "iterations", "time_ms", "mean_ms",
+    "p50_ms",
     "p95_ms", "dims", "src_layout", "dst_layout", "src_dtype", "dst_dtype", "converts",
     "tensor", "round_trip", "round_trip_with", "producer", "consumer", "consumer_kind",
     "consumer_arg", "impl", "example", "record",
 )  # fmt: skip
 NODE_COLUMNS: tuple[str, ...] = (
-    "node", "position", "steady", "kind", "impl", "prop_kind", "count", "iterations",
+    "node", "position", "steady", "kind", "impl", "prop_kind", "count", "steady_count",
+    "iterations",
     "time_ms", "mean_ms", "p50_ms", "p95_ms", "src_layout", "dst_layout", "dtype", "post_ops",
     "problem", "mds", "example", "record",
 )  # fmt: skip
@@ -242,6 +244,15 @@ class OpGraph:
     iterations: Iterations
     nodes: pd.DataFrame
     reorders: pd.DataFrame
+    #: Event-table rows of the exec events, and the node (a ``nodes`` row number) of each.
+    exec_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    exec_node: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def node_of_rows(self, rows: np.ndarray) -> list[str]:
+        """The node name of each of some exec rows of the event table."""
+        at = np.searchsorted(self.exec_rows, rows)
+        names = self.nodes["node"].tolist()
+        return [names[int(self.exec_node[k])] for k in at]
 
     @cached_property
     def graph(self) -> nx.DiGraph:
@@ -441,13 +452,18 @@ def _search(
     return best if best is not None else fallback
 
 
-def build_graph(log: ParsedLog, iterations: Iterations | None = None) -> OpGraph:
-    """The op graph of one steady iteration of ``log``, with stats from all iterations.
+def build_graph(
+    events: pd.DataFrame,
+    iterations: Iterations | None = None,
+    steady: np.ndarray | None = None,
+) -> OpGraph:
+    """The op graph of one steady iteration of an event table, with stats from all passes.
 
     ``iterations`` defaults to :func:`~dnnlens.analysis.iterations.find_iterations` of the
-    log's events (pass one found with marker lines to override the detection).
+    events (pass one found with marker lines to override the detection); ``steady`` is the
+    steady-state mask of the event rows (:mod:`dnnlens.analysis.steady`) that
+    ``steady_count`` counts (every row by default).
     """
-    events = log.events
     iters = iterations if iterations is not None else find_iterations(events)
     is_exec = category_mask(events["operation"], lambda v: v == "exec")
     ex_rows = np.flatnonzero(is_exec)
@@ -472,6 +488,8 @@ def build_graph(log: ParsedLog, iterations: Iterations | None = None) -> OpGraph
 
     times = events["time_ms"].to_numpy(dtype=np.float64)[ex_rows]
     st = _stats(node, times, itr, n_nodes)
+    in_steady = np.ones(len(ex_rows), dtype=bool) if steady is None else steady[ex_rows]
+    st["steady_count"] = np.bincount(node[in_steady], minlength=n_nodes).astype(np.int64)
     # representative row of each node: its first execution
     first_row = np.full(n_nodes, -1, dtype=np.int64)
     uniq, first_idx = np.unique(node, return_index=True)
@@ -515,6 +533,7 @@ def build_graph(log: ParsedLog, iterations: Iterations | None = None) -> OpGraph
             "impl": cols["impl"][i],
             "prop_kind": cols["prop_kind"][i],
             "count": int(st["count"][i]),
+            "steady_count": int(st["steady_count"][i]),
             "iterations": int(st["iterations"][i]),
             "time_ms": float(st["time_ms"][i]),
             "mean_ms": float(st["mean_ms"][i]),
@@ -538,7 +557,10 @@ def build_graph(log: ParsedLog, iterations: Iterations | None = None) -> OpGraph
 
     reorders = _classify_reorders(graph, names, tensors, records)
     nodes_df = pd.DataFrame(records, columns=list(NODE_COLUMNS))
-    return OpGraph(digraph=graph, iterations=iters, nodes=nodes_df, reorders=reorders)
+    return OpGraph(
+        digraph=graph, iterations=iters, nodes=nodes_df, reorders=reorders,
+        exec_rows=ex_rows, exec_node=node,
+    )  # fmt: skip
 
 
 def _edge_sequences(
@@ -639,7 +661,8 @@ def _classify_reorders(
         partners = sorted(a["partners"], key=lambda n: index[n])  # type: ignore[arg-type]
         row = {
             "node": rec["node"], "position": rec["position"], "steady": rec["steady"],
-            "count": rec["count"], "iterations": rec["iterations"], "time_ms": rec["time_ms"],
+            "count": rec["count"], "steady_count": rec["steady_count"],
+            "iterations": rec["iterations"], "time_ms": rec["time_ms"],
             "mean_ms": rec["mean_ms"], "p50_ms": rec["p50_ms"], "p95_ms": rec["p95_ms"],
             "dims": (src or dst).dims_text if (src or dst) else "?",  # type: ignore[union-attr]
             "src_layout": src.layout if isinstance(src, Tensor) else "",
@@ -663,6 +686,7 @@ def _classify_reorders(
         {
             "position": "int64",
             "count": "int64",
+            "steady_count": "int64",
             "iterations": "int64",
             "steady": "bool",
             "round_trip": "bool",

@@ -1,10 +1,13 @@
 """What-if projection: the iteration time after removing reorders, fusing eltwise, or bf16.
 
-The unit is one steady iteration (:mod:`dnnlens.analysis.iterations`): its primitives in
-order (*steps*), each with a typical time per iteration, the median (default) or the mean
-over the steady iterations. The baseline is their sum: oneDNN time per iteration (framework
-time between primitives is not in the log). A change rewrites some steps; every rewritten
-number says where it came from:
+The unit is one steady iteration of the analysis (:mod:`dnnlens.analysis.steady`): the
+primitives of one steady pass in order (*steps*), each with its typical run
+(:mod:`dnnlens.analysis.timing`: the median over the steady passes, the fastest below three
+runs). The baseline is **the typical iteration** that ``analyze`` and ``diff`` print: the
+steps plus, when some steady passes differ from the one shown, the difference as one more
+term (``other_ms``: executions that not every pass runs). Framework time between primitives
+is not in the log. A change rewrites some steps; every rewritten number says where it came
+from:
 
 * ``log``: a time measured in this log (the removed reorder's own time);
 * ``measured``: the same primitive (kind, problem, direction) measured in another layout
@@ -29,8 +32,7 @@ from typing import Any
 import numpy as np
 
 from dnnlens.analysis.costmodel import primitive_cost
-from dnnlens.analysis.iterations import Iterations, find_iterations
-from dnnlens.analysis.machine import Machine, isa_gain, machine_for_log
+from dnnlens.analysis.machine import Machine, isa_gain
 from dnnlens.parsers.fields import parse_attrs, parse_aux, parse_mds
 
 __all__ = [
@@ -92,6 +94,7 @@ class Step:
     producers: list[int] = field(default_factory=list)
     consumers: list[int] = field(default_factory=list)
     example: str = ""
+    node: str = ""  # its node in the op graph
 
     @property
     def direction(self) -> str:
@@ -127,26 +130,36 @@ class Step:
 
     @property
     def name(self) -> str:
-        """Node name as in the op graph (``n3_reorder``)."""
-        return f"n{self.position}_{self.kind or 'op'}"
+        """Node name in the op graph (``n3_reorder``)."""
+        return self.node or f"n{self.position}_{self.kind or 'op'}"
+
+
+#: How a step's time is taken (:mod:`dnnlens.analysis.timing`).
+STATISTIC = "typical run (median over the steady passes; fastest below 3 runs)"
 
 
 @dataclass
 class StepTable:
-    """The steps of one input's steady iteration, and per-record times over those iterations."""
+    """The steps of one steady pass, and the typical iteration they add up to.
+
+    ``baseline_ms`` is the analysis's typical iteration; ``other_ms`` the part of it that
+    the shown pass does not run (baseline - sum of the steps); ``pass_index`` the pass the
+    steps come from (-1: the whole log, no repeating iteration was found).
+    """
 
     source: str
     steps: list[Step]
     iterations_used: int
-    statistic: str
-    iteration_ms: float | None  # the statistic over the used iterations' totals
-    record_times: dict[int, list[float]] = field(default_factory=dict)
+    baseline_ms: float
+    other_ms: float = 0.0
+    pass_index: int = -1
+    statistic: str = STATISTIC
     notes: list[str] = field(default_factory=list)
 
     @property
     def total_ms(self) -> float:
-        """Baseline: sum of the steps' typical times."""
-        return float(sum(s.time_ms for s in self.steps))
+        """Baseline: the typical iteration."""
+        return self.baseline_ms
 
 
 @dataclass
@@ -216,137 +229,90 @@ class Projection:
     combined: ChangeResult | None
     measured: list[StepTable] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        """The ``project --format json`` document."""
-        t = self.table
-        return {
-            "log": t.source, "statistic": t.statistic, "iterations_used": t.iterations_used,
-            "baseline_ms": t.total_ms, "iteration_ms": t.iteration_ms, "notes": t.notes,
-            "steps": [{"position": s.position, "node": s.name, "kind": s.kind,
-                       "impl": s.impl, "problem": s.problem, "time_ms": s.time_ms,
-                       "tensor": s.tensor} for s in t.steps],
-            "machine": self.machine.to_dict(),
-            "measured_logs": [{"log": m.source, "baseline_ms": m.total_ms,
-                               "iteration_ms": m.iteration_ms,
-                               "iterations_used": m.iterations_used} for m in self.measured],
-            "changes": [c.to_json() for c in self.changes],
-            "combined": self.combined.to_json() if self.combined else None,
-        }  # fmt: skip
-
 
 # ---------------------------------------------------------------------------------------
 # the steps of a steady iteration
 
 
-def _stat(values: list[float] | np.ndarray, statistic: str) -> float:
-    arr = np.asarray(values, dtype=float)
-    arr = arr[~np.isnan(arr)]
-    if arr.size == 0:
-        return 0.0
-    return float(np.median(arr) if statistic == "median" else arr.mean())
+def _chosen_pass(analysis: Any) -> tuple[int, np.ndarray, list[str]]:
+    """The pass whose steps are shown: the first steady pass with the template sequence."""
+    st = analysis.steady
+    ex_rows = np.flatnonzero(
+        (analysis.events["operation"] == "exec").to_numpy()
+        & (analysis.events["kind"] != "graph_partition").to_numpy()
+    )
+    times = st.times
+    if not st.found:
+        return -1, ex_rows, ["no repeating iteration found: the whole log is one iteration"]
+    regular = times[times["steady"] & times["regular"]]
+    notes = []
+    if regular.empty:
+        regular = times[times["steady"]]
+        notes.append("no steady pass runs the repeating sequence exactly: the first shown")
+    pick = int(regular["iteration"].iloc[0])
+    it = analysis.events["iteration"].to_numpy()
+    return pick, ex_rows[it[ex_rows] == pick], notes
 
 
-def iteration_steps(
-    log: Any, iterations: Iterations | None = None, statistic: str = "median"
-) -> StepTable:
-    """The steps of ``log``'s steady iteration with their typical (median/mean) times."""
-    ev = log.events
+def iteration_steps(analysis: Any) -> StepTable:
+    """The steps of one steady pass of ``analysis``, timed by their typical runs."""
+    ev = analysis.events
+    log = analysis.log
     source = ", ".join(s.path for s in log.scans) or "<log>"
-    if ev.empty:
-        return StepTable(source, [], 0, statistic, None, notes=["no primitive executions"])
-    iters = iterations if iterations is not None else find_iterations(ev)
-    is_exec = (
-        (ev["operation"].astype(str) == "exec") & (ev["kind"].astype(str) != "graph_partition")
-    ).to_numpy()
-    itr = iters.iteration if len(iters.iteration) == len(ev) else np.full(len(ev), -1)
-    times = iters.times
-    notes: list[str] = []
-    chosen = times[(~times["warmup"]) & times["regular"]]
-    if chosen.empty:
-        chosen = times[times["regular"]]
-        if not chosen.empty:
-            notes.append("no steady iteration: warm-up iterations used")
-    if chosen.empty and len(times):
-        chosen = times.iloc[:1]
-        notes.append("no regular iteration: the first iteration used as it is")
-    rows_by_iter = [np.flatnonzero(is_exec & (itr == g)) for g in chosen["iteration"]]
-    if not rows_by_iter:
-        rows_by_iter = [np.flatnonzero(is_exec)]
-        notes.append("no iterations found: the whole log is one iteration")
-    p = min(len(r) for r in rows_by_iter)
-    rows_by_iter = [r[:p] for r in rows_by_iter if len(r) >= p]
-    t_all = ev["time_ms"].to_numpy(dtype=float)
+    typical = analysis.typical
+    if not len(analysis.execs):
+        return StepTable(source, [], 0, 0.0, notes=["no primitive executions"])
+    pick, rows, notes = _chosen_pass(analysis)
+    terms = typical.terms.set_index("node")
+    run = terms["run_ms"].to_dict()
+    samples = terms["steady_count"].to_dict()
     rec_all = ev["record"].to_numpy(dtype=np.int64)
     line_all = ev["line"].to_numpy()
-    matrix = np.vstack([t_all[r] for r in rows_by_iter]) if p else np.zeros((0, 0))
-    first = rows_by_iter[0]
+    inputs = ev["input"].astype(str).to_numpy()
+    nodes = analysis.graph.node_of_rows(rows)
     steps: list[Step] = []
-    for k in range(p):
-        rec = log.records[int(rec_all[first[k]])]
-        steps.append(Step(
-            position=k, record=int(rec_all[first[k]]), kind=rec.kind, impl=rec.impl,
-            prop_kind=rec.prop_kind, problem=rec.problem, mds=rec.mds, attrs=rec.attrs,
-            aux=rec.aux, time_ms=_stat(matrix[:, k], statistic),
-            samples=int(np.count_nonzero(~np.isnan(matrix[:, k]))),
-            example=f"{ev['input'].iloc[first[k]]}:{int(line_all[first[k]])}",
-        ))  # fmt: skip
-    record_times: dict[int, list[float]] = defaultdict(list)
-    for r in rows_by_iter:
-        for i in r:
-            record_times[int(rec_all[i])].append(float(t_all[i]))
-    untimed = sum(1 for s in steps if s.samples == 0)
+    for k, row in enumerate(rows.tolist()):
+        rid = int(rec_all[row])
+        rec = log.records[rid]
+        t = float(run.get(nodes[k], 0.0))
+        steps.append(
+            Step(
+                position=k, record=rid, kind=rec.kind, impl=rec.impl,
+                prop_kind=rec.prop_kind, problem=rec.problem, mds=rec.mds, attrs=rec.attrs,
+                aux=rec.aux, time_ms=t if t == t else 0.0,
+                samples=int(samples.get(nodes[k], 0)),
+                example=f"{inputs[row]}:{int(line_all[row])}", node=nodes[k],
+            )
+        )  # fmt: skip
+    untimed = int(analysis.execs["time_ms"].isna().sum())
     if untimed:
-        notes.append(f"{untimed} of {len(steps)} primitives print no time: counted as 0 ms")
-    totals = [float(np.nansum(t_all[r])) for r in rows_by_iter]
-    table = StepTable(
-        source,
-        steps,
-        len(rows_by_iter),
-        statistic,
-        _stat(totals, statistic) if totals else None,
-        dict(record_times),
-        notes,
-    )
-    _link(log, iters, table)
+        notes.append(f"{untimed} primitive executions print no time: counted as 0 ms")
+    other = typical.ms - float(sum(s.time_ms for s in steps))
+    if abs(other) <= 1e-9 * max(typical.ms, 1.0):
+        other = 0.0
+    else:
+        notes.append(
+            f"{other:+.4f} ms per iteration run in other steady passes but not in the one "
+            "shown (executions not every pass runs): kept as they are"
+        )
+    table = StepTable(source, steps, analysis.steady.divisor, typical.ms, other, pick, notes=notes)
+    _link(analysis, table)
     return table
 
 
-def _link(log: Any, iters: Iterations, table: StepTable) -> None:
-    """Reorder classes and producer/consumer positions, from the op graph when it builds."""
+def _link(analysis: Any, table: StepTable) -> None:
+    """Reorder classes and producer/consumer positions, from the analysis's op graph."""
+    graph = analysis.graph
+    tensor = dict(zip(graph.reorders["node"], graph.reorders["tensor"], strict=True))
+    pos = {s.node: s.position for s in table.steps}
     steps = table.steps
-    try:
-        from dnnlens.analysis.graph import build_graph
-
-        g = build_graph(log, iters)
-        pos = {str(r.node): int(r.position) for r in g.nodes.itertuples() if r.position >= 0}
-        if len(pos) != len(steps):
-            raise ValueError("op graph positions do not match the iteration")
-        for r in g.reorders.itertuples():
-            if 0 <= int(r.position) < len(steps):
-                steps[int(r.position)].tensor = str(r.tensor)
-        for a, b in g.digraph.edges():
-            if a in pos and b in pos:
-                steps[pos[a]].consumers.append(pos[b])
-                steps[pos[b]].producers.append(pos[a])
-        return
-    except Exception as exc:  # the graph is optional: fall back to sequence neighbours
-        table.notes.append(
-            f"op graph unavailable ({type(exc).__name__}): reorders classified "
-            "by weight dims, neighbours taken in sequence"
-        )
-    weight_dims = set()
     for s in steps:
-        c = primitive_cost(s.kind, s.problem, s.mds, s.prop_kind, s.aux, s.attrs)
-        if c and s.kind != "reorder":
-            weight_dims |= {t.dims for t in c.tensors if t.arg.startswith(("wei", "diff_wei"))}
-    for i, s in enumerate(steps):
         if s.kind == "reorder":
-            c = primitive_cost(s.kind, s.problem, s.mds, s.prop_kind, s.aux, s.attrs)
-            dims = c.tensors[0].dims if c and c.tensors else None
-            s.tensor = "weight" if dims in weight_dims else "activation"
-        if i > 0:
-            s.producers.append(i - 1)
-            steps[i - 1].consumers.append(i)
+            s.tensor = str(tensor.get(s.node, ""))
+    for a, b in graph.digraph.edges():
+        if a in pos and b in pos:
+            steps[pos[a]].consumers.append(pos[b])
+            steps[pos[b]].producers.append(pos[a])
 
 
 # ---------------------------------------------------------------------------------------
@@ -381,9 +347,9 @@ def _alternatives(
             continue
         c = same[occurrence] if occurrence < len(same) else same[-1]
         how = (
-            f"{table.statistic} of {c.samples} steady calls at the same position"
+            f"typical run of {c.samples} steady calls, same occurrence in the pass"
             if occurrence < len(same)
-            else f"{table.statistic} of a later call"
+            else "typical run of a later call"
         )
         return _Alt(
             c.time_ms,
@@ -443,10 +409,11 @@ class _State:
 
     def result(self, change: str) -> ChangeResult:
         adj = sorted(self.adjustments.values(), key=lambda a: a.position)
+        saving = float(sum(a.before_ms - a.after_ms for a in adj))
         return ChangeResult(
             change,
             self.table.total_ms,
-            float(sum(self.times.values())),
+            self.table.total_ms - saving,
             adj,
             list(self.assumptions),
             list(self.warnings),
@@ -703,20 +670,19 @@ def normalize_changes(
 
 
 def project(
-    log: Any,
+    analysis: Any,
     changes: list[str],
     machine: Machine | None = None,
     measured: list[Any] | None = None,
-    statistic: str = "median",
 ) -> Projection:
     """Project each change alone and all together (see the module docstring).
 
-    ``log`` and each of ``measured`` are :class:`~dnnlens.model.ParsedLog`; ``machine``
-    defaults to the nominal machine of the log's header.
+    ``analysis`` and each of ``measured`` are :class:`~dnnlens.analysis.analysis.Analysis`;
+    ``machine`` defaults to the nominal machine of the log's header.
     """
-    header = machine_for_log(log)
+    header = analysis.machine
     m = machine or header
-    table = iteration_steps(log, statistic=statistic)
+    table = iteration_steps(analysis)
     if (
         machine is not None
         and header.sources.get("threads") == "header"
@@ -726,7 +692,7 @@ def project(
             f"the log ran with {header.threads} threads, the machine profile "
             f"describes {machine.threads}: its peaks may not apply"
         )
-    others = [iteration_steps(x, statistic=statistic) for x in (measured or [])]
+    others = [iteration_steps(x) for x in (measured or [])]
     ctx = _Context(m, others)
     order = {c: i for i, c in enumerate(CHANGES)}
     chosen = sorted(dict.fromkeys(changes), key=lambda c: order.get(c, 99))

@@ -166,9 +166,10 @@ def analyze(
     ),
 ) -> None:
     """Parse oneDNN verbose logs and show where the time went."""
+    from dnnlens.analysis.analysis import Analysis, AnalysisOptions
     from dnnlens.analysis.findings import severity_rank
-    from dnnlens.analysis.result import analyze_log
-    from dnnlens.rules.engine import RuleOptions, RuleSetupError, run_rules
+    from dnnlens.rules.engine import RuleOptions, RuleSetupError
+    from dnnlens.rules.verdict import apply_rules
 
     if paths == ["-"]:
         from dnnlens.reading.live import analyze_stream
@@ -196,9 +197,11 @@ def analyze(
         from dnnlens.report.console import load_inputs
 
         log = load_inputs(paths, quiet, jobs=jobs or default_jobs())
-        if not log.scans and log.framework is None:  # issue 3: a trace alone is an input
+        if not log.scans and log.framework is None:  # a trace alone is an input
             raise _fail("; ".join(log.input_errors) or "no input")
-        analysis = analyze_log(log, window_events=window or None, skip=skip)
+        analysis = Analysis(
+            log, AnalysisOptions(window_events=window or None, skip_iterations=skip)
+        )
     options = RuleOptions(
         rule_paths=list(rules),
         select=list(select),
@@ -206,7 +209,7 @@ def analyze(
         config_path=str(config) if config else None,
     )
     try:
-        analysis.findings = run_rules(analysis, options)
+        apply_rules(analysis.prepare(), options)
     except RuleSetupError as exc:
         raise _fail(str(exc)) from None
     from dnnlens.report.output import render_analysis

@@ -65,7 +65,7 @@ def perfetto(
     quiet: bool = _QUIET,
 ) -> None:
     """Chrome trace-event JSON for ui.perfetto.dev: one slice per primitive execution."""
-    from dnnlens.analysis.result import analyze_log
+    from dnnlens.analysis.analysis import Analysis, AnalysisOptions
     from dnnlens.report.console import note
     from dnnlens.report.perfetto import TraceOptions, parse_window, write_trace
 
@@ -73,7 +73,7 @@ def perfetto(
         window = parse_window(iterations) if iterations else None
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    analysis = analyze_log(_load(paths, quiet))
+    analysis = Analysis(_load(paths, quiet), AnalysisOptions(window_events=None))
     analysis.findings = _findings(analysis)
     options = TraceOptions(window=window, include_creates=not no_creates, max_events=max_events)
     try:

@@ -55,8 +55,8 @@ def register(app: typer.Typer) -> None:
         if not log.scans or errors:
             raise _fail("; ".join(e for e in errors if e) or "no input")
 
-        from dnnlens.analysis.graph import build_graph
-        from dnnlens.analysis.iterations import find_iterations, marker_lines
+        from dnnlens.analysis.analysis import Analysis, AnalysisOptions
+        from dnnlens.analysis.iterations import marker_lines
         from dnnlens.report.graph_export import render
         from dnnlens.report.output import emit_text
 
@@ -66,7 +66,8 @@ def register(app: typer.Typer) -> None:
                 markers = {s.path: marker_lines(s.path, pattern) for s in log.scans}
             except (ValueError, InputError, OSError) as exc:
                 raise _fail(f"--marker: {exc}") from None
-        text = render(build_graph(log, find_iterations(log.events, markers)), fmt.value)
+        analysis = Analysis(log, AnalysisOptions(window_events=None, marker_lines=markers))
+        text = render(analysis.graph, fmt.value)
         try:
             emit_text(text, output)
         except OSError as exc:

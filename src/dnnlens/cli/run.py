@@ -64,7 +64,8 @@ def register(app: typer.Typer) -> None:
 
         from dnnlens.reading.live import analyze_stream
         from dnnlens.report.output import render_analysis
-        from dnnlens.rules.engine import RuleOptions, run_rules
+        from dnnlens.rules.engine import RuleOptions
+        from dnnlens.rules.verdict import apply_rules
 
         command = list(ctx.args)
         if command and command[0] == "--":
@@ -90,8 +91,8 @@ def register(app: typer.Typer) -> None:
                 live_console=live_console,
             )
         code = proc.wait()
-        analysis.findings = run_rules(analysis, RuleOptions())
-        analysis.extras["run"] = {"command": command, "exit_code": code, "log": str(log_path)}
+        apply_rules(analysis.prepare(), RuleOptions())
+        analysis.run_info = {"command": command, "exit_code": code, "log": str(log_path)}
         render_analysis(analysis, fmt, output)
         say("note", f"log kept in {log_path}; the program exited with {code}")
         raise typer.Exit(code)

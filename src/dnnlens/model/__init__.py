@@ -43,7 +43,7 @@ from dnnlens.parsers.fields import split_impl
 from dnnlens.parsers.records import LineRecord
 from dnnlens.parsers.scanner import InputScan
 
-if TYPE_CHECKING:  # issue 3: framework profiler data (imported lazily by dnnlens.reading)
+if TYPE_CHECKING:  # framework profiler data (imported lazily by dnnlens.reading)
     from dnnlens.parsers.torch_trace import FrameworkData
 
 #: Record attributes copied into string (categorical) columns.
@@ -153,9 +153,28 @@ def build_diagnostics(scans: list[InputScan], records: list[LineRecord]) -> pd.D
     return pd.DataFrame(data, columns=list(DIAGNOSTIC_COLUMNS))
 
 
+@dataclass(frozen=True)
+class ReadWindow:
+    """The reader kept only the last events of a long stream (``events`` is that window).
+
+    ``events_total`` events were read; ``first_line`` is the line of the first one kept;
+    ``dropped_last_line`` the line of the last one that left the window (-1: none did).
+    """
+
+    events_total: int
+    first_line: int
+    dropped_last_line: int = -1
+
+
 @dataclass
 class ParsedLog:
-    """The parsed form of a set of inputs: per-input scans, distinct records, tables."""
+    """The parsed form of a set of inputs: per-input scans, distinct records, tables.
+
+    When the reader kept only a window of the events (a long stream), ``window`` says so,
+    ``record_stats`` holds the exact per-record statistics of every event read
+    (:mod:`dnnlens.model.stats`) and ``diagnostic_counts`` the count of every diagnostic
+    line by operation; otherwise they are ``None`` and come from the tables.
+    """
 
     scans: list[InputScan]
     records: list[LineRecord]
@@ -163,5 +182,8 @@ class ParsedLog:
     events: pd.DataFrame
     diagnostics: pd.DataFrame
     input_errors: list[str]
-    #: issue 3: PyTorch profiler traces and key_averages tables found among the inputs
+    #: PyTorch profiler traces and key_averages tables found among the inputs
     framework: FrameworkData | None = None
+    window: ReadWindow | None = None
+    record_stats: pd.DataFrame | None = None
+    diagnostic_counts: dict[str, int] | None = None

@@ -19,7 +19,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from dnnlens.analysis.result import Analysis
+from dnnlens.analysis.analysis import Analysis
 from dnnlens.analysis.summary import Summary
 from dnnlens.io import inputs
 from dnnlens.io.inputs import ReadStats

@@ -14,10 +14,10 @@ from collections import Counter
 
 import numpy as np
 
-from dnnlens.analysis.result import Analysis, add_primitives
+from dnnlens.analysis.analysis import Analysis
 from dnnlens.analysis.summary import Summary, summarize_stats
 from dnnlens.io.inputs import InputSource, ReadStats, open_blocks
-from dnnlens.model import ParsedLog, build_diagnostics, build_events
+from dnnlens.model import ParsedLog, ReadWindow, build_diagnostics, build_events
 from dnnlens.model.stats import StatsAccumulator
 from dnnlens.parsers.bulk import BulkScan
 from dnnlens.parsers.merge import merge_header
@@ -151,6 +151,7 @@ class StreamAnalyzer:
         t = self.total
         t.event_line, t.event_record = window.event_line, window.event_record
         t.event_time, t.event_timestamp = window.event_time, window.event_timestamp
+        lines = window.event_line
         log = ParsedLog(
             scans=[t],
             records=self.scanner.records,
@@ -158,23 +159,23 @@ class StreamAnalyzer:
             events=build_events([window], self.scanner.records),
             diagnostics=build_diagnostics([window], self.scanner.records),
             input_errors=[],
+            window=ReadWindow(
+                events_total=int(self.stats.frame()["count"].sum()),
+                first_line=int(lines[0]) if len(lines) else 0,
+                dropped_last_line=self.dropped_last_line,
+            ),
+            record_stats=self.stats.frame(),
+            diagnostic_counts=dict(self.diagnostic_counts),
         )
-        summary = self.summary()
-        analysis = Analysis(log=log, summary=summary)
+        analysis = Analysis(log)
         if self.finder is not None:
             self._link_tables(analysis)
-        add_primitives(analysis, stats=self.stats.frame())
-        analysis.extras["stream"] = {
-            "window_events": self.window_events,
-            "events_in_window": len(window.event_line),
-            "events_total": int(self.stats.frame()["count"].sum()),
-        }
         return analysis
 
     def _link_tables(self, analysis: Analysis) -> None:
         """Link the profiler tables found in the stream whose profiled region is still in
         the window of events; say so for the others (their primitives are gone)."""
-        from dnnlens.analysis.linking import framework_extras, table_region_start
+        from dnnlens.analysis.linking import table_region_start
         from dnnlens.parsers.torch_trace import FrameworkData
 
         finder = self.finder
@@ -194,17 +195,8 @@ class StreamAnalyzer:
                     f"its profiled region were not all kept (the stream keeps the last "
                     f"{self.window_events:,}); give a larger --window"
                 )
-        analysis.log.framework = data if data.tables else None
-        extras = framework_extras(analysis.log) if data.tables else {}
-        events = analysis.log.events
-        gone = analysis.summary.exec_count - int((events["operation"] == "exec").sum())
-        for run in extras.get("framework_link", {}).get("runs", []):
-            if "outside_window" in run:  # the executions that left the window are outside too
-                run["outside_window"] += gone
-        if notes:
-            link = extras.setdefault("framework_link", {"runs": [], "notes": []})
-            link["notes"] = notes + link["notes"]
-        analysis.extras.update(extras)
+        data.errors = notes + data.errors
+        analysis.log.framework = data if data.tables or notes else None
 
 
 #: A single log file at least this large is analysed by streaming (bounded memory).

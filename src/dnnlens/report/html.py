@@ -1,35 +1,36 @@
 """The self-contained HTML report: one file, inline CSS and SVG, no script, nothing fetched.
 
-Sections, top to bottom: the verdict (what share of the time reorders take), headline
-cards, the time by kind as one bar, one iteration in order (where the reorders sit), time
-per iteration, the reorder flow from layout to layout, time by kind and by implementation,
-the top primitives, the findings with their evidence lines, and the inputs.
+Top to bottom: the banner (the finding that costs the most per iteration, whatever rule it
+is, with a link to every finding), a table of contents, headline cards, the findings with
+their fix and evidence, then the detail: where the time went, framework ops (when a profiler
+trace or table was given), one iteration in order, time per pass, the reorders, time by kind
+and implementation, the roofline, the top primitives and the inputs.
 
-Every string that comes from a log (paths, implementation names, problems, layouts,
-messages, evidence lines) goes through :func:`~dnnlens.report.svg_charts.esc`: logs are
-untrusted input, and the page carries no ``<script>`` of its own.
+Every figure is the analysis's own (:class:`~dnnlens.analysis.analysis.Analysis`): this
+module computes none. Shares are of the typical steady iteration unless a label says "raw"
+(summed time fields of all passes). Every string that comes from a log (paths,
+implementation names, problems, layouts, messages, evidence lines) goes through
+:func:`~dnnlens.report.svg_charts.esc`: logs are untrusted input, and the page carries no
+``<script>`` of its own.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
-from functools import cached_property
+import re
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from dnnlens._version import __version__
-from dnnlens.analysis.diff import IterationInfo, flow_label, iteration_info, md_layouts
+from dnnlens.analysis.analysis import Analysis
 from dnnlens.analysis.findings import Finding
-from dnnlens.analysis.result import Analysis
-from dnnlens.analysis.summary import primitive_execs
+from dnnlens.analysis.layouts import flow_label, md_layouts
+from dnnlens.fmt import ms, ms_cell, pct, pct_cell
 from dnnlens.io.inputs import InputSource, ReadStats, iter_lines
-from dnnlens.model import ParsedLog
+from dnnlens.report import verdict_text
 from dnnlens.report.svg_charts import (
     Bar,
     Column,
@@ -39,7 +40,6 @@ from dnnlens.report.svg_charts import (
     color_for,
     esc,
     flow_chart,
-    fmt_ms,
     hbar_chart,
     legend,
     share_bar,
@@ -52,222 +52,88 @@ MAX_COLUMNS = 120
 MAX_STRIP_ITEMS = 4000
 EVIDENCE_SHOWN = 3
 EVIDENCE_TEXT = 400
-REORDER_ALERT_SHARE = 0.10
 WEIGHT_COLOR = "#ff9896"
+ALERT_SHARE = 0.10
+
+_CODE = re.compile(r"`([^`\n]+)`")
 
 
-def _pct(value: float) -> str:
-    return f"{100 * value:.1f}%"
+def prose(text: str) -> str:
+    """Escaped text with its inline ``code`` (between backticks) set as ``<code>``."""
+    return _CODE.sub(lambda m: f"<code>{m.group(1)}</code>", esc(text))
 
 
 def _short(text: str, n: int = 48) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-# ---------------------------------------------------------------------------------------
-# the one dependency on dnnlens.analysis.graph
-
-
-def _graph(log: ParsedLog) -> Any | None:
-    """The op graph (``nodes`` and ``reorders`` tables), or ``None`` if it cannot be built."""
-    try:
-        from dnnlens.analysis.graph import build_graph  # type: ignore[attr-defined]
-
-        graph = build_graph(log)
-        if not isinstance(graph.nodes, pd.DataFrame) or not isinstance(
-            graph.reorders, pd.DataFrame
-        ):
-            return None
-        return graph
-    except Exception:  # noqa: BLE001 - the report must render without the graph
-        return None
+def _section(anchor: str, title: str, body: str) -> str:
+    return f'<section id="{anchor}"><h2>{esc(title)}</h2>{body}</section>'
 
 
 # ---------------------------------------------------------------------------------------
-# facts the sections share
+# the verdict: banner, contents, cards, findings
 
 
-@dataclass
-class _Facts:
-    analysis: Analysis
-    info: IterationInfo
-    graph: Any | None
-    total: float
-    reorder_ms: float
-    reorder_count: int
-
-    @property
-    def reorder_share(self) -> float:
-        return self.reorder_ms / self.total if self.total > 0 else 0.0
-
-    @cached_property
-    def typical(self) -> tuple[float, float] | None:
-        return _typical(self)
-
-    @property
-    def alarming(self) -> bool:
-        """Reorders are worth a red flag: judged on a typical iteration when there is one
-        (outliers cannot raise it), else on the summed times."""
-        typical = self.typical
-        share = typical[0] / typical[1] if typical and typical[1] > 0 else self.reorder_share
-        return share >= REORDER_ALERT_SHARE
-
-
-def _facts(analysis: Analysis) -> _Facts:
-    s = analysis.summary
-    row = next((r for r in s.by_kind if r["kind"] == "reorder"), None)
-    log = analysis.log
-    graph = _graph(log) if s.exec_count else None
-    return _Facts(
-        analysis,
-        iteration_info(log),
-        graph,
-        s.total_time_ms,
-        row["time_ms"] if row else 0.0,
-        row["count"] if row else 0,
+def _banner(a: Analysis) -> str:
+    text = prose(verdict_text.headline(a))
+    if not a.findings:
+        return f'<div class="banner ok" id="verdict"><p class="head">{text}</p></div>'
+    top = a.findings[0]
+    share = a.typical.share(top.impact_ms_per_iteration or 0.0)
+    bar = ""
+    if top.impact_ms_per_iteration is not None and a.typical_iteration_ms > 0:
+        width = max(0.5, min(100.0, 100 * share))
+        bar = (
+            f'<div class="meter" title="{esc(pct(share))} of the typical iteration">'
+            f'<i style="width:{width:.1f}%"></i></div>'
+        )
+    cls = "banner" if top.severity != "info" or share >= ALERT_SHARE else "banner ok"
+    links = "".join(
+        f'<li><a href="#finding-{i}">{esc(verdict_text.title(f))}</a>'
+        f'<span class="tag"> {esc(verdict_text.cost(f, a) or f.severity)}</span></li>'
+        for i, f in enumerate(a.findings, 1)
+    )
+    return (
+        f'<div class="{cls}" id="verdict"><p class="head">{text}</p>{bar}'
+        f"<p>{prose(top.message)}</p>"
+        + (f'<p class="fix"><b>Fix:</b> {prose(top.fix)}</p>' if top.fix else "")
+        + f'<ol class="links">{links}</ol></div>'
     )
 
 
-def _node_typical_ms(n: pd.Series) -> float:
-    """A node's typical cost per iteration: executions per iteration x median time."""
-    runs = float(n["count"]) / max(float(n["iterations"]), 1.0)
-    return runs * float(n["p50_ms"])
+def _contents(entries: list[tuple[str, str]]) -> str:
+    items = "".join(f'<a href="#{anchor}">{esc(title)}</a>' for anchor, title in entries)
+    return f'<nav class="toc" aria-label="contents">{items}</nav>'
 
 
-def _typical(f: _Facts) -> tuple[float, float] | None:
-    """(reorder ms, iteration ms) of a typical steady iteration, from per-primitive medians.
-
-    Over the steady iterations, each distinct primitive costs (executions per iteration) x
-    (its median time); the sums are what a typical iteration costs, whatever a few slow
-    outliers did. The reorder-overhead rule computes the same; when it fired, its figures
-    are used so the page and the finding agree.
-    """
-    for x in f.analysis.findings:
-        d = x.data or {}
-        if x.rule == "reorder-overhead" and "iteration_ms" in d:
-            try:
-                return float(d["reorder_ms_per_iteration"]), float(d["iteration_ms"])
-            except (KeyError, TypeError, ValueError):
-                break
-    log, info = f.analysis.log, f.info
-    if info.count <= 1 or len(info.index) != len(log.events):
-        return None
-    execs = primitive_execs(log.events)
-    idx = info.index[execs.index.to_numpy()]
-    lo = info.warmup if info.count > info.warmup else 0
-    steady = execs[idx >= lo]
-    if steady.empty:
-        return None
-    g = steady.groupby("record", sort=False)["time_ms"].agg(["size", "median"])
-    typical = g["size"] * g["median"].fillna(0.0)
-    kinds = np.array([log.records[int(r)].kind for r in g.index])
-    iters = info.count - lo
-    return float(typical[kinds == "reorder"].sum()) / iters, float(typical.sum()) / iters
-
-
-def _steady_reorders_per_iteration(f: _Facts) -> float | None:
-    log, info = f.analysis.log, f.info
-    if info.count <= 1 or len(info.index) != len(log.events):
-        return None
-    ev = log.events
-    mask = ((ev["operation"] == "exec") & (ev["kind"] == "reorder")).to_numpy()
-    lo = info.warmup if info.count > info.warmup else 0
-    return float(((info.index >= lo) & mask).sum()) / (info.count - lo)
-
-
-def _graph_sentence(f: _Facts) -> str:
-    r = f.graph.reorders
-    steady = r[r["steady"].astype(bool)] if "steady" in r else r
-    extra = r.drop(steady.index)
-    act = steady[steady["tensor"] == "activation"]
-    weights = steady[steady["tensor"] == "weight"]
-    trips = int(act["round_trip"].sum()) if "round_trip" in act else 0
-
-    def share(rows: pd.DataFrame) -> str:
-        return _pct(float(rows["time_ms"].sum()) / f.total) if f.total else "0%"
-
-    text = ""
-    if len(act):
-        text += (
-            f" {len(act)} of the {len(steady)} reorders of an iteration move activations "
-            f"({share(act)} of the time)"
-        )
-        text += f", {trips} of them in round trips between layouts." if trips else "."
-    if len(weights):
-        who = (
-            f"{len(weights)} move weights"
-            if len(act)
-            else (f"All {len(steady)} reorders of an iteration move weights")
-        )
-        text += f" {who} ({share(weights)} of the time)."
-    if len(extra):
-        text += (
-            f" {len(extra)} more ran only outside the steady iterations (warm-up, "
-            f"one-time weight reorders: {share(extra)} of the time)."
-        )
-    return text
-
-
-def _verdict(f: _Facts) -> str:
-    s = f.analysis.summary
-    if s.exec_count == 0:
-        return '<p class="verdict ok">No oneDNN primitive executions in the input.</p>'
-    if f.reorder_count == 0:
-        return (
-            '<p class="verdict ok">No reorders: all the primitive time is compute '
-            f"({fmt_ms(f.total)} in {s.exec_count:,} executions).</p>"
-        )
-    text = (
-        f"Reorders take <b>{_pct(f.reorder_share)}</b> of the primitive time "
-        f"({fmt_ms(f.reorder_ms)} in {f.reorder_count:,} executions"
-    )
-    per = _steady_reorders_per_iteration(f)
-    if per is not None:
-        text += f", {per:.3g} per steady iteration" if per else ", none in steady iterations"
-    text += ")"
-    typical = f.typical
-    if typical and typical[1] > 0:
-        text += (
-            f"; {_pct(typical[0] / typical[1])} of a typical steady iteration "
-            f"({fmt_ms(typical[0])} of {fmt_ms(typical[1])}, from per-primitive "
-            "medians)"
-        )
-    text += "."
-    if f.graph is not None and not f.graph.reorders.empty:
-        text += _graph_sentence(f)
-    cls = "verdict" if f.alarming else "verdict ok"
-    return f'<p class="{cls}">{text}</p>'
-
-
-def _cards(f: _Facts) -> str:
-    s = f.analysis.summary
-    cards = [("Primitive time", fmt_ms(f.total), f"{s.exec_count:,} executions", False)]
-    typical = f.typical
-    detail = f"{fmt_ms(f.reorder_ms)} in {f.reorder_count:,} executions"
-    if typical and typical[1] > 0:
-        detail += f"; {_pct(typical[0] / typical[1])} of a typical iteration"
-    cards.append(("Reorders", _pct(f.reorder_share), detail, f.alarming))
-    if f.info.count:
-        times = f.info.times_ms(f.analysis.log)
-        steady = times[f.info.warmup :] if f.info.count > f.info.warmup else times
-        med = float(np.median(steady)) if len(steady) else 0.0
-        cards.append(
-            (
-                "Iterations",
-                f"{f.info.count:,}",
-                f"{f.info.warmup} warm-up; {fmt_ms(f.total / f.info.count)} mean, "
-                f"{fmt_ms(med)} median steady",
-                False,
-            )
-        )
+def _cards(a: Analysis) -> str:
+    s, st, part = a.summary, a.steady, a.reorder_part
+    cards = [
+        (
+            "Typical iteration",
+            ms(a.typical_iteration_ms),
+            f"over {st.divisor} steady of {st.passes} passes ({st.warmup_left_out} warm-up)"
+            if st.found
+            else "no repeating iteration: the whole log",
+            False,
+        ),
+        (
+            "Reorders",
+            pct(part.share),
+            f"of the typical iteration ({ms(part.ms)}); raw sums {pct(part.raw_share)} "
+            f"({ms(part.raw_ms)} in {part.raw_count:,} executions)",
+            part.share >= ALERT_SHARE,
+        ),
+        ("Primitive time, raw", ms(s.total_time_ms), f"{s.exec_count:,} executions", False),
+    ]
     counts = {
-        sev: sum(1 for x in f.analysis.findings if x.severity == sev)
-        for sev in ("error", "warning", "info")
+        sev: sum(1 for x in a.findings if x.severity == sev) for sev in ("error", "warning", "info")
     }
     cards.append(
         (
             "Findings",
-            f"{len(f.analysis.findings)}",
+            f"{len(a.findings)}",
             ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "none",
             counts["error"] + counts["warning"] > 0,
         )
@@ -283,400 +149,8 @@ def _cards(f: _Facts) -> str:
     )
 
 
-# ---------------------------------------------------------------------------------------
-# sections
-
-
-def _share_section(f: _Facts) -> str:
-    rows = f.analysis.summary.by_kind
-    if not rows:
-        return ""
-    segs = [
-        Segment(
-            r["kind"],
-            r["time_ms"],
-            color_for(r["kind"]),
-            f"{r['kind']}: {fmt_ms(r['time_ms'])}, {_pct(r['share'])}, {r['count']:,} executions",
-        )
-        for r in rows
-    ]
-    return (
-        "<section><h2>Where the time went</h2>"
-        + share_bar(segs, label="time by kind")
-        + legend([(r["kind"], color_for(r["kind"])) for r in rows])
-        + "</section>"
-    )
-
-
-def _node_label(node: pd.Series) -> str:
-    if node["kind"] == "reorder":
-        return f"{node['src_layout']}→{node['dst_layout']}"
-    return str(node["kind"])[:4]
-
-
-_Strip = tuple[list[Item], str, dict[str, str]]
-
-
-def _strip_from_graph(f: _Facts) -> _Strip | None:
-    if f.graph is None:
-        return None
-    nodes = f.graph.nodes
-    steady = nodes[nodes["position"] >= 0].sort_values("position")
-    if steady.empty:
-        return None
-    per = max(f.info.count, 1)
-    reorders = f.graph.reorders.set_index("node") if not f.graph.reorders.empty else None
-    items, keys = [], {}
-    for _, n in steady.head(MAX_STRIP_ITEMS).iterrows():
-        kind = str(n["kind"])
-        value = _node_typical_ms(n)
-        tip = (
-            f"#{int(n['position'])} {kind} {n['impl']} {n['problem']}: "
-            f"{fmt_ms(value)} typical per iteration (mean "
-            f"{fmt_ms(float(n['time_ms']) / per)})"
-        )
-        color, key = color_for(kind), kind
-        if kind == "reorder" and reorders is not None and n["node"] in reorders.index:
-            r = reorders.loc[n["node"]]
-            tip += f"; {r['tensor']} reorder" + (", round trip" if r["round_trip"] else "")
-            if r["tensor"] == "weight":
-                color, key = WEIGHT_COLOR, "reorder (weights)"
-        keys[key] = color
-        items.append(
-            Item(value, color, _node_label(n), tip, kind == "reorder", str(int(n["position"])))
-        )
-    note = (
-        f"The {len(steady):,} primitives of one iteration in the order they run, numbered "
-        "by position; width is their typical time per iteration (runs per iteration x "
-        f"median over all {per:,} iterations, so a few slow outliers do not stretch it)."
-    )
-    return items, note, keys
-
-
-def _strip_from_events(f: _Facts) -> _Strip | None:
-    log = f.analysis.log
-    execs = primitive_execs(log.events)
-    if execs.empty:
-        return None
-    times = f.info.times_ms(log)
-    idx = f.info.index[execs.index.to_numpy()] if len(f.info.index) == len(log.events) else None
-    chosen = execs
-    note = "The primitives of the log in order; width is their time."
-    if idx is not None and len(times):
-        lo = min(f.info.warmup, len(times) - 1)
-        steady = np.arange(lo, len(times))
-        pick = int(steady[np.argsort(times[steady])[len(steady) // 2]])
-        chosen = execs[idx == pick]
-        note = (
-            f"The primitives of iteration {pick} (the median steady iteration) in the "
-            "order they run; width is their time."
-        )
-    items, keys = [], {}
-    for k, row in enumerate(chosen.head(MAX_STRIP_ITEMS).itertuples(index=False)):
-        kind = str(row.kind)
-        label = flow_label(str(row.mds)).replace("->", "→") if kind == "reorder" else kind[:4]
-        t = float(row.time_ms) if math.isfinite(row.time_ms) else 0.0
-        keys[kind] = color_for(kind)
-        items.append(
-            Item(
-                t,
-                color_for(kind),
-                label,
-                f"{kind} {row.impl} {row.problem}: {fmt_ms(t)} (line {row.line})",
-                kind == "reorder",
-                str(k),
-            )
-        )
-    return items, note, keys
-
-
-def _iteration_strip(f: _Facts) -> str:
-    got = _strip_from_graph(f) or _strip_from_events(f)
-    if not got:
-        return ""
-    items, note, keys = got
-    return (
-        "<section><h2>One iteration, in order: where the reorders sit</h2>"
-        + timeline(items, label="one iteration")
-        + legend(sorted(keys.items()))
-        + f'<p class="note">{esc(note)} Reorders are marked ▲ below the strip; hover '
-        "for details.</p></section>"
-    )
-
-
-def _per_iteration(f: _Facts) -> str:
-    log, info = f.analysis.log, f.info
-    if info.count <= 1 or len(info.index) != len(log.events):
-        return ""
-    execs = primitive_execs(log.events)
-    idx = info.index[execs.index.to_numpy()]
-    keep = idx >= 0
-    kinds = execs["kind"].astype(str).to_numpy()[keep]
-    times = np.nan_to_num(execs["time_ms"].to_numpy(dtype=float))[keep]
-    idx = idx[keep]
-    order = [r["kind"] for r in f.analysis.summary.by_kind]
-    order = (["reorder"] if "reorder" in order else []) + [k for k in order if k != "reorder"]
-    per_kind = {
-        k: np.bincount(idx[kinds == k], weights=times[kinds == k], minlength=info.count)
-        for k in order
-    }
-    size = max(1, math.ceil(info.count / MAX_COLUMNS))
-    columns = []
-    for start in range(0, info.count, size):
-        stop = min(start + size, info.count)
-        vals = {k: float(v[start:stop].mean()) for k, v in per_kind.items()}
-        label = f"{start}" if size == 1 else f"{start}-{stop - 1}"
-        tot = sum(vals.values())
-        tip = f"iteration {label}: {fmt_ms(tot)}" + "".join(
-            f"; {k} {fmt_ms(v)}" for k, v in vals.items() if v > 0
-        )
-        columns.append(Column(label, vals, start < info.warmup, tip))
-    series = [(k, color_for(k)) for k in order]
-    note = (
-        f"{info.count:,} iterations found in the exec stream"
-        + (f" ({info.warmup} warm-up, hatched)" if info.warmup else "")
-        + ("" if size == 1 else f"; each column is the mean of {size} iterations")
-        + "."
-    )
-    return (
-        "<section><h2>Time per iteration</h2>"
-        + stacked_columns(columns, series, label="time per iteration")
-        + legend(series)
-        + f'<p class="note">{esc(note)}</p></section>'
-    )
-
-
-def _node_desc(nodes: pd.DataFrame | None, ids: str) -> str:
-    if not ids:
-        return "-"
-    out = []
-    for node in ids.split(","):
-        if nodes is not None and node in nodes.index:
-            n = nodes.loc[node]
-            extra = (
-                f"{n['src_layout']}→{n['dst_layout']}"
-                if n["kind"] == "reorder"
-                else _short(str(n["problem"]), 34)
-            )
-            out.append(f"#{int(n['position'])} {n['kind']} {extra}")
-        else:
-            out.append(node)
-    return ", ".join(out)
-
-
-def _reorder_section(f: _Facts) -> str:
-    if f.reorder_count == 0:
-        return ""
-    if f.graph is not None and not f.graph.reorders.empty:
-        return _reorders_from_graph(f)
-    return _reorders_from_events(f)
-
-
-def _reorders_from_graph(f: _Facts) -> str:
-    r = f.graph.reorders
-    nodes = f.graph.nodes.set_index("node")
-    flows_df = (
-        r.groupby(["src_layout", "dst_layout", "src_dtype", "dst_dtype", "tensor"], dropna=False)[
-            "time_ms"
-        ]
-        .sum()
-        .reset_index()
-    )
-    flows = []
-    for row in flows_df.itertuples(index=False):
-        src = (
-            row.src_layout
-            if row.src_dtype == row.dst_dtype
-            else f"{row.src_dtype}:{row.src_layout}"
-        )
-        dst = (
-            row.dst_layout
-            if row.src_dtype == row.dst_dtype
-            else f"{row.dst_dtype}:{row.dst_layout}"
-        )
-        color = WEIGHT_COLOR if row.tensor == "weight" else "#d62728"
-        flows.append(
-            Flow(
-                str(src),
-                str(dst),
-                float(row.time_ms),
-                color,
-                f"{src} -> {dst} ({row.tensor}): {fmt_ms(float(row.time_ms))}",
-            )
-        )
-    body = [
-        flow_chart(
-            flows,
-            height=max(180, 40 + 34 * len(flows)),
-            left_title="from layout",
-            right_title="to layout",
-            label="reorder flow",
-        ),
-        legend([("activation reorders", "#d62728"), ("weight reorders", WEIGHT_COLOR)]),
-    ]
-    rows = [
-        "<table><tr><th class=n>#</th><th>from → to</th><th>dims</th><th>tensor</th>"
-        "<th>round trip</th><th>after</th><th>before</th><th class=n>count</th>"
-        "<th class=n>time</th><th class=n>share</th><th>first at</th></tr>"
-    ]
-    for _, x in r.sort_values(["position", "node"]).iterrows():
-        pos = int(x["position"])
-        flow = f"{x['src_layout']} → {x['dst_layout']}"
-        if x["src_dtype"] != x["dst_dtype"]:
-            flow = f"{x['src_dtype']}:{x['src_layout']} → {x['dst_dtype']}:{x['dst_layout']}"
-        rows.append(
-            f"<tr class=reorder><td class=n>{pos if pos >= 0 else 'extra'}</td>"
-            f"<td class='mono nw'>{esc(flow)}</td><td class='mono nw'>{esc(x['dims'])}</td>"
-            f"<td>{esc(x['tensor'])}</td><td>{'yes' if x['round_trip'] else ''}</td>"
-            f"<td class=mono>{esc(_node_desc(nodes, str(x['producer'])))}</td>"
-            f"<td class=mono>{esc(_node_desc(nodes, str(x['consumer'])))}</td>"
-            f"<td class=n>{int(x['count']):,}</td><td class=n>{fmt_ms(float(x['time_ms']))}</td>"
-            f"<td class=n>{_pct(float(x['time_ms']) / f.total if f.total else 0)}</td>"
-            f"<td class=mono>{esc(x['example'])}</td></tr>"
-        )
-    rows.append("</table>")
-    note = (
-        "Each row is a reorder at its position in the iteration (# as in the strip "
-        "above), with the primitive whose output it reads and the one that reads its "
-        "result; a round trip is a reorder that a later one undoes."
-    )
-    return (
-        "<section><h2>Reorder flow: from layout to layout</h2>"
-        + "".join(body)
-        + "".join(rows)
-        + f'<p class="note">{esc(note)}</p></section>'
-    )
-
-
-def _reorders_from_events(f: _Facts) -> str:
-    log = f.analysis.log
-    execs = primitive_execs(log.events)
-    re_rows = execs[execs["kind"] == "reorder"]
-    g = re_rows.groupby("record", sort=False)["time_ms"].agg(["size", "sum"])
-    flows: dict[tuple[str, str], float] = {}
-    table = [
-        "<table><tr><th>from → to</th><th>dims</th><th class=n>count</th>"
-        "<th class=n>time</th><th class=n>share</th></tr>"
-    ]
-    for rid, st in g.sort_values("sum", ascending=False).iterrows():
-        rec = log.records[int(rid)]
-        label = flow_label(rec.mds)
-        src, _, dst = label.partition("->")
-        flows[(src, dst)] = flows.get((src, dst), 0.0) + float(st["sum"])
-        table.append(
-            f"<tr class=reorder><td class=mono>{esc(label.replace('->', ' → '))}"
-            f"</td><td class=mono>{esc(rec.problem)}</td>"
-            f"<td class=n>{int(st['size']):,}</td><td class=n>"
-            f"{fmt_ms(float(st['sum']))}</td><td class=n>"
-            f"{_pct(float(st['sum']) / f.total if f.total else 0)}</td></tr>"
-        )
-    table.append("</table>")
-    chart = flow_chart(
-        [Flow(s, d, v) for (s, d), v in flows.items()],
-        height=max(180, 40 + 34 * len(flows)),
-        left_title="from layout",
-        right_title="to layout",
-        label="reorder flow",
-    )
-    return (
-        "<section><h2>Reorder flow: from layout to layout</h2>"
-        + chart
-        + "".join(table)
-        + "</section>"
-    )
-
-
-def _breakdowns(f: _Facts) -> str:
-    s = f.analysis.summary
-    if not s.by_kind:
-        return ""
-    kinds = [
-        Bar(
-            r["kind"],
-            r["time_ms"],
-            color_for(r["kind"]),
-            f"{fmt_ms(r['time_ms'])} · {_pct(r['share'])}",
-            f"{r['kind']}: {r['count']:,} executions",
-        )
-        for r in s.by_kind[:TOP_ROWS]
-    ]
-    impls = [
-        Bar(
-            f"{r['kind']} {r['impl'] or '-'}",
-            r["time_ms"],
-            color_for(r["kind"]),
-            f"{fmt_ms(r['time_ms'])} · {_pct(r['share'])}",
-            f"{r['kind']} {r['impl']}: {r['count']:,} executions",
-        )
-        for r in s.by_impl[:TOP_ROWS]
-    ]
-    return (
-        '<div class="grid2"><section><h2>Time by primitive kind</h2>'
-        + hbar_chart(kinds, label="time by kind")
-        + "</section>"
-        + "<section><h2>Time by implementation</h2>"
-        + hbar_chart(impls, label="time by implementation")
-        + "</section></div>"
-    )
-
-
-def _roofline(analysis: Analysis) -> str:
-    """Every distinct primitive on the roofline of the machine in the log's header."""
-    from dnnlens.analysis.machine import machine_for_log
-    from dnnlens.report.roofline_svg import roofline_svg
-
-    points = analysis.extras.get("primitives")
-    if not points:
-        return ""
-    machine = machine_for_log(analysis.log)
-    src = machine.sources
-    about = (
-        f"Machine: {machine.isa}, {machine.threads} threads at {machine.freq_ghz:g} GHz "
-        f"({src.get('freq_ghz', '')}), f32 peak {machine.peak('f32'):,.0f} GFLOP/s, "
-        f"{machine.bandwidth_gbs:g} GB/s ({src.get('bandwidth_gbs', '')}); override with "
-        "dnnlens machine probe"
-    )
-    return (
-        "<section><h2>Roofline</h2>"
-        + roofline_svg(points, machine)
-        + f'<p class="note">{esc(about)}. Each point is one distinct '
-        "primitive: its FLOPs per call times its calls over its time (docs/cost-model.md)."
-        " Reorders do no arithmetic and sit on the memory roof.</p></section>"
-    )
-
-
-def _top_table(f: _Facts) -> str:
-    rows = f.analysis.summary.top_primitives[:TOP_ROWS]
-    if not rows:
-        return ""
-    out = [
-        "<section><h2>Top primitives</h2><table><tr><th>kind</th><th>impl</th>"
-        "<th>prop_kind</th><th>problem</th><th>layouts</th><th class=n>count</th>"
-        "<th class=n>time</th><th class=n>mean</th><th class=n>share</th>"
-        "<th>first at</th></tr>"
-    ]
-    for r in rows:
-        layouts = (
-            flow_label(r["mds"]).replace("->", " → ")
-            if r["kind"] == "reorder"
-            else md_layouts(r["mds"])
-        )
-        cls = " class=reorder" if r["kind"] == "reorder" else ""
-        out.append(
-            f"<tr{cls}><td>{esc(r['kind'])}</td><td class='mono nw'>{esc(r['impl'] or '-')}</td>"
-            f"<td>{esc(r['prop_kind'])}</td><td class=mono>{esc(r['problem'])}</td>"
-            f"<td class=mono>{esc(layouts)}</td><td class=n>{r['count']:,}</td>"
-            f"<td class=n>{fmt_ms(r['time_ms'])}</td><td class=n>{fmt_ms(r['mean_ms'])}</td>"
-            f"<td class=n>{_pct(r['share'])}</td><td class=mono>"
-            f"{esc(r['example']['path'])}:{r['example']['line']}</td></tr>"
-        )
-    out.append("</table></section>")
-    return "".join(out)
-
-
 def evidence_text(
-    findings: list[Finding],
-    per_finding: int = EVIDENCE_SHOWN,
+    findings: list[Finding], per_finding: int = EVIDENCE_SHOWN
 ) -> dict[tuple[str, int], str]:
     """The text of the evidence lines shown in the report, read back from the inputs."""
     wanted: dict[str, set[int]] = {}
@@ -699,24 +173,30 @@ def evidence_text(
     return out
 
 
-def _findings(f: _Facts) -> str:
-    findings = f.analysis.findings
+def _findings(a: Analysis) -> str:
+    findings = a.findings
     if not findings:
-        return (
-            '<section><h2>Findings</h2><p class="note">No findings: no rule fired on '
-            "this input.</p></section>"
+        return _section(
+            "findings", "Findings", '<p class="note">No findings: no rule fired on this input.</p>'
         )
     texts = evidence_text(findings)
-    out = [f"<section><h2>Findings ({len(findings)})</h2>"]
-    for x in findings:
+    out = [
+        '<p class="note">Most costly first: by the time per typical iteration each one '
+        "accounts for; findings that are not about time follow, most severe first.</p>"
+    ]
+    for i, x in enumerate(findings, 1):
         sev = x.severity if x.severity in ("error", "warning", "info") else "info"
+        cost = verdict_text.cost(x, a)
         out.append(
-            f'<div class="finding"><span class="sev {sev}">{esc(x.severity)}</span>'
-            f'<b>{esc(x.rule)}</b> <span class="tag">{esc(x.code)}</span>'
-            f"<p>{esc(x.message)}</p>"
+            f'<div class="finding" id="finding-{i}">'
+            f'<span class="sev {sev}">{esc(x.severity)}</span>'
+            f"<b>{i}. {esc(verdict_text.title(x))}</b> "
+            f'<span class="tag">{esc(x.rule)} {esc(x.code)}</span>'
+            + (f'<p class="cost">{esc(cost)}</p>' if cost else "")
+            + f"<p>{prose(x.message)}</p>"
         )
         if x.fix:
-            out.append(f"<p><b>Fix:</b> {esc(x.fix)}</p>")
+            out.append(f"<p><b>Fix:</b> {prose(x.fix)}</p>")
         for e in x.evidence[:EVIDENCE_SHOWN]:
             text = texts.get((e.path, int(e.line)))
             out.append(
@@ -734,31 +214,411 @@ def _findings(f: _Facts) -> str:
                 f"<details><summary>numbers behind it</summary><pre>{esc(data)}</pre></details>"
             )
         out.append("</div>")
-    out.append("</section>")
-    return "".join(out)
+    return _section("findings", f"Findings ({len(findings)})", "".join(out))
 
 
-def _inputs(f: _Facts) -> str:
+# ---------------------------------------------------------------------------------------
+# where the time went
+
+
+def _time_section(a: Analysis) -> str:
+    by_kind = a.typical.by_kind()
+    raw = a.summary.by_kind
+    if not raw:
+        return ""
+    typical = a.typical_iteration_ms
+    segs = [
+        Segment(k, v, color_for(k), f"{k}: {ms(v)} per iteration, {pct(v / typical)}")
+        for k, v in by_kind.items()
+        if typical > 0
+    ]
+    raw_segs = [
+        Segment(
+            r["kind"],
+            r["time_ms"],
+            color_for(r["kind"]),
+            f"{r['kind']}: {ms(r['time_ms'])} raw, {pct(r['share'])}, {r['count']:,} executions",
+        )
+        for r in raw
+    ]
+    body = ""
+    if segs:
+        body += (
+            f'<p class="note">The typical steady iteration, {esc(ms(typical))}, by kind '
+            "(per-primitive medians over the steady passes):</p>"
+            + share_bar(segs, label="typical iteration by kind")
+        )
+    body += (
+        f'<p class="note">Raw sums of all passes, warm-up included '
+        f"({esc(ms(a.summary.total_time_ms))}):</p>"
+        + share_bar(raw_segs, label="raw time by kind")
+        + legend([(r["kind"], color_for(r["kind"])) for r in raw])
+    )
+    return _section("time", "Where the time went", body)
+
+
+def _framework(a: Analysis) -> str:
+    links = a.framework_links
+    fw = a.log.framework
+    if fw is None:
+        return ""
+    rows = links.get("framework_ops") or []
+    out = []
+    if rows:
+        out.append(
+            "<table><tr><th>framework op</th><th class=n>calls</th><th class=n>time</th>"
+            "<th class=n>self</th><th class=n>in oneDNN</th><th class=n>oneDNN share</th>"
+            "<th>primitives</th><th>linked by</th></tr>"
+        )
+        for r in rows[:TOP_ROWS]:
+            prims = ", ".join(f"{k['kind']} x{k['count']:,}" for k in r.get("onednn", []))
+            out.append(
+                f"<tr><td class=mono>{esc(r['name'])}</td><td class=n>{r['calls']:,}</td>"
+                f"<td class=n>{esc(ms(r.get('time_ms')))}</td>"
+                f"<td class=n>{esc(ms(r.get('self_ms')))}</td>"
+                f"<td class=n>{esc(ms(r.get('onednn_time_ms')))}</td>"
+                f"<td class=n>{esc(pct(r.get('onednn_share')))}</td>"
+                f"<td class=mono>{esc(prims)}</td><td>{esc(r.get('link', ''))}</td></tr>"
+            )
+        out.append("</table>")
+    without = links.get("framework_ops_without_onednn") or []
+    if without:
+        names = ", ".join(
+            f"{r['name']} x{r.get('calls', 0):,} ({ms(r.get('self_ms'))} self)"
+            for r in without[:TOP_ROWS]
+        )
+        out.append(f'<p class="note">Framework ops that reached no oneDNN primitive: '
+                   f"{esc(names)}</p>")  # fmt: skip
+    if not rows and not without:
+        ops = sum(len(t.ops) for t in fw.traces)
+        out.append(
+            f'<p class="note">{len(fw.traces)} trace(s) with {ops:,} ops and '
+            f"{len(fw.tables)} profiler table(s); no oneDNN primitive to link them to.</p>"
+        )
+    for note in links.get("framework_link", {}).get("notes", []):
+        out.append(f'<p class="note">{esc(note)}</p>')
+    return _section("framework", "Framework ops and their oneDNN primitives", "".join(out))
+
+
+def _node_label(node: pd.Series) -> str:
+    if node["kind"] == "reorder":
+        return f"{node['src_layout']}→{node['dst_layout']}"
+    return str(node["kind"])[:4]
+
+
+def _iteration_strip(a: Analysis) -> str:
+    nodes = a.graph.nodes if len(a.execs) else pd.DataFrame()
+    steady = nodes[nodes["position"] >= 0].sort_values("position") if len(nodes) else nodes
+    if steady.empty:
+        return ""
+    run = a.typical.terms["run_ms"]
+    reorders = a.reorders.set_index("node") if len(a.reorders) else None
+    items, keys = [], {}
+    for n in steady.head(MAX_STRIP_ITEMS).itertuples(index=False):
+        kind = str(n.kind)
+        value = float(run.get(int(n.record), 0.0)) if int(n.record) in run.index else 0.0
+        value = value if math.isfinite(value) else 0.0
+        tip = f"#{int(n.position)} {kind} {n.impl} {n.problem}: {ms(value)} typical run"
+        color, key = color_for(kind), kind
+        if kind == "reorder" and reorders is not None and n.node in reorders.index:
+            r = reorders.loc[n.node]
+            tip += f"; {r['tensor']} reorder" + (", round trip" if r["round_trip"] else "")
+            if r["tensor"] == "weight":
+                color, key = WEIGHT_COLOR, "reorder (weights)"
+        keys[key] = color
+        label = _node_label(pd.Series(n._asdict()))
+        items.append(Item(value, color, label, tip, kind == "reorder", str(int(n.position))))
+    note = (
+        f"The {len(steady):,} primitives of one steady pass in the order they run, numbered "
+        "by position; width is their typical run (median over the steady passes, so a few "
+        "slow outliers do not stretch it). Reorders are marked ▲ below the strip; hover for "
+        "details."
+    )
+    return _section(
+        "iteration",
+        "One iteration, in order: where the reorders sit",
+        timeline(items, label="one iteration")
+        + legend(sorted(keys.items()))
+        + f'<p class="note">{esc(note)}</p>',
+    )
+
+
+def _passes(a: Analysis) -> str:
+    st = a.steady
+    times = st.times
+    if st.passes <= 1:
+        return ""
+    ex = a.execs
+    it = ex["iteration"].to_numpy()
+    keep = it >= 0
+    kinds = ex["kind"].astype(str).to_numpy()[keep]
+    t = ex["time_ms"].to_numpy(dtype=float)[keep]
+    t = pd.Series(t).fillna(0.0).to_numpy()
+    it = it[keep]
+    order = list(a.typical.by_kind()) or [r["kind"] for r in a.summary.by_kind]
+    order = (["reorder"] if "reorder" in order else []) + [k for k in order if k != "reorder"]
+    per_kind = {
+        k: pd.Series(t[kinds == k]).groupby(it[kinds == k]).sum().reindex(
+            range(st.passes), fill_value=0.0
+        ).to_numpy()
+        for k in order
+    }  # fmt: skip
+    warm = ~times.set_index("iteration")["steady"].reindex(range(st.passes), fill_value=True)
+    size = max(1, math.ceil(st.passes / MAX_COLUMNS))
+    columns = []
+    for start in range(0, st.passes, size):
+        stop = min(start + size, st.passes)
+        vals = {k: float(v[start:stop].mean()) for k, v in per_kind.items()}
+        label = f"{start}" if size == 1 else f"{start}-{stop - 1}"
+        tot = sum(vals.values())
+        tip = f"pass {label}: {ms(tot)}" + "".join(
+            f"; {k} {ms(v)}" for k, v in vals.items() if v > 0
+        )
+        columns.append(Column(label, vals, bool(warm.iloc[start]), tip))
+    series = [(k, color_for(k)) for k in order]
+    note = (
+        f"{st.passes:,} passes found in the exec stream; {st.warmup_left_out} warm-up "
+        f"(hatched: {st.rule})"
+        + ("" if size == 1 else f"; each column is the mean of {size} passes")
+        + ". Bars are raw sums per pass."
+    )
+    return _section(
+        "passes",
+        "Time per pass",
+        stacked_columns(columns, series, label="time per pass")
+        + legend(series)
+        + f'<p class="note">{esc(note)}</p>',
+    )
+
+
+def _node_desc(nodes: pd.DataFrame, ids: str) -> str:
+    if not ids:
+        return "-"
+    out = []
+    for node in ids.split(","):
+        if node in nodes.index:
+            n = nodes.loc[node]
+            extra = (
+                f"{n['src_layout']}→{n['dst_layout']}"
+                if n["kind"] == "reorder"
+                else _short(str(n["problem"]), 34)
+            )
+            out.append(f"#{int(n['position'])} {n['kind']} {extra}")
+        else:
+            out.append(node)
+    return ", ".join(out)
+
+
+def _reorder_section(a: Analysis) -> str:
+    r = a.reorders
+    if r.empty:
+        return ""
+    part = a.reorder_part
+    nodes = a.graph.nodes.set_index("node")
+    groups = r.groupby(
+        ["src_layout", "dst_layout", "src_dtype", "dst_dtype", "tensor"], dropna=False
+    )
+    flows = []
+    for (sl, dl, sd, dd, tensor), g in groups:
+        src = sl if sd == dd else f"{sd}:{sl}"
+        dst = dl if sd == dd else f"{dd}:{dl}"
+        value = float(g["iter_ms"].sum())
+        color = WEIGHT_COLOR if tensor == "weight" else "#d62728"
+        flows.append(
+            Flow(str(src), str(dst), value, color, f"{src} -> {dst} ({tensor}): {ms(value)}")
+        )
+    head = (
+        f'<p class="note">Reorders are {esc(pct(part.share))} of the typical iteration '
+        f"({esc(ms(part.ms))} of {esc(ms(part.iteration_ms))}, "
+        f"{part.per_iteration:g} per iteration): "
+        + esc(", ".join(f"{k}s {ms(v)}" for k, v in sorted(part.by_tensor.items())))
+        + f". Raw sums: {esc(pct(part.raw_share))} ({esc(ms(part.raw_ms))}).</p>"
+    )
+    body = [
+        head,
+        flow_chart(
+            flows,
+            height=max(180, 40 + 34 * len(flows)),
+            left_title="from layout",
+            right_title="to layout",
+            label="reorder flow",
+        ),
+        legend([("activation reorders", "#d62728"), ("weight reorders", WEIGHT_COLOR)]),
+        "<table><tr><th class=n>#</th><th>from → to</th><th>dims</th><th>tensor</th>"
+        "<th>round trip</th><th>after</th><th>before</th><th class=n>per pass</th>"
+        "<th class=n>median</th><th class=n>per iteration</th><th class=n>share</th>"
+        "<th class=n>raw count</th><th class=n>raw time</th><th>first at</th></tr>",
+    ]
+    position = {str(n): int(p) for n, p in zip(nodes.index, nodes["position"], strict=True)}
+    for x in sorted(
+        r.to_dict("records"),
+        key=lambda x: (position.get(x["node"], -1) < 0, position.get(x["node"], -1)),
+    ):
+        pos = position.get(x["node"], -1)
+        flow = f"{x['src_layout']} → {x['dst_layout']}"
+        if x["src_dtype"] != x["dst_dtype"]:
+            flow = f"{x['src_dtype']}:{x['src_layout']} → {x['dst_dtype']}:{x['dst_layout']}"
+        body.append(
+            f"<tr class=reorder><td class=n>{pos if pos >= 0 else 'extra'}</td>"
+            f"<td class='mono nw'>{esc(flow)}</td><td class='mono nw'>{esc(x['dims'])}</td>"
+            f"<td>{esc(x['tensor'])}</td><td>{'yes' if x['round_trip'] else ''}</td>"
+            f"<td class=mono>{esc(_node_desc(nodes, str(x['producer'])))}</td>"
+            f"<td class=mono>{esc(_node_desc(nodes, str(x['consumer'])))}</td>"
+            f"<td class=n>{x['per_iteration']:g}</td><td class=n>{esc(ms_cell(x['p50_ms']))}</td>"
+            f"<td class=n>{esc(ms_cell(x['iter_ms']))}</td>"
+            f"<td class=n>{esc(pct_cell(a.typical.share(x['iter_ms'])))}</td>"
+            f"<td class=n>{int(x['count']):,}</td><td class=n>{esc(ms_cell(x['time_ms']))}</td>"
+            f"<td class=mono>{esc(x['path'])}:{int(x['line'])}</td></tr>"
+        )
+    body.append("</table>")
+    note = (
+        "Each row is a reorder at its position in the iteration (# as in the strip), with "
+        "the primitive whose output it reads and the one that reads its result; a round trip "
+        "is a reorder that a later one undoes. Per iteration = runs per steady pass x the "
+        "median run (ms); raw = every pass of the window, warm-up included."
+    )
+    return _section(
+        "reorders",
+        "Reorder flow: from layout to layout",
+        "".join(body) + f'<p class="note">{esc(note)}</p>',
+    )
+
+
+def _breakdowns(a: Analysis) -> str:
+    s = a.summary
+    if not s.by_kind:
+        return ""
+    typical = a.typical
+    kinds = [
+        Bar(k, v, color_for(k), f"{ms(v)} · {pct(typical.share(v))}", f"{k}: per iteration")
+        for k, v in list(typical.by_kind().items())[:TOP_ROWS]
+    ]
+    terms = typical.terms
+    impls = []
+    if len(terms):
+        g = (
+            terms.groupby(["kind", "impl"], sort=False)["iter_ms"]
+            .sum()
+            .sort_values(ascending=False)
+        )
+        impls = [
+            Bar(
+                f"{k} {i or '-'}",
+                float(v),
+                color_for(str(k)),
+                f"{ms(float(v))} · {pct(typical.share(float(v)))}",
+                f"{k} {i}: per iteration",
+            )
+            for (k, i), v in list(g.items())[:TOP_ROWS]
+        ]
+    return (
+        '<div class="grid2" id="breakdowns"><section><h2>Typical iteration by kind</h2>'
+        + hbar_chart(kinds, label="time by kind")
+        + "</section><section><h2>Typical iteration by implementation</h2>"
+        + hbar_chart(impls, label="time by implementation")
+        + "</section></div>"
+    )
+
+
+def _roofline(a: Analysis) -> str:
+    """Every distinct primitive on the roofline of the machine in the log's header."""
+    from dnnlens.report.roofline_svg import roofline_svg
+
+    points = a.primitives
+    if not points:
+        return ""
+    machine = a.machine
+    src = machine.sources
+    about = (
+        f"Machine: {machine.isa}, {machine.threads} threads at {machine.freq_ghz:g} GHz "
+        f"({src.get('freq_ghz', '')}), f32 peak {machine.peak('f32'):,.0f} GFLOP/s, "
+        f"{machine.bandwidth_gbs:g} GB/s ({src.get('bandwidth_gbs', '')}); override with "
+        "dnnlens machine probe"
+    )
+    return _section(
+        "roofline",
+        "Roofline",
+        roofline_svg(points, machine)
+        + f'<p class="note">{esc(about)}. Each point is one distinct primitive, coloured and '
+        "labelled by kind and prop_kind: its FLOPs per call times its calls over its time "
+        "(docs/cost-model.md). Reorders do no arithmetic and sit on the memory roof.</p>",
+    )
+
+
+def _top_table(a: Analysis) -> str:
+    rows = a.summary.top_primitives[:TOP_ROWS]
+    if not rows:
+        return ""
+    terms = a.typical.terms
+    out = [
+        "<table><tr><th>kind</th><th>impl</th><th>prop_kind</th><th>problem</th>"
+        "<th>layouts</th><th class=n>per pass</th><th class=n>median</th><th class=n>p95</th>"
+        "<th class=n>per iteration</th><th class=n>raw count</th><th class=n>raw time</th>"
+        "<th class=n>raw share</th><th>first at</th></tr>"
+    ]
+    for r in rows:
+        t = terms.loc[r["record"]] if r["record"] in terms.index else None
+        layouts = (
+            flow_label(r["mds"]).replace("->", " → ")
+            if r["kind"] == "reorder"
+            else md_layouts(r["mds"])
+        )
+        cls = " class=reorder" if r["kind"] == "reorder" else ""
+        steady = (
+            f"<td class=n>{t['per_iteration']:g}</td><td class=n>{ms_cell(t['median_ms'])}</td>"
+            f"<td class=n>{ms_cell(t['p95_ms'])}</td><td class=n>{ms_cell(t['iter_ms'])}</td>"
+            if t is not None
+            else "<td class=n>0</td><td class=n>-</td><td class=n>-</td><td class=n>-</td>"
+        )
+        out.append(
+            f"<tr{cls}><td>{esc(r['kind'])}</td><td class='mono nw'>{esc(r['impl'] or '-')}</td>"
+            f"<td>{esc(r['prop_kind'])}</td><td class=mono>{esc(r['problem'])}</td>"
+            f"<td class=mono>{esc(layouts)}</td>{steady}<td class=n>{r['count']:,}</td>"
+            f"<td class=n>{ms_cell(r['time_ms'])}</td><td class=n>{pct_cell(r['share'])}</td>"
+            f"<td class=mono>{esc(r['example']['path'])}:{r['example']['line']}</td></tr>"
+        )
+    out.append("</table>")
+    note = (
+        "Steady columns: runs per steady pass, median and p95 of one run, and its part of "
+        "the typical iteration (ms). Raw columns: every execution of the log."
+    )
+    return _section("primitives", "Top primitives", "".join(out) + f'<p class="note">{note}</p>')
+
+
+def _inputs(a: Analysis) -> str:
     rows = [
-        "<section><h2>Inputs</h2><table><tr><th>input</th><th>family</th>"
+        "<table><tr><th>input</th><th>kind</th><th>family</th>"
         "<th>oneDNN</th><th>ISA</th><th class=n>threads</th><th class=n>lines</th>"
         "<th class=n>parsed</th><th class=n>foreign</th><th class=n>malformed</th></tr>"
     ]
-    log = f.analysis.log
+    log = a.log
     for s in log.scans:
         h = s.header
         rows.append(
-            f"<tr><td class=mono>{esc(s.path)}</td><td>{esc(', '.join(s.family_names) or '-')}"
-            f"</td><td>{esc(h.version or '-')}</td><td>{esc(h.isa or '-')}</td>"
-            f"<td class=n>{esc(h.threads or '-')}</td><td class=n>{s.lines:,}</td>"
-            f"<td class=n>{s.parsed:,}</td><td class=n>{s.foreign:,}</td>"
-            f"<td class=n>{s.malformed:,}</td></tr>"
+            f"<tr><td class=mono>{esc(s.path)}</td><td>verbose log</td>"
+            f"<td>{esc(', '.join(s.family_names) or '-')}</td><td>{esc(h.version or '-')}</td>"
+            f"<td>{esc(h.isa or '-')}</td><td class=n>{esc(h.threads or '-')}</td>"
+            f"<td class=n>{s.lines:,}</td><td class=n>{s.parsed:,}</td>"
+            f"<td class=n>{s.foreign:,}</td><td class=n>{s.malformed:,}</td></tr>"
+        )
+    fw = log.framework
+    for t in fw.traces if fw is not None else []:
+        rows.append(
+            f"<tr><td class=mono>{esc(t.path)}</td><td>profiler trace</td>"
+            f"<td colspan=4>{len(t.ops):,} ops of {t.events:,} trace events</td>"
+            "<td class=n>-</td><td class=n>-</td><td class=n>-</td><td class=n>-</td></tr>"
+        )
+    for t in fw.tables if fw is not None else []:
+        where = f"{t.source}:{t.line}" if t.line else t.source
+        rows.append(
+            f"<tr><td class=mono>{esc(where)}</td><td>profiler table</td>"
+            f"<td colspan=4>{len(t.rows):,} rows</td>"
+            "<td class=n>-</td><td class=n>-</td><td class=n>-</td><td class=n>-</td></tr>"
         )
     rows.append("</table>")
     errors = list(log.input_errors) + [s.read_error for s in log.scans if s.read_error]
     rows += [f'<p class="note">error: {esc(e)}</p>' for e in errors]
-    rows.append("</section>")
-    return "".join(rows)
+    return _section("inputs", "Inputs", "".join(rows))
 
 
 def _css() -> str:
@@ -767,12 +627,30 @@ def _css() -> str:
 
 def render_html(analysis: Analysis) -> str:
     """The whole report as one HTML document."""
-    f = _facts(analysis)
-    names = ", ".join(Path(s.path).name for s in analysis.log.scans) or "no input"
-    s = analysis.summary
-    sub = f"{s.exec_count:,} primitive executions, {fmt_ms(f.total)}" + (
-        f", {f.info.count:,} iterations" if f.info.count else ""
+    a = analysis
+    names = ", ".join(Path(s.path).name for s in a.log.scans) or "no input"
+    if a.log.framework is not None:
+        traces = [Path(t.path).name for t in a.log.framework.traces]
+        names = ", ".join([*(Path(s.path).name for s in a.log.scans), *traces]) or names
+    s = a.summary
+    sub = (
+        f"{s.exec_count:,} primitive executions, {ms(s.total_time_ms)} raw; typical "
+        f"iteration {ms(a.typical_iteration_ms)}"
     )
+    has_execs = bool(len(a.execs))
+    sections = [
+        ("findings", "Findings", _findings(a)),
+        ("time", "Where the time went", _time_section(a)),
+        ("framework", "Framework ops", _framework(a)),
+        ("iteration", "One iteration", _iteration_strip(a) if has_execs else ""),
+        ("passes", "Time per pass", _passes(a) if has_execs else ""),
+        ("reorders", "Reorders", _reorder_section(a) if has_execs else ""),
+        ("breakdowns", "By kind and implementation", _breakdowns(a)),
+        ("roofline", "Roofline", _roofline(a)),
+        ("primitives", "Top primitives", _top_table(a)),
+        ("inputs", "Inputs", _inputs(a)),
+    ]
+    present = [(anchor, title, body) for anchor, title, body in sections if body]
     parts = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -783,21 +661,16 @@ def render_html(analysis: Analysis) -> str:
         f"<style>{_css()}</style></head><body><main>",
         f"<h1>dnnlens report: {esc(names)}</h1>",
         f'<p class="sub">{esc(sub)}</p>',
-        _verdict(f),
-        _cards(f),
-        _share_section(f),
-        _iteration_strip(f),
-        _per_iteration(f),
-        _reorder_section(f),
-        _breakdowns(f),
-        _roofline(analysis),
-        _top_table(f),
-        _findings(f),
-        _inputs(f),
+        _banner(a),
+        _contents([(anchor, title) for anchor, title, _ in present]),
+        _cards(a),
+        *(body for _, _, body in present),
         f"<footer>Generated by dnnlens {esc(__version__)}. Times are the time fields of "
-        "oneDNN <code>exec</code> lines (ms); shares are of their sum. Iterations are found "
-        "in the exec stream; the graph places each reorder between the primitives whose "
-        "tensors it converts.</footer>",
+        "oneDNN <code>exec</code> lines (ms). The typical iteration is the sum over distinct "
+        "primitives of their runs per steady pass times their median run; shares are of it "
+        "unless marked raw (summed times of every pass). Passes are found in the exec "
+        "stream; the graph places each reorder between the primitives whose tensors it "
+        "converts.</footer>",
         "</main></body></html>",
     ]
-    return "\n".join(p for p in parts if p)
+    return "\n".join(parts)

@@ -1,4 +1,8 @@
-"""The JSON report. Keys named in the project's issues are contracts: add, never rename."""
+"""The JSON report: the :class:`~dnnlens.report.schema.ReportDoc` of one analysis.
+
+Every figure is the analysis's own (:class:`~dnnlens.analysis.analysis.Analysis`): this
+module only copies facts into the typed document, it computes none.
+"""
 
 from __future__ import annotations
 
@@ -7,61 +11,149 @@ from dataclasses import asdict
 from typing import Any
 
 from dnnlens._version import __version__
-from dnnlens.analysis.result import Analysis
+from dnnlens.analysis.analysis import Analysis
+from dnnlens.analysis.findings import Finding
 from dnnlens.parsers.scanner import InputScan
-from dnnlens.report.json_safe import json_safe
+from dnnlens.report import schema as s
 
 MALFORMED_LISTED = 100
 
 
-def input_json(scan: InputScan, reasons: list[str]) -> dict[str, Any]:
+def input_doc(scan: InputScan, reasons: list[str]) -> s.InputDoc:
     """One entry of ``inputs``: the line accounting and header of one input."""
     h = scan.header
     malformed = [
-        {"line": int(line), "reason": reasons[int(r)], "text": scan.malformed_text.get(line)}
+        s.MalformedLineDoc(int(line), reasons[int(r)], scan.malformed_text.get(line))
         for line, r in zip(
             scan.malformed_line[:MALFORMED_LISTED],
             scan.malformed_reason[:MALFORMED_LISTED],
             strict=True,
         )
     ]
-    return {
-        "path": scan.path,
-        "lines": scan.lines,
-        "parsed_lines": scan.parsed,
-        "foreign_lines": scan.foreign,
-        "malformed_lines": scan.malformed,
-        "families": scan.family_names,
-        "onednn_version": h.version,
-        "commit": h.commit,
-        "runtime": h.runtime,
-        "threads": h.threads,
-        "isa": h.isa,
-        "gpu_runtime": h.gpu_runtime,
-        "header_count": h.header_count,
-        "prefixed_lines": scan.prefixed,
-        "gzip": scan.gzip,
-        "invalid_utf8_bytes": scan.invalid_utf8_bytes,
-        "nul_lines": scan.nul_lines,
-        "read_notes": list(scan.read_notes),
-        "read_error": scan.read_error,
-        "malformed": malformed,
-    }
+    return s.InputDoc(
+        path=scan.path,
+        lines=scan.lines,
+        parsed_lines=scan.parsed,
+        foreign_lines=scan.foreign,
+        malformed_lines=scan.malformed,
+        families=list(scan.family_names),
+        onednn_version=h.version,
+        commit=h.commit,
+        runtime=h.runtime,
+        threads=h.threads,
+        isa=h.isa,
+        gpu_runtime=h.gpu_runtime,
+        header_count=h.header_count,
+        prefixed_lines=scan.prefixed,
+        gzip=bool(scan.gzip),
+        invalid_utf8_bytes=scan.invalid_utf8_bytes,
+        nul_lines=scan.nul_lines,
+        read_notes=list(scan.read_notes),
+        read_error=scan.read_error,
+        malformed=malformed,
+    )
+
+
+def summary_doc(analysis: Analysis) -> s.SummaryDoc:
+    """``summary``: the totals, and the typical iteration with its reorder part."""
+    st = analysis.steady
+    part = analysis.reorder_part
+    return s.SummaryDoc(
+        **asdict(analysis.summary),
+        iterations=st.passes,
+        steady_iterations=st.divisor,
+        warmup_iterations=st.warmup_left_out,
+        typical_iteration_ms=analysis.typical_iteration_ms,
+        reorder_ms_per_iteration=part.ms,
+        reorder_share_of_iteration=part.share,
+    )
+
+
+def finding_doc(f: Finding, analysis: Analysis) -> s.FindingDoc:
+    """One finding with its cost per typical iteration."""
+    impact = f.impact_ms_per_iteration
+    return s.FindingDoc(
+        rule=f.rule,
+        code=f.code,
+        severity=f.severity,
+        title=f.title,
+        message=f.message,
+        evidence=[s.EvidenceDoc(e.path, e.line) for e in f.evidence],
+        data=dict(f.data),
+        fix=f.fix,
+        impact_ms_per_iteration=impact,
+        share_of_iteration=None if impact is None else analysis.typical.share(impact),
+    )
+
+
+def iterations_doc(analysis: Analysis) -> s.IterationsDoc:
+    """``iterations``: every pass, and the steady state."""
+    st = analysis.steady
+    t = st.times
+    passes = [
+        s.PassDoc(
+            iteration=int(r.iteration),
+            input=str(r.input),
+            exec_count=int(r.exec_count),
+            time_ms=float(r.time_ms),
+            reorder_ms=float(r.reorder_ms),
+            regular=bool(r.regular),
+            warmup=not bool(r.steady),
+            steady=bool(r.steady),
+            first_line=int(r.first_line),
+            last_line=int(r.last_line),
+        )  # fmt: skip
+        for r in t.itertuples(index=False)
+    ]
+    return s.IterationsDoc(
+        count=st.passes,
+        warmup=st.warmup,
+        warmup_structural=st.warmup_structural,
+        warmup_slow=st.warmup_slow,
+        steady=st.divisor,
+        period_exec=st.period_exec,
+        found=st.found,
+        warmup_rule=st.rule,
+        passes=passes,
+    )
+
+
+def report_doc(analysis: Analysis) -> s.ReportDoc:
+    """The whole ``analyze`` document of one analysis."""
+    log = analysis.log
+    links = analysis.framework_links
+    window, skipped = analysis.window, analysis.skipped
+    stream = None
+    if log.window is not None:
+        stream = s.StreamDoc(
+            window_events=analysis.options.window_events or 0,
+            events_in_window=len(log.events),
+            events_total=log.window.events_total,
+        )
+    link = links.get("framework_link")
+    return s.ReportDoc(
+        schema_version=s.SCHEMA_VERSION,
+        dnnlens_version=__version__,
+        inputs=[input_doc(scan, log.reasons) for scan in log.scans],
+        input_errors=list(log.input_errors),
+        summary=summary_doc(analysis),
+        findings=[finding_doc(f, analysis) for f in analysis.findings],
+        primitives=[s.PrimitiveDoc(**p) for p in analysis.primitives],
+        iterations=iterations_doc(analysis),
+        notes=list(analysis.notes),
+        window=s.WindowDoc(**asdict(window)) if window is not None else None,
+        skipped=s.SkippedDoc(**asdict(skipped)) if skipped is not None else None,
+        stream=stream,
+        framework_ops=links.get("framework_ops"),
+        framework_ops_without_onednn=links.get("framework_ops_without_onednn"),
+        framework_link=s.FrameworkLinkDoc(**link) if link is not None else None,
+        run=s.RunDoc(**analysis.run_info) if analysis.run_info is not None else None,
+    )
 
 
 def to_json_dict(analysis: Analysis) -> dict[str, Any]:
     """The whole report as plain data."""
-    log = analysis.log
-    summary = asdict(analysis.summary)
-    doc: dict[str, Any] = {
-        "dnnlens_version": __version__,
-        "inputs": [input_json(s, log.reasons) for s in log.scans],
-        "input_errors": list(log.input_errors),
-        "summary": summary,
-        "findings": [f.to_json() for f in analysis.findings],
-    }
-    doc.update(analysis.extras)
-    return json_safe(doc)
+    return s.to_plain(report_doc(analysis))
 
 
 def render_json(analysis: Analysis) -> str:

@@ -7,7 +7,10 @@ from typing import Any
 
 
 def json_safe(value: Any) -> Any:
-    """``value`` with NaN and infinities (not JSON) turned into null, recursively."""
+    """``value`` with NaN and infinities (not JSON) turned into null, recursively; numpy
+    scalars become the Python numbers they hold."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):

@@ -35,7 +35,7 @@ def report_console(output: Path | None) -> Console:
 
 
 def render_analysis(analysis: Any, fmt: str, output: Path | None, top: int = 10) -> None:
-    """An :class:`~dnnlens.analysis.result.Analysis` as ``terminal``, ``json`` or ``html``.
+    """An :class:`~dnnlens.analysis.analysis.Analysis` as ``terminal``, ``json`` or ``html``.
 
     Raises ``ValueError`` for ``html`` without ``output`` (a page is not for a terminal).
     """

@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+import pandas as pd
 
 from dnnlens._version import __version__
-from dnnlens.analysis.diff import IterationInfo, flow_label, iteration_info
-from dnnlens.analysis.result import Analysis
+from dnnlens.analysis.analysis import Analysis
+from dnnlens.analysis.diff import flow_label
 from dnnlens.model import ParsedLog
 
 TID_ITERATIONS = 0
@@ -170,18 +171,18 @@ class _InputEvents:
 
 def _select(
     log: ParsedLog,
-    info: IterationInfo,
+    ev: pd.DataFrame,
+    passes: int,
     options: TraceOptions,
 ) -> tuple[list[_InputEvents], tuple[int, int] | None, bool]:
-    ev = log.events
     ops = ev["operation"].to_numpy().astype(str) if len(ev) else np.zeros(0, dtype=str)
     wanted = np.isin(ops, _OPERATIONS if options.include_creates else ("exec",))
     is_graph = (ev["kind"] == "graph_partition").to_numpy()
     is_create = np.isin(ops, ("create", "create_nested", "compile"))
     times = np.nan_to_num(ev["time_ms"].to_numpy(dtype=float)) * 1000.0
     stamps = ev["timestamp_ms"].to_numpy(dtype=float)
-    it = info.index if len(info.index) == len(ev) else np.zeros(len(ev), dtype=np.int64)
-    lo, hi = 0, max(info.count, 1)
+    it = ev["iteration"].to_numpy(dtype=np.int64)
+    lo, hi = 0, max(passes, 1)
     keep = wanted.copy()
     if options.window is not None:
         a, b = options.window
@@ -213,7 +214,7 @@ def _select(
             if mask.any():
                 tid[mask] = base + _lanes(start[mask], start[mask] + dur[mask])
         out.append(_InputEvents(pid, scan.path, rows, start, dur, tid, it[rows], timing))
-    window = (lo, hi) if info.count else None
+    window = (lo, hi) if passes else None
     return out, window, truncated
 
 
@@ -249,7 +250,7 @@ def _us(value: float) -> float:
     return round(float(value), 3)
 
 
-def _iteration_spans(inp: _InputEvents, warmup: int) -> Iterator[dict[str, Any]]:
+def _iteration_spans(inp: _InputEvents, warm: set[int]) -> Iterator[dict[str, Any]]:
     inside = inp.iteration >= 0
     if not inside.any():
         return
@@ -266,7 +267,7 @@ def _iteration_spans(inp: _InputEvents, warmup: int) -> Iterator[dict[str, Any]]
         it[first].tolist(), lo.tolist(), hi.tolist(), counts.tolist(), strict=True
     ):
         yield {
-            "name": f"iteration {i}" + (" (warm-up)" if i < warmup else ""),
+            "name": f"iteration {i}" + (" (warm-up)" if i in warm else ""),
             "cat": "iteration",
             "ph": "X",
             "ts": _us(s),
@@ -283,11 +284,10 @@ def _record_json(info: list[tuple[str, dict[str, str]]]) -> list[tuple[str, str]
 
 
 def _x_events(
-    log: ParsedLog, inp: _InputEvents, records: list[tuple[str, str]]
+    ev: pd.DataFrame, inp: _InputEvents, records: list[tuple[str, str]]
 ) -> Iterator[tuple[str, bool]]:
     """``(event JSON, is a primitive exec)`` per execution/creation, built as text: a
     million events take seconds, not minutes, through ``json.dumps``."""
-    ev = log.events
     rec = ev["record"].to_numpy()[inp.rows].tolist()
     ops = ev["operation"].to_numpy()[inp.rows].tolist()
     cache = ev["cache"].to_numpy()[inp.rows].tolist()
@@ -318,8 +318,7 @@ def _x_events(
 def _finding_events(
     analysis: Analysis, inputs: list[_InputEvents], window: tuple[int, int] | None
 ) -> Iterator[dict[str, Any]]:
-    log = analysis.log
-    lines_col = log.events["line"].to_numpy()
+    lines_col = analysis.events["line"].to_numpy()
     wanted: dict[str, set[int]] = {}
     for f in analysis.findings:
         for e in f.evidence:
@@ -388,8 +387,9 @@ def iter_trace_json(
     options = options or TraceOptions()
     stats = stats if stats is not None else TraceStats()
     log = analysis.log
-    info = iteration_info(log)
-    inputs, window, truncated = _select(log, info, options)
+    events, steady = analysis.events, analysis.steady
+    warm = set(steady.times["iteration"].to_numpy()[~steady.times["steady"].to_numpy()].tolist())
+    inputs, window, truncated = _select(log, events, steady.passes, options)
     stats.window, stats.truncated = window, truncated
     records = _record_json(_record_info(log))
     execs = 0
@@ -397,10 +397,10 @@ def iter_trace_json(
         stats.timing[inp.path] = inp.timing
         for event in _metadata(inp):
             yield json.dumps(event)
-        for event in _iteration_spans(inp, info.warmup):
+        for event in _iteration_spans(inp, warm):
             stats.events += 1
             yield json.dumps(event)
-        for text, is_exec in _x_events(log, inp, records):
+        for text, is_exec in _x_events(events, inp, records):
             stats.events += 1
             execs += is_exec
             yield text

@@ -27,7 +27,7 @@ PALETTE = (
     "#bcbd22",
     "#17becf",
 )
-_M = {"left": 64, "right": 150, "top": 36, "bottom": 56}
+_M = {"left": 64, "right": 220, "top": 36, "bottom": 56}
 
 
 def _roofs(machine: Any, dtypes: set[str]) -> tuple[float, dict[str, float]]:
@@ -46,10 +46,20 @@ def _decades(lo: float, hi: float) -> tuple[int, int]:
     return math.floor(math.log10(lo)), math.ceil(math.log10(hi))
 
 
+#: Points labelled with their kind and prop_kind beside them (the most time first).
+LABELLED_POINTS = 6
+
+
+def point_key(p: dict[str, Any]) -> str:
+    """``convolution forward_inference``: what a point is, for its colour and label."""
+    prop = str(p.get("prop_kind") or "")
+    return f"{p['kind']} {prop}" if prop and prop != "undef" else str(p["kind"])
+
+
 def roofline_svg(
     primitives: list[dict[str, Any]],
     machine: Any,
-    width: int = 720,
+    width: int = 820,
     height: int = 420,
     title: str = "Roofline",
 ) -> str:
@@ -141,11 +151,13 @@ def roofline_svg(
             f'<text x="{sx(10.0**x0) + 6:.1f}" y="{sy(10.0**x0 * bw) + 16:.1f}">'
             f"{escape(f'{bw:.1f} GB/s')}</text>"
         )
-    # points
-    kinds = sorted({str(p["kind"]) for p in pts})
+    # points, coloured and labelled by kind and prop_kind (forward and backward differ)
+    kinds = sorted({point_key(p) for p in pts})
     colour = {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(kinds)}
     total = sum(float(p.get("time_ms") or 0.0) for p in pts) or 1.0
-    for p, ai in zip(pts, ais, strict=True):
+    biggest = sorted(range(len(pts)), key=lambda i: -float(pts[i].get("time_ms") or 0.0))
+    labelled = set(biggest[:LABELLED_POINTS])
+    for n, (p, ai) in enumerate(zip(pts, ais, strict=True)):
         share = float(p.get("time_ms") or 0.0) / total
         radius = 3.0 + 9.0 * math.sqrt(share)
         eff = p.get("efficiency")
@@ -155,11 +167,17 @@ def roofline_svg(
             f"efficiency {'n/a' if eff is None else f'{100 * eff:.1f}%'}, "
             f"{p.get('count', 0)} calls, {float(p.get('time_ms') or 0):.3f} ms"
         )
+        cx, cy = sx(ai), sy(float(p["gflops"]))
         out.append(
-            f'<circle cx="{sx(ai):.1f}" cy="{sy(float(p["gflops"])):.1f}" '
-            f'r="{radius:.1f}" fill="{colour[str(p["kind"])]}" fill-opacity="0.7" '
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" '
+            f'r="{radius:.1f}" fill="{colour[point_key(p)]}" fill-opacity="0.7" '
             f'stroke="#222" stroke-width="0.5"><title>{escape(tip)}</title></circle>'
         )
+        if n in labelled:
+            out.append(
+                f'<text x="{cx + radius + 3:.1f}" y="{cy + 4:.1f}" font-size="10">'
+                f"{escape(point_key(p))}</text>"
+            )
     for i, k in enumerate(kinds):
         y = _M["top"] + 10 + 16 * i
         out.append(f'<circle cx="{width - _M["right"] + 14}" cy="{y}" r="5" fill="{colour[k]}"/>')

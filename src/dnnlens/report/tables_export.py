@@ -15,7 +15,7 @@ The scanner does not keep prefixes, so ranks are read back from the input file, 
 when the scanner saw prefixed lines; standard input cannot be read twice, so its rank is 0.
 
 The partition columns live in the directory names, not in the files. Each row also gets
-``iteration`` (0-based, see :func:`dnnlens.analysis.diff.iteration_info`).
+``iteration`` (0-based, see :mod:`dnnlens.analysis.steady`) and ``steady``.
 
 ``pd.read_parquet("DIR/events")`` or, in DuckDB,
 ``SELECT * FROM read_parquet('DIR/events/**/*.parquet', hive_partitioning = true)``.
@@ -30,7 +30,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dnnlens.analysis.diff import iteration_info
 from dnnlens.io.inputs import InputSource, ReadStats, iter_lines
 from dnnlens.model import ParsedLog
 from dnnlens.parsers.scanner import InputScan
@@ -94,9 +93,9 @@ def event_ranks(scan: InputScan, lines: np.ndarray) -> tuple[np.ndarray, bool]:
 
 
 def _frames(log: ParsedLog, notes: list[str]) -> list[tuple[str, int, pd.DataFrame]]:
-    ev = log.events.copy()
-    info = iteration_info(log)
-    ev["iteration"] = info.index if len(info.index) == len(ev) else 0
+    from dnnlens.analysis.analysis import Analysis, AnalysisOptions
+
+    ev = Analysis(log, AnalysisOptions(window_events=None)).events
     seen: set[str] = set()
     out = []
     codes = ev["input"].cat.codes.to_numpy() if len(ev) else np.zeros(0, dtype=np.int8)

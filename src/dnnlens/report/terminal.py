@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dnnlens.analysis.result import Analysis
+from dnnlens.analysis.analysis import Analysis
 from dnnlens.io.inputs import display_path
 from dnnlens.report.framework_terminal import render_framework
 
@@ -133,7 +133,7 @@ def render_terminal(analysis: Analysis, console: Console, top: int = 10) -> None
         console.print(
             "Diagnostics: " + ", ".join(f"{d['operation']} {d['count']:,}" for d in s.diagnostics)
         )
-    render_framework(analysis.extras, console, top)  # issue 3: framework ops -> oneDNN
+    render_framework(analysis.framework_links, console, top)
     _findings(console, analysis)
 
 

@@ -77,8 +77,14 @@ class Rule:
         data: Mapping[str, Any] | None = None,
         fix: str = "",
         severity: str | None = None,
+        impact_ms: float | None = None,
     ) -> Finding:
-        """A finding of this rule (its name, code and effective severity)."""
+        """A finding of this rule (its name, code and effective severity).
+
+        ``impact_ms`` is the steady time per typical iteration the finding accounts for
+        (a part of :attr:`RuleContext.typical_iteration_ms`); ``None`` for a finding that
+        is not about time. Reports rank findings by it.
+        """
         return Finding(
             rule=self.rule_name,
             code=self.rule_code,
@@ -87,6 +93,8 @@ class Rule:
             evidence=list(evidence),
             data=dict(data or {}),
             fix=fix or self.fix_text(),
+            impact_ms_per_iteration=None if impact_ms is None else float(impact_ms),
+            title=self.summary(),
         )
 
     def fix_text(self) -> str:

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dnnlens.analysis.analysis import Analysis, AnalysisError
 from dnnlens.analysis.findings import SEVERITIES, Finding, severity_rank
-from dnnlens.analysis.result import Analysis
 from dnnlens.rules.base import Rule
 from dnnlens.rules.config import RuleConfig, load_config
 from dnnlens.rules.context import RuleContext
@@ -107,13 +107,36 @@ def run_selected(analysis: Analysis, rules: list[Rule]) -> list[Finding]:
     findings: list[Finding] = []
     for rule in rules:
         try:
-            findings.extend(rule.check(ctx) or [])
+            found = list(rule.check(ctx) or [])
+            if rule.level == type(rule).severity:  # not set by configuration: grade by cost
+                for f in found:
+                    grade_by_impact(f, analysis.typical_iteration_ms)
+            findings.extend(found)
+        except AnalysisError:  # a fact of the analysis failed: a bug, not the rule's
+            raise
         except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the rest
             findings.append(_failure(rule, exc))
-    if ctx.notes:  # the issue-4 modules failed and the rules used their fallback
-        analysis.extras.setdefault("rule_notes", []).extend(ctx.notes)
     order = {id(f): i for i, f in enumerate(findings)}
     return sorted(findings, key=lambda f: (-severity_rank(f.severity), order[id(f)]))
+
+
+#: A finding that costs less than this share of the typical iteration is ``info``; one that
+#: costs at least ``WARNING_SHARE`` is at least ``warning``.
+INFO_BELOW_SHARE = 0.02
+WARNING_SHARE = 0.10
+
+
+def grade_by_impact(f: Finding, typical_ms: float) -> None:
+    """Severity follows cost: a finding about time that costs under 2% of the typical
+    iteration is info, one of 10% or more at least a warning (an error stays an error)."""
+    impact = f.impact_ms_per_iteration
+    if impact is None or typical_ms <= 0 or f.severity == "error":
+        return
+    share = impact / typical_ms
+    if share < INFO_BELOW_SHARE:
+        f.severity = "info"
+    elif share >= WARNING_SHARE:
+        f.severity = "warning"
 
 
 def _failure(rule: Rule, exc: Exception) -> Finding:

@@ -181,6 +181,12 @@ def events_view(ctx: RuleContext) -> pd.DataFrame:
     per_record = _record_columns(ctx, ex["record"].unique())
     for col in per_record.columns:
         ex[col] = per_record[col].reindex(ex["record"].to_numpy()).to_numpy()
+    # per execution: the typical run and median of its position in the pass (its op-graph
+    # node), the very terms of the typical iteration
+    terms = ctx.typical.terms.set_index("node")
+    nodes = ctx.analysis.graph.node_of_rows(ex.index.to_numpy())
+    ex["median_ms"] = terms["median_ms"].reindex(nodes).to_numpy()
+    ex["typical_ms"] = terms["run_ms"].reindex(nodes).to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
         ex["gflops"] = ex["flops"] / (ex["time_ms"] * 1e6)
     ctx._events_view = ex  # type: ignore[attr-defined]
@@ -218,7 +224,6 @@ def _record_columns(ctx: RuleContext, records: np.ndarray) -> pd.DataFrame:
             converts=("converts", "first"),
             round_trip=("round_trip", "any"),
         )
-    medians, runs = ctx.stats["median_ms"], ctx.stats["run_ms"]
     for rid in records:
         rid = int(rid)
         rec = ctx.log.records[rid]
@@ -229,8 +234,6 @@ def _record_columns(ctx: RuleContext, records: np.ndarray) -> pd.DataFrame:
             row[f"{role}_dtype"] = md.dtype if md is not None else ""
             row[f"{role}_layout"] = md.layout if md is not None else ""
         row["post_ops"] = ",".join(p.kind for p in ctx.attrs(rid).post_ops)
-        row["median_ms"] = float(medians.get(rid, np.nan))
-        row["typical_ms"] = float(runs.get(rid, np.nan))
         flops = FLOP_FUNCTION(rec.kind, rec.problem, rec.prop_kind, rec.aux)
         row["flops"] = float(flops) if flops is not None else np.nan
         if reorders is not None and rid in reorders.index:

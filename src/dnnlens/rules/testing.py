@@ -28,13 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dnnlens.analysis.analysis import Analysis
 from dnnlens.analysis.findings import Finding
-from dnnlens.analysis.result import analyze_log
 from dnnlens.reading import load, load_text
 from dnnlens.rules.config import RuleConfig
 from dnnlens.rules.engine import RuleOptions, run_selected, selected_rules
 from dnnlens.rules.errors import RuleSetupError
 from dnnlens.rules.registry import Registry, add_entry_points, add_path
+from dnnlens.rules.verdict import report_order
 from dnnlens.rules.yamlsrc import load_document
 
 _CASE_KEYS = {"name", "log", "log_file", "config", "expect", "tolerance"}
@@ -107,7 +108,7 @@ def _run_case(
         raise RuleSetupError(f"{where}: case {name!r}: 'expect' must be a list ([] for none)")
     cfg = RuleConfig(path=where, rules=_merge(doc.get("config"), case.get("config")))
     options = RuleOptions(select=select, search_config=False)
-    findings = run_selected(analyze_log(log), selected_rules(registry, options, cfg))
+    findings = report_order(run_selected(Analysis(log), selected_rules(registry, options, cfg)))
     tolerance = float(case.get("tolerance", doc.get("tolerance", 0.01)))
     problems = _compare(expect, findings, tolerance, where)
     return CaseResult(name, not problems, problems, findings)

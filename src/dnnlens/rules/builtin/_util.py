@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from dnnlens.fmt import ms, pct
 
-def ms(value: float) -> str:
-    """``0.81 ms``, ``12.3 ms``, ``0.004 ms``: milliseconds with 2-3 significant digits."""
-    if value >= 10:
-        return f"{value:.1f} ms"
-    if value >= 0.1:
-        return f"{value:.2f} ms"
-    return f"{value:.3f} ms"
-
-
-def pct(value: float) -> str:
-    """``35%`` (``0.4%`` below one percent)."""
-    return f"{value:.1%}" if value < 0.01 else f"{value:.0%}"
+__all__ = ["is_reference", "ms", "pct", "ratio", "top_records"]
 
 
 def ratio(part: float, whole: float) -> float:

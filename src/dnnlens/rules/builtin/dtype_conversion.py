@@ -87,6 +87,8 @@ class DtypeConversion(Rule):
         yield self.finding(
             "; ".join(parts) + f" (typical iteration {ms(iteration)})",
             evidence,
+            # the conversions are a cost; f32 compute is a chance, not a measured cost
+            impact_ms=conv_ms if steady_conv and share_conv >= minimum else None,
             data={
                 "conversion_reorders": len(steady_conv),
                 "conversion_ms_per_iteration": conv_ms,

@@ -67,7 +67,8 @@ class IsaBelowMachine(Rule):
             ]
         if not low and not capped:
             return
-        share = ratio(sum(r["typical_ms"] for r in low), ctx.typical_total_ms)
+        low_ms = sum(r["typical_ms"] for r in low) / ctx.steady_iterations
+        share = ratio(low_ms, ctx.typical_iteration_ms)
         parts = []
         if capped:
             h = capped[0]
@@ -88,7 +89,7 @@ class IsaBelowMachine(Rule):
             listed = ", ".join(f"{r['kind']} {r['impl']}" for r in low[:3])
             parts.append(
                 f"{len(low)} primitives run kernels below {top} ({listed}): {pct(share)} of "
-                f"the time, {ms(sum(r['typical_ms'] for r in low))} by median times"
+                f"the typical iteration, {ms(low_ms)} per iteration"
             )
         used = sorted({split_impl(i)[1] for i in ctx.stats["impl"] if split_impl(i)[1]})
         msg = "; ".join(parts) + (f". Kernel ISAs in the log: {', '.join(used)}" if used else "")
@@ -99,6 +100,7 @@ class IsaBelowMachine(Rule):
         yield self.finding(
             msg[0].upper() + msg[1:],
             ctx.record_evidence(evidence_records),
+            impact_ms=low_ms if low else None,
             data={
                 "header_isa": [h["isa"] for h in headers],
                 "compared_with": top,
@@ -114,14 +116,14 @@ class IsaBelowMachine(Rule):
         """Primitives whose kernel ISA class is below what ``top`` offers for their dtype."""
         out = []
         top_rank = ISA_CLASS_RANK[isa_class(top)]
-        for rid, row in row_dicts(ctx.stats):
+        for rid, row in row_dicts(ctx.steady_stats):
             isa = split_impl(str(row["impl"]))[1]
             cls = isa_class(isa)
             if not cls:
                 continue
             dtypes = {md.dtype for md in ctx.mds(int(rid))}
             want = top_rank if dtypes & _LOW_PRECISION else min(top_rank, ISA_CLASS_RANK["avx512"])
-            share = ratio(float(row["typical_ms"]), ctx.typical_total_ms)
+            share = ratio(ctx.per_iteration_ms([rid]), ctx.typical_iteration_ms)
             if ISA_CLASS_RANK[cls] < want and share >= self.options["min_share"]:
                 out.append(
                     {

@@ -45,8 +45,8 @@ class LayoutRoundTrip(Rule):
         trips = act[act["round_trip"].astype(bool)]
         if trips.empty:
             return
-        per_iter = ctx.per_iteration_ms(set(act["record"]))
-        trip_ms = ctx.per_iteration_ms(set(trips["record"]))
+        per_iter = float(act["iter_ms"].sum())
+        trip_ms = float(trips["iter_ms"].sum())
         iteration = ctx.typical_iteration_ms
         share = ratio(per_iter, iteration)
         if share < self.options["min_share"]:
@@ -71,6 +71,7 @@ class LayoutRoundTrip(Rule):
         yield self.finding(
             msg,
             evidence,
+            impact_ms=per_iter,
             data={
                 "share": share,
                 "activation_reorder_ms_per_iteration": per_iter,
@@ -80,6 +81,5 @@ class LayoutRoundTrip(Rule):
                 "round_trip_reorders": int(len(trips)),
                 "layouts": [lay_a, lay_b],
                 "nodes": [str(n) for n in trips["node"]],
-                "graph_source": ctx.graph_source,
             },
         )

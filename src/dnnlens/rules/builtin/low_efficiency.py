@@ -12,6 +12,11 @@ from dnnlens.rules.builtin._util import pct, ratio
 from dnnlens.rules.context import RuleContext
 from dnnlens.rules.flops import FLOP_FUNCTION, isa_class, peak_gflops
 
+#: The kinds the rule judges: where a FLOP rate against the peak means something.
+JUDGED_KINDS = frozenset(
+    {"convolution", "deconvolution", "inner_product", "matmul", "gemm_api", "brgemm"}
+)
+
 
 class LowEfficiency(Rule):
     """Convolutions and matmuls reach a small fraction of the CPU's peak FLOP rate.
@@ -52,6 +57,8 @@ class LowEfficiency(Rule):
         flops_total, time_total = 0.0, 0.0
         for rid, row in row_dicts(st):
             rec = ctx.log.records[int(rid)]
+            if rec.kind not in JUDGED_KINDS:
+                continue
             flops = FLOP_FUNCTION(rec.kind, rec.problem, rec.prop_kind, rec.aux)
             if not flops or not row["run_ms"] or row["run_ms"] != row["run_ms"]:
                 continue
@@ -100,9 +107,12 @@ class LowEfficiency(Rule):
             f"lowest: {w['kind']} "
             f"{w['problem']} at {w['gflops']:.1f} GFLOP/s ({pct(w['efficiency'])})"
         )
+        # the time above what the peak would take: what better kernels could save
+        lost = sum(r["typical_ms"] * (1.0 - min(r["efficiency"], 1.0)) for r in rows)
         yield self.finding(
             msg,
             ctx.record_evidence([r["record"] for r in rows]),
+            impact_ms=lost / ctx.steady_iterations,
             data={
                 "gflops": achieved,
                 "peak_gflops": peak_used,

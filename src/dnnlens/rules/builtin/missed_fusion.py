@@ -92,6 +92,7 @@ class MissedFusion(Rule):
         yield self.finding(
             msg,
             ctx.record_evidence([k[2] for k, _ in found.most_common(3)]),
+            impact_ms=per_iter,
             data={
                 "occurrences": int(sum(found.values())),
                 "pairs": len(found),

@@ -58,6 +58,7 @@ class ReferenceImplementation(Rule):
         yield self.finding(
             msg,
             ctx.record_evidence([int(r) for r in ref.index]),
+            impact_ms=typical / ctx.steady_iterations,
             data={
                 "share": share,
                 "typical_ms": typical,

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
 from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._util import ms, pct, ratio, top_records
+from dnnlens.rules.builtin._util import ms, pct, top_records
 from dnnlens.rules.context import RuleContext
 
 
@@ -39,20 +39,13 @@ class ReorderOverhead(Rule):
         if len(reo) == len(st):  # only reorders: a reorder benchmark or a fragment
             return
         iters = ctx.steady_iterations
-        per_iter = float(reo["typical_ms"].sum()) / iters
-        iteration = ctx.typical_iteration_ms
-        share = ratio(per_iter, iteration)
+        part = ctx.analysis.reorder_part
+        per_iter, iteration, share = part.ms, part.iteration_ms, part.share
         if reo.empty or share < self.options["share"]:
             return
-        raw_ms = float(ctx.execs.loc[ctx.execs["kind"] == "reorder", "time_ms"].sum())
-        raw_share = ratio(raw_ms, ctx.total_ms)
-        by_tensor = {}
-        if len(ctx.reorders):
-            by_tensor = {
-                str(k): ctx.per_iteration_ms(set(g["record"]))
-                for k, g in ctx.reorders.groupby("tensor")
-            }
-        calls = float(reo["count"].sum()) / iters
+        raw_ms, raw_share, total_ms = part.raw_ms, part.raw_share, part.total_ms
+        by_tensor = part.by_tensor
+        calls = part.per_iteration
         where = (
             f"medians over {iters} steady iterations"
             if ctx.iterations.found
@@ -63,11 +56,12 @@ class ReorderOverhead(Rule):
             f"reorders take {pct(share)} of a typical iteration ({ms(per_iter)} of "
             f"{ms(iteration)}, {calls:.0f} reorders per iteration; {where})"
             + (f": {parts}" if parts else "")
-            + f". Summed raw times say {pct(raw_share)} ({ms(raw_ms)} of {ms(ctx.total_ms)})."
+            + f". Summed raw times say {pct(raw_share)} ({ms(raw_ms)} of {ms(total_ms)})."
         )
         yield self.finding(
             msg,
             ctx.record_evidence(top_records(reo, "typical_ms")),
+            impact_ms=per_iter,
             data={
                 "share": share,
                 "reorder_ms_per_iteration": per_iter,
@@ -76,8 +70,7 @@ class ReorderOverhead(Rule):
                 "iterations": iters,
                 "raw_share": raw_share,
                 "raw_reorder_ms": raw_ms,
-                "total_ms": ctx.total_ms,
+                "total_ms": total_ms,
                 "by_tensor_ms_per_iteration": by_tensor,
-                "graph_source": ctx.graph_source,
             },
         )

@@ -37,7 +37,7 @@ class WeightReorderPerIteration(Rule):
         w = r[(r["tensor"] == "weight") & r["steady"].astype(bool)]
         if w.empty:
             return
-        per_iter = ctx.per_iteration_ms(set(w["record"]))
+        per_iter = float(w["iter_ms"].sum())
         iteration = ctx.typical_iteration_ms
         share = ratio(per_iter, iteration)
         if share < self.options["min_share"]:
@@ -57,6 +57,7 @@ class WeightReorderPerIteration(Rule):
         yield self.finding(
             msg,
             evidence,
+            impact_ms=per_iter,
             data={
                 "share": share,
                 "weight_reorder_ms_per_iteration": per_iter,
@@ -64,6 +65,5 @@ class WeightReorderPerIteration(Rule):
                 "weight_reorders": int(len(w)),
                 "iterations": ctx.steady_iterations,
                 "dims": list(dict.fromkeys(w["dims"])),
-                "graph_source": ctx.graph_source,
             },
         )

@@ -1,0 +1,408 @@
+"""The one analysis of a set of parsed inputs: every derived fact, computed once, on first use.
+
+An :class:`Analysis` is built from a :class:`~dnnlens.model.ParsedLog`, which it never
+changes, and from :class:`AnalysisOptions` (the window, the passes to skip, marker lines),
+which are applied when it is built. Each fact is a property computed on first use and kept:
+the summary, the iterations and the steady state (written once into :attr:`Analysis.events`
+as the ``iteration`` and ``steady`` columns), per-primitive statistics, the one typical
+iteration, the op graph, the reorders with their cost, the framework links, the roofline
+points and the findings. Rules read it through their context, renderers only read it, and
+``diff`` and ``project`` build one or two and compare them, so one log can never give two
+different numbers.
+
+Two scopes of events, both documented in every report:
+
+* **all events** (after ``skip_iterations``): the summary, its totals and breakdowns, and
+  ``primitives``: exact sums that a reader reproduces with grep and awk;
+* **the window**: the last ``window_events`` events of those, which the sequence analyses
+  (iterations, steady state, the typical iteration, the op graph, the rules, the charts)
+  look at, so that they cost the same on a log of any length.
+
+A fact that fails to compute raises :class:`AnalysisError`: a bug of dnnlens, reported as
+such (exit 3), never replaced by a second way of computing the same number.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import pandas as pd
+
+from dnnlens.analysis.findings import Finding
+from dnnlens.analysis.iterations import Iterations, find_iterations
+from dnnlens.analysis.steady import SteadyState, steady_state
+from dnnlens.analysis.summary import Summary, primitive_execs, summarize_stats
+from dnnlens.analysis.timing import TypicalIteration, record_stats, typical_iteration
+from dnnlens.model import ParsedLog
+from dnnlens.model.stats import stats_from_events
+
+if TYPE_CHECKING:
+    from dnnlens.analysis.graph import OpGraph
+    from dnnlens.analysis.machine import Machine
+
+__all__ = [
+    "DEFAULT_WINDOW_EVENTS",
+    "REORDER_COLUMNS",
+    "Analysis",
+    "AnalysisError",
+    "AnalysisOptions",
+]
+
+#: Events the sequence analyses (iterations, op graph, rules, charts) look at by default.
+DEFAULT_WINDOW_EVENTS = 200_000
+
+#: Columns of :attr:`Analysis.reorders`: the op graph's reorder table plus its cost.
+#: ``count``/``time_ms`` cover the window (warm-up too); ``p50_ms`` is the node's median;
+#: ``steady_count`` its executions in steady passes; ``typical_ms`` = steady_count x the
+#: typical run of its line; ``per_iteration`` = steady_count / steady passes; ``iter_ms``
+#: its part of the typical iteration; ``steady`` whether it runs in every steady pass.
+REORDER_COLUMNS = (
+    "node", "record", "steady", "tensor", "converts", "round_trip", "count", "time_ms",
+    "p50_ms", "steady_count", "typical_ms", "per_iteration", "iter_ms", "dims",
+    "src_layout", "dst_layout", "src_dtype", "dst_dtype", "producer", "consumer",
+    "consumer_kind", "round_trip_with", "impl", "path", "line",
+)  # fmt: skip
+
+T = TypeVar("T")
+
+
+class AnalysisError(Exception):
+    """A derived fact could not be computed: a bug of dnnlens, not of the input."""
+
+
+def fact(compute: Callable[[Any], T]) -> cached_property[T]:
+    """A derived fact: computed once on first use; a failure is an :class:`AnalysisError`."""
+
+    @functools.wraps(compute)
+    def run(self: Any) -> T:
+        try:
+            return compute(self)
+        except AnalysisError:
+            raise
+        except Exception as exc:
+            detail = (str(exc).strip().splitlines() or [""])[0][:200]
+            raise AnalysisError(
+                f"computing {compute.__name__} failed: {type(exc).__name__}: {detail}"
+            ) from exc
+
+    return cached_property(run)
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """What the user chose about the scope of an analysis.
+
+    ``window_events``: events the sequence analyses look at (the last ones; ``None`` or 0:
+    all). ``skip_iterations``: leading passes left out of everything, the summary included.
+    ``marker_lines``: per input path, the line numbers of the program's own marker lines
+    that separate passes (see :func:`dnnlens.analysis.iterations.marker_lines`).
+    """
+
+    window_events: int | None = DEFAULT_WINDOW_EVENTS
+    skip_iterations: int = 0
+    marker_lines: Mapping[str, np.ndarray] | None = None
+
+
+@dataclass
+class Skipped:
+    """What ``skip_iterations`` left out."""
+
+    iterations: int
+    found: int
+    events_dropped: int
+    first_line: int | None
+
+
+@dataclass
+class Window:
+    """The window of events the sequence analyses look at, when it is not all of them."""
+
+    events_total: int
+    events_analysed: int
+    first_line: int
+    note: str = (
+        "iterations, graph, rules and charts use the last events only; "
+        "the summary and primitives use all of them"
+    )
+
+
+class Analysis:
+    """Every derived fact of one set of parsed inputs (see the module docstring)."""
+
+    def __init__(self, log: ParsedLog, options: AnalysisOptions | None = None) -> None:
+        self.log = log
+        self.options = options or AnalysisOptions()
+        #: The rules' verdicts, most costly first; set once by the rules engine's caller.
+        self.findings: list[Finding] = []
+        #: Notes for the reader that are facts of this analysis (not of one input).
+        self.notes: list[str] = []
+        #: Facts about how the analysis was run (``dnnlens run``: the command and its code).
+        self.run_info: dict[str, Any] | None = None
+
+    # -- scopes ----------------------------------------------------------------------------
+    @fact
+    def _skip(self) -> tuple[pd.DataFrame, Skipped | None]:
+        events = self.log.events
+        count = self.options.skip_iterations
+        if count <= 0 or not len(events):
+            return events, None
+        it = find_iterations(events)
+        later = (it.iteration >= count).nonzero()[0]
+        first = int(later[0]) if len(later) else len(events)
+        line = int(events["line"].iloc[first]) if first < len(events) else None
+        kept = events.iloc[first:].reset_index(drop=True)
+        return kept, Skipped(count, it.count, first, line)
+
+    @property
+    def all_events(self) -> pd.DataFrame:
+        """Every event after the skipped passes: what the summary counts."""
+        return self._skip[0]
+
+    @property
+    def skipped(self) -> Skipped | None:
+        """What ``skip_iterations`` left out, or ``None``."""
+        return self._skip[1]
+
+    @fact
+    def _windowed(self) -> tuple[pd.DataFrame, Window | None]:
+        events = self.all_events
+        size = self.options.window_events
+        total = len(events)
+        if self.log.window is not None:  # the reader kept only the last events
+            w = self.log.window
+            return events, Window(w.events_total, total, w.first_line)
+        if size and total > size:
+            cut = events.iloc[total - size :].reset_index(drop=True)
+            return cut, Window(total, size, int(cut["line"].iloc[0]))
+        return events, None
+
+    @property
+    def window(self) -> Window | None:
+        """The window of events the sequence analyses look at, or ``None`` for all."""
+        return self._windowed[1]
+
+    @fact
+    def events(self) -> pd.DataFrame:
+        """The window's events, with ``iteration`` and ``steady`` columns added once."""
+        base = self._windowed[0]
+        st = self.steady
+        return base.assign(iteration=st.iteration, steady=st.steady)
+
+    # -- exact totals ----------------------------------------------------------------------
+    @fact
+    def record_totals(self) -> pd.DataFrame:
+        """Per-record counts and sums over all events (:mod:`dnnlens.model.stats`)."""
+        if self.log.record_stats is not None and self.skipped is None:
+            return self.log.record_stats
+        return stats_from_events(self.all_events)
+
+    @fact
+    def summary(self) -> Summary:
+        """Totals and breakdowns over all events (:mod:`dnnlens.analysis.summary`)."""
+        return summarize_stats(self.record_totals, self.log.records, self._diagnostic_counts())
+
+    def _diagnostic_counts(self) -> dict[str, int]:
+        if self.log.diagnostic_counts is not None:
+            return dict(self.log.diagnostic_counts)
+        diag = self.log.diagnostics
+        if diag.empty:
+            return {}
+        sizes = diag.groupby("operation", observed=True).size()
+        return {str(k): int(v) for k, v in sizes.items() if v}
+
+    # -- iterations and steady state -------------------------------------------------------
+    @fact
+    def iterations(self) -> Iterations:
+        """The passes of the window's exec stream (:mod:`dnnlens.analysis.iterations`)."""
+        return find_iterations(self._windowed[0], self.options.marker_lines)
+
+    @fact
+    def steady(self) -> SteadyState:
+        """Warm-up and steady passes (:mod:`dnnlens.analysis.steady`)."""
+        return steady_state(self.iterations)
+
+    # -- per-primitive timing and the typical iteration ------------------------------------
+    @fact
+    def execs(self) -> pd.DataFrame:
+        """Primitive exec rows of the window (no creations, no graph partitions)."""
+        return primitive_execs(self.events)
+
+    @fact
+    def steady_execs(self) -> pd.DataFrame:
+        """Primitive exec rows of the steady passes (all of them without iterations)."""
+        ex = self.execs
+        keep = ex["steady"].to_numpy(dtype=bool)
+        return ex if keep.all() else ex[keep]
+
+    @fact
+    def stats(self) -> pd.DataFrame:
+        """Per-record timing of the window's execs (:func:`.timing.record_stats`)."""
+        return record_stats(self.execs, self.log)
+
+    @fact
+    def steady_stats(self) -> pd.DataFrame:
+        """Per-record timing of the steady execs; ``typical_ms`` is the record's part of the
+        typical iteration times the steady passes (so ``typical_ms / passes`` adds up to it)."""
+        stats = record_stats(self.steady_execs, self.log)
+        part = self.typical.by_record.reindex(stats.index).fillna(0.0)
+        stats["typical_ms"] = part.to_numpy() * self.steady.divisor
+        return stats
+
+    @fact
+    def typical(self) -> TypicalIteration:
+        """The one typical iteration (:mod:`dnnlens.analysis.timing`): per graph node."""
+        g = self.graph
+        events = self._windowed[0]
+        kind = events["kind"].to_numpy()[g.exec_rows]
+        primitive = kind != "graph_partition"
+        rows = g.exec_rows[primitive]
+        nodes = g.nodes
+        return typical_iteration(
+            node_names=nodes["node"].tolist(),
+            node_kind=[str(k) for k in nodes["kind"]],
+            node_impl=[str(i) for i in nodes["impl"]],
+            node_record=nodes["record"].to_numpy(dtype=np.int64),
+            exec_node=g.exec_node[primitive],
+            exec_time=events["time_ms"].to_numpy(dtype=np.float64)[rows],
+            exec_steady=self.steady.steady[rows],
+            passes=self.steady.divisor,
+        )
+
+    @property
+    def typical_iteration_ms(self) -> float:
+        """The typical iteration in ms: the figure every view uses."""
+        return self.typical.ms
+
+    @property
+    def is_training(self) -> bool:
+        """Whether any primitive ran a backward pass."""
+        return bool((self.execs["direction"] == "backward").any())
+
+    # -- op graph and reorders -------------------------------------------------------------
+    @fact
+    def graph(self) -> OpGraph:
+        """The op graph of one steady iteration (:mod:`dnnlens.analysis.graph`)."""
+        from dnnlens.analysis.graph import build_graph
+
+        return build_graph(self._windowed[0], self.iterations, self.steady.steady)
+
+    @fact
+    def reorders(self) -> pd.DataFrame:
+        """One row per reorder node of the graph with its cost (:data:`REORDER_COLUMNS`)."""
+        g = self.graph.reorders
+        if g.empty:
+            return pd.DataFrame(columns=list(REORDER_COLUMNS))
+        frame = g.copy()
+        where = [str(e).rpartition(":") for e in frame["example"]]
+        frame["path"] = [w[0] for w in where]
+        frame["line"] = [int(w[2]) if w[2].isdigit() else 0 for w in where]
+        terms = self.typical.terms.set_index("node")
+        run = terms["run_ms"].reindex(frame["node"].to_numpy()).to_numpy(dtype=np.float64)
+        run = np.nan_to_num(run)
+        steady = frame["steady_count"].to_numpy(dtype=np.float64)
+        frame["typical_ms"] = steady * run
+        frame["per_iteration"] = steady / max(self.steady.divisor, 1)
+        frame["iter_ms"] = frame["per_iteration"] * run
+        frame = frame[list(REORDER_COLUMNS)]
+        return frame.sort_values("iter_ms", ascending=False, kind="stable").reset_index(drop=True)
+
+    # -- framework, costs, machine ---------------------------------------------------------
+    @fact
+    def framework_links(self) -> dict[str, Any]:
+        """Framework ops linked to their primitives (:mod:`dnnlens.analysis.linking`)."""
+        if self.log.framework is None:
+            return {}
+        from dnnlens.analysis.linking import framework_extras
+
+        links = framework_extras(self.log)
+        if not links and self.log.framework.errors:  # nothing linked, but something to say
+            links = {"framework_link": {"runs": [], "notes": list(self.log.framework.errors)}}
+        if self.log.window is not None:  # executions that left the reader's window
+            kept = int((self.log.events["operation"] == "exec").sum())
+            gone = self.summary.exec_count - kept
+            for run in links.get("framework_link", {}).get("runs", []):
+                if "outside_window" in run:
+                    run["outside_window"] += gone
+        return links
+
+    @fact
+    def machine(self) -> Machine:
+        """The nominal machine of the log's header (:mod:`dnnlens.analysis.machine`)."""
+        from dnnlens.analysis.machine import machine_for_log
+
+        return machine_for_log(self.log)
+
+    @fact
+    def primitives(self) -> list[dict[str, Any]]:
+        """Each distinct executed primitive on the roofline, with its steady timing."""
+        from dnnlens.analysis.roofline import roofline_points
+
+        points = [p.to_json() for p in roofline_points(self.log, self.machine, self.record_totals)]
+        stats = self.steady_stats
+        part = self.typical.by_record
+        for p in points:
+            rid = p["record"]
+            row = stats.loc[rid] if rid in stats.index else None
+            p["median_ms"] = float(row["median_ms"]) if row is not None else None
+            p["p95_ms"] = float(row["p95_ms"]) if row is not None else None
+            p["run_ms"] = float(row["run_ms"]) if row is not None else None
+            p["steady_count"] = int(row["count"]) if row is not None else 0
+            p["iter_ms"] = float(part.get(rid, 0.0))
+        return points
+
+    # -- parts of the typical iteration that several views show ----------------------------
+    @fact
+    def reorder_part(self) -> ReorderPart:
+        """Reorders in the typical iteration, by tensor, beside their raw sums."""
+        terms = self.typical.terms
+        reo = terms[terms["kind"] == "reorder"] if len(terms) else terms
+        by_tensor: dict[str, float] = {}
+        r = self.reorders
+        if len(r):
+            by_tensor = {str(k): float(v) for k, v in r.groupby("tensor")["iter_ms"].sum().items()}
+        raw = next((k for k in self.summary.by_kind if k["kind"] == "reorder"), None)
+        return ReorderPart(
+            ms=float(reo["iter_ms"].sum()) if len(reo) else 0.0,
+            per_iteration=float(reo["per_iteration"].sum()) if len(reo) else 0.0,
+            iteration_ms=self.typical.ms,
+            by_tensor=by_tensor,
+            raw_ms=float(raw["time_ms"]) if raw else 0.0,
+            raw_count=int(raw["count"]) if raw else 0,
+            total_ms=self.summary.total_time_ms,
+        )
+
+    # -- everything at once ----------------------------------------------------------------
+    def prepare(self) -> Analysis:
+        """Compute the facts every report shows, so that a failure surfaces before rules run."""
+        _ = self.summary, self.typical, self.primitives, self.framework_links
+        if len(self.execs):
+            _ = self.reorders
+        return self
+
+
+@dataclass(frozen=True)
+class ReorderPart:
+    """Reorders as part of the typical iteration, and as raw sums over all events."""
+
+    ms: float
+    per_iteration: float
+    iteration_ms: float
+    by_tensor: dict[str, float] = field(default_factory=dict)
+    raw_ms: float = 0.0
+    raw_count: int = 0
+    total_ms: float = 0.0
+
+    @property
+    def share(self) -> float:
+        """Reorders' share of the typical iteration."""
+        return self.ms / self.iteration_ms if self.iteration_ms > 0 else 0.0
+
+    @property
+    def raw_share(self) -> float:
+        """Reorders' share of the summed raw exec times."""
+        return self.raw_ms / self.total_ms if self.total_ms > 0 else 0.0

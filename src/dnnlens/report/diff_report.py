@@ -1,0 +1,359 @@
+"""``dnnlens diff`` as a document (JSON), a terminal report and markdown (a PR comment).
+
+Every figure comes from :class:`~dnnlens.analysis.diff.Diff`, whose sides are taken from the
+two analyses; this module only lays them out.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from dnnlens._version import __version__
+from dnnlens.analysis.diff import Diff, Side
+from dnnlens.fmt import ms, ms_cell, pct_cell, speed
+from dnnlens.report.schema import SCHEMA_VERSION, Row, to_plain
+
+
+@dataclass
+class DiffSideDoc:
+    """One run, with the figures ``analyze`` prints for it."""
+
+    path: str
+    exec_count: int
+    total_ms: float
+    iterations: int
+    steady_iterations: int
+    warmup_iterations: int
+    typical_iteration_ms: float
+    mean_iteration_ms: float | None
+    steady_median_ms: float | None
+    reorder_share_of_iteration: float
+
+
+@dataclass
+class DiffTotalDoc:
+    """The totals and the verdict's comparison."""
+
+    base_ms: float
+    new_ms: float
+    speedup: float | None
+    base_count: int
+    new_count: int
+    base_iterations: int
+    new_iterations: int
+    per_iteration: bool
+    base_typical_iteration_ms: float
+    new_typical_iteration_ms: float
+    typical_speedup: float | None
+    base_mean_iteration_ms: float | None
+    new_mean_iteration_ms: float | None
+    basis: str
+    compared_base_ms: float
+    compared_new_ms: float
+    compared_speedup: float | None
+    slower_pct: float | None
+
+
+@dataclass
+class DiffDoc:
+    """The ``dnnlens diff --format json`` document."""
+
+    schema_version: str
+    dnnlens_version: str
+    verdict: str
+    basis: str
+    base: DiffSideDoc
+    new: DiffSideDoc
+    total: DiffTotalDoc
+    kinds: list[Row]
+    primitives: list[Row]
+    appeared: list[Row]
+    vanished: list[Row]
+    implementation_changes: list[Row]
+    iterations: list[Row]
+    fail_if_slower_pct: float | None = None
+
+
+def _side_doc(side: Side) -> DiffSideDoc:
+    return DiffSideDoc(
+        path=side.path,
+        exec_count=side.exec_count,
+        total_ms=side.total_ms,
+        iterations=side.iterations,
+        steady_iterations=side.steady_iterations,
+        warmup_iterations=side.warmup,
+        typical_iteration_ms=side.typical_ms,
+        mean_iteration_ms=side.mean_ms,
+        steady_median_ms=side.steady_median_ms,
+        reorder_share_of_iteration=side.reorder_share,
+    )
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    from dnnlens.analysis.diff import ratio
+
+    return None if a is None or b is None else ratio(a, b)
+
+
+def diff_doc(d: Diff, fail_if_slower: float | None = None) -> DiffDoc:
+    """The document of one diff."""
+    b, n = d.compared_ms()
+    slower = d.slower_fraction
+    return DiffDoc(
+        schema_version=SCHEMA_VERSION,
+        dnnlens_version=__version__,
+        verdict=verdict(d),
+        basis=d.basis,
+        base=_side_doc(d.base),
+        new=_side_doc(d.new),
+        total=DiffTotalDoc(
+            base_ms=d.base.total_ms,
+            new_ms=d.new.total_ms,
+            speedup=_ratio(d.base.total_ms, d.new.total_ms),
+            base_count=d.base.exec_count,
+            new_count=d.new.exec_count,
+            base_iterations=d.base.iterations,
+            new_iterations=d.new.iterations,
+            per_iteration=d.base.iterations > 0 and d.new.iterations > 0,
+            base_typical_iteration_ms=d.base.typical_ms,
+            new_typical_iteration_ms=d.new.typical_ms,
+            typical_speedup=_ratio(d.base.typical_ms, d.new.typical_ms),
+            base_mean_iteration_ms=d.base.mean_ms,
+            new_mean_iteration_ms=d.new.mean_ms,
+            basis=d.basis,
+            compared_base_ms=b,
+            compared_new_ms=n,
+            compared_speedup=d.speedup,
+            slower_pct=None if slower is None else 100.0 * slower,
+        ),
+        kinds=d.kinds,
+        primitives=d.primitives,
+        appeared=d.with_status("appeared"),
+        vanished=d.with_status("vanished"),
+        implementation_changes=d.with_status("changed"),
+        iterations=d.iterations,
+        fail_if_slower_pct=None if fail_if_slower is None else 100.0 * fail_if_slower,
+    )
+
+
+def render_json(d: Diff, fail_if_slower: float | None = None) -> str:
+    """The diff as JSON text."""
+    return json.dumps(to_plain(diff_doc(d, fail_if_slower)), indent=2) + "\n"
+
+
+# ---------------------------------------------------------------------------------------
+# wording shared by terminal and markdown
+
+
+def _delta(base: float | None, new: float | None) -> str:
+    q = _ratio(new, base)
+    if q is None:
+        return "new" if (new or 0) > 0 and not (base or 0) > 0 else "-"
+    return f"{100 * (q - 1):+.1f}%"
+
+
+def verdict(d: Diff) -> str:
+    """One sentence: faster or slower, by how much, on which basis."""
+    b, n = d.compared_ms()
+    if d.base.exec_count == 0 or d.new.exec_count == 0:
+        which = (
+            "Neither run has"
+            if d.base.exec_count == d.new.exec_count
+            else ("BASE has" if d.base.exec_count == 0 else "NEW has")
+        )
+        return f"{which} no primitive executions."
+    return (
+        f"NEW is {speed(d.speedup)} {d.basis_text}: {ms(b)} -> {ms(n)} ({_delta(b, n)}); "
+        f"total {ms(d.base.total_ms)} -> {ms(d.new.total_ms)}, "
+        f"{d.base.exec_count:,} -> {d.new.exec_count:,} executions."
+    )
+
+
+def steady_line(d: Diff) -> str:
+    """The steady passes of both runs: counts, warm-up left out, and pass-sum medians."""
+    parts = []
+    for name, s in (("BASE", d.base), ("NEW", d.new)):
+        parts.append(
+            f"{name} {s.steady_iterations} steady of {s.iterations} passes "
+            f"({s.warmup} warm-up), median pass {ms(s.steady_median_ms)}"
+        )
+    other = "mean" if d.basis == "typical" else "typical"
+    b = d.base.mean_ms if other == "mean" else d.base.typical_ms
+    n = d.new.mean_ms if other == "mean" else d.new.typical_ms
+    return "; ".join(parts) + f". By the {other} iteration: {ms(b)} -> {ms(n)} ({_delta(b, n)})."
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names) or "-"
+
+
+def _layouts(names: list[str]) -> str:
+    return " | ".join(names) or "-"
+
+
+def sections(d: Diff, top: int) -> list[tuple[str, list[str], list[list[str]], str]]:
+    """(title, header, rows, caption) of every table, shared by terminal and markdown."""
+    out = []
+    head = ["kind", "count", "total ms", "change", "share", "typical iteration ms"]
+    rows = [
+        [
+            k["kind"],
+            f"{k['base_count']:,} -> {k['new_count']:,}",
+            f"{ms_cell(k['base_ms'])} -> {ms_cell(k['new_ms'])}",
+            _delta(k["base_ms"], k["new_ms"]),
+            f"{pct_cell(k['base_share'])} -> {pct_cell(k['new_share'])}",
+            f"{ms_cell(k['base_typical_ms'])} -> {ms_cell(k['new_typical_ms'])}",
+        ]
+        for k in d.kinds
+    ]
+    cap = (
+        "total: summed raw times of all passes; typical iteration: the kind's part of the "
+        "typical steady iteration (per-primitive medians)"
+    )
+    out.append(("Time by kind", head, rows, cap))
+
+    def prim_rows(items: list[dict[str, Any]], side: str) -> list[list[str]]:
+        return [
+            [
+                p["kind"],
+                p["shape"],
+                p["layouts"] or _layouts(p[f"{side}_layouts"]),
+                _names(p[f"{side}_impl"]),
+                f"{p[f'{side}_count']:,}",
+                ms_cell(p[f"{side}_ms"]),
+            ]
+            for p in items[:top]
+        ]
+
+    phead = ["kind", "shape", "layouts", "impl", "count", "total ms"]
+    for title, status, side in (
+        ("Vanished (only in BASE)", "vanished", "base"),
+        ("Appeared (only in NEW)", "appeared", "new"),
+    ):
+        items = d.with_status(status)
+        total = sum(p[f"{side}_ms"] for p in items)
+        cap = f"{len(items)} primitive(s), {ms(total)}"
+        if len(items) > top:
+            cap += f"; {len(items) - top} more in --format json"
+        out.append((title, phead, prim_rows(items, side), cap))
+    changes = d.with_status("changed")
+    rows = [
+        [
+            p["kind"],
+            p["shape"],
+            _names(p["base_impl"]) + " -> " + _names(p["new_impl"]),
+            _layouts(p["base_layouts"]) + " -> " + _layouts(p["new_layouts"]),
+            f"{p['base_count']:,} -> {p['new_count']:,}",
+            f"{ms_cell(p['base_ms'])} -> {ms_cell(p['new_ms'])}",
+        ]
+        for p in changes[:top]
+    ]
+    cap = f"{len(changes)} primitive(s)" + (
+        f"; {len(changes) - top} more in --format json" if len(changes) > top else ""
+    )
+    out.append(
+        (
+            "Implementation or layout changed",
+            ["kind", "shape", "impl", "layouts", "count", "total ms"],
+            rows,
+            cap,
+        )
+    )
+    same = d.with_status("same")
+    rows = [
+        [
+            p["kind"],
+            p["shape"],
+            p["layouts"] or _names(p["base_impl"]),
+            f"{p['base_count']:,} -> {p['new_count']:,}",
+            f"{ms_cell(p['base_ms'])} -> {ms_cell(p['new_ms'])}",
+            _delta(p["base_ms"], p["new_ms"]),
+        ]
+        for p in same[:top]
+    ]
+    out.append(
+        (
+            "Unchanged primitives, largest time changes first",
+            ["kind", "shape", "impl/layouts", "count", "total ms", "change"],
+            rows,
+            f"{len(same)} primitive(s)",
+        )
+    )
+    if d.iterations:
+        its = d.iterations
+        shown = its if len(its) <= top else its[: top // 2] + its[-(top - top // 2) :]
+        rows = [
+            [
+                str(it["iteration"]) + (" (warm-up)" if it["warmup"] else ""),
+                ms_cell(it["base_ms"]),
+                ms_cell(it["new_ms"]),
+                _delta(it["base_ms"], it["new_ms"]),
+            ]
+            for it in shown
+        ]
+        cap = f"{len(its)} passes" + ("" if len(its) <= top else ", first and last shown")
+        out.append(("Per pass", ["pass", "base ms", "new ms", "change"], rows, cap))
+    return out
+
+
+def render_markdown(d: Diff, top: int = 15) -> str:
+    """GitHub-flavoured markdown (a PR comment)."""
+    from dnnlens.textsafe import markdown_cell as cell
+
+    lines = [
+        "## dnnlens diff",
+        "",
+        f"- BASE: `{cell(d.base.path)}` ({d.base.exec_count:,} executions, "
+        f"{ms(d.base.total_ms)}, {d.base.iterations} passes)",
+        f"- NEW: `{cell(d.new.path)}` ({d.new.exec_count:,} executions, "
+        f"{ms(d.new.total_ms)}, {d.new.iterations} passes)",
+        "",
+        f"**{cell(verdict(d))}**",
+        "",
+        cell(steady_line(d)),
+        "",
+    ]
+    for title, head, rows, cap in sections(d, top):
+        lines += [f"### {title}", ""]
+        if rows:
+            lines.append("| " + " | ".join(cell(h) for h in head) + " |")
+            lines.append("|" + "|".join("---" for _ in head) + "|")
+            lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+        else:
+            lines.append("none")
+        if cap:
+            lines += ["", f"_{cell(cap)}_"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render_terminal(d: Diff, console: Any, top: int = 15) -> None:
+    """Rich tables on ``console``: the verdict first, then the tables."""
+    from rich.table import Table
+
+    from dnnlens.textsafe import terminal_markup as safe
+
+    style = "green" if (d.slower_fraction or 0.0) <= 0 else "red"
+    console.print(f"[bold {style}]{safe(verdict(d))}[/bold {style}]")
+    console.print(safe(steady_line(d)))
+    for name, s in (("BASE", d.base), ("NEW", d.new)):
+        console.print(
+            f"[bold]{name}[/bold] {safe(s.path)}: {s.exec_count:,} executions, "
+            f"{ms(s.total_ms)}, {s.iterations} passes"
+        )
+    for title, head, rows, cap in sections(d, top):
+        if not rows and title.startswith("Unchanged"):
+            continue
+        table = Table(
+            title=title, title_justify="left", caption=cap or None, caption_justify="left"
+        )
+        for h in head:
+            numeric = h in ("count", "total ms", "change") or h.startswith(("base", "new"))
+            table.add_column(h, justify="right" if numeric else "left", overflow="fold")
+        for r in rows:
+            table.add_row(*(safe(str(c)) for c in r))
+        if not rows:
+            table.add_row(*(["none"] + [""] * (len(head) - 1)))
+        console.print(table)

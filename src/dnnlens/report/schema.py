@@ -1,0 +1,379 @@
+"""The JSON documents as types: the contract of ``--format json``, and its JSON Schema.
+
+Each document (``analyze``, ``diff``, ``project``) is a dataclass here; ``--format json``
+serialises one with :func:`to_plain`; :func:`json_schema` derives a JSON Schema from the
+same classes, and ``python -m dnnlens.report.schema`` writes them to ``docs/schema/`` (a
+test fails while the shipped files are stale, and validates every sample log's output
+against them). Keys named in the README are contracts: add keys freely, never rename
+them. ``schema_version`` changes its major number when a key changes meaning or goes.
+
+Rows whose keys depend on the table (the summary's breakdowns, framework ops) are typed
+as ``dict[str, Any]``; everything a reader compares across views is typed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+from dnnlens.report.json_safe import json_safe
+
+SCHEMA_VERSION = "2.0"
+
+Row = dict[str, Any]
+
+
+# ---------------------------------------------------------------------------------------
+# analyze
+
+
+@dataclass
+class MalformedLineDoc:
+    """One malformed line of an input (the first 100 are listed)."""
+
+    line: int
+    reason: str
+    text: str | None
+
+
+@dataclass
+class InputDoc:
+    """One input: its line accounting and what its header said."""
+
+    path: str
+    lines: int
+    parsed_lines: int
+    foreign_lines: int
+    malformed_lines: int
+    families: list[str]
+    onednn_version: str | None
+    commit: str | None
+    runtime: str | None
+    threads: int | None
+    isa: str | None
+    gpu_runtime: str | None
+    header_count: int
+    prefixed_lines: int
+    gzip: bool
+    invalid_utf8_bytes: int
+    nul_lines: int
+    read_notes: list[str]
+    read_error: str | None
+    malformed: list[MalformedLineDoc]
+
+
+@dataclass
+class SummaryDoc:
+    """Totals over all events (grep/awk reproducible) and the one typical iteration.
+
+    ``typical_iteration_ms``: the sum over distinct primitives of steady executions per
+    steady pass x typical run (:mod:`dnnlens.analysis.timing`); ``steady_iterations`` and
+    ``warmup_iterations`` as :mod:`dnnlens.analysis.steady` defines them;
+    ``reorder_ms_per_iteration`` / ``reorder_share_of_iteration``: the reorders' part of it.
+    """
+
+    exec_count: int
+    untimed_exec_count: int
+    total_time_ms: float
+    graph_exec_count: int
+    graph_time_ms: float
+    create_count: int
+    create_time_ms: float
+    by_kind: list[Row]
+    by_impl: list[Row]
+    by_shape: list[Row]
+    by_direction: list[Row]
+    by_cache: list[Row]
+    top_primitives: list[Row]
+    diagnostics: list[Row]
+    iterations: int
+    steady_iterations: int
+    warmup_iterations: int
+    typical_iteration_ms: float
+    reorder_ms_per_iteration: float
+    reorder_share_of_iteration: float
+
+
+@dataclass
+class EvidenceDoc:
+    """One line that shows a finding."""
+
+    path: str
+    line: int
+
+
+@dataclass
+class FindingDoc:
+    """A rule's verdict, with what it costs per typical iteration.
+
+    ``impact_ms_per_iteration``: the steady time per iteration it accounts for (``None``
+    where the finding is not about time); ``share_of_iteration`` that over the typical
+    iteration. ``findings`` are in report order: highest impact first.
+    """
+
+    rule: str
+    code: str
+    severity: str
+    title: str
+    message: str
+    evidence: list[EvidenceDoc]
+    data: dict[str, Any]
+    fix: str
+    impact_ms_per_iteration: float | None
+    share_of_iteration: float | None
+
+
+@dataclass
+class PrimitiveDoc:
+    """One distinct executed primitive: totals over all events, steady timing, roofline.
+
+    ``steady_count`` / ``median_ms`` / ``p95_ms`` / ``run_ms`` are over the steady passes
+    (``None`` when it ran in none); ``iter_ms`` = steady_count / steady_iterations x run_ms
+    is its part of the typical iteration, so the ``iter_ms`` of all primitives add up to
+    ``summary.typical_iteration_ms``.
+    """
+
+    kind: str
+    impl: str
+    problem: str
+    count: int
+    time_ms: float | None
+    flops: int | None
+    bytes: int | None
+    gflops: float | None
+    bound: str | None
+    efficiency: float | None
+    prop_kind: str
+    dtype: str
+    intensity: float | None
+    gbs: float | None
+    peak_gflops: float | None
+    roof_gflops: float | None
+    roof_ms: float | None
+    best_gflops: float | None
+    best_efficiency: float | None
+    record: int
+    example: str
+    median_ms: float | None
+    p95_ms: float | None
+    run_ms: float | None
+    steady_count: int
+    iter_ms: float
+
+
+@dataclass
+class PassDoc:
+    """One pass (iteration) of an input's exec stream."""
+
+    iteration: int
+    input: str
+    exec_count: int
+    time_ms: float
+    reorder_ms: float
+    regular: bool
+    warmup: bool
+    steady: bool
+    first_line: int
+    last_line: int
+
+
+@dataclass
+class IterationsDoc:
+    """The passes and the steady state (:mod:`dnnlens.analysis.steady`)."""
+
+    count: int
+    warmup: int
+    warmup_structural: int
+    warmup_slow: int
+    steady: int
+    period_exec: int
+    found: bool
+    warmup_rule: str
+    passes: list[PassDoc]
+
+
+@dataclass
+class WindowDoc:
+    """The last events that the sequence analyses looked at, when not all of them."""
+
+    events_total: int
+    events_analysed: int
+    first_line: int
+    note: str
+
+
+@dataclass
+class SkippedDoc:
+    """The passes ``--skip-iterations`` left out."""
+
+    iterations: int
+    found: int
+    events_dropped: int
+    first_line: int | None
+
+
+@dataclass
+class StreamDoc:
+    """The reader kept only the last events of a long or piped input."""
+
+    window_events: int
+    events_in_window: int
+    events_total: int
+
+
+@dataclass
+class FrameworkLinkDoc:
+    """How the framework ops were linked to primitives, per trace or table."""
+
+    runs: list[Row]
+    notes: list[str]
+
+
+@dataclass
+class RunDoc:
+    """``dnnlens run``: the command, its exit code and the log kept."""
+
+    command: list[str]
+    exit_code: int
+    log: str
+
+
+@dataclass
+class ReportDoc:
+    """The ``dnnlens analyze --format json`` document."""
+
+    schema_version: str
+    dnnlens_version: str
+    inputs: list[InputDoc]
+    input_errors: list[str]
+    summary: SummaryDoc
+    findings: list[FindingDoc]
+    primitives: list[PrimitiveDoc]
+    iterations: IterationsDoc
+    notes: list[str] = field(default_factory=list)
+    window: WindowDoc | None = None
+    skipped: SkippedDoc | None = None
+    stream: StreamDoc | None = None
+    framework_ops: list[Row] | None = None
+    framework_ops_without_onednn: list[Row] | None = None
+    framework_link: FrameworkLinkDoc | None = None
+    run: RunDoc | None = None
+
+
+# ---------------------------------------------------------------------------------------
+# serialising and the JSON Schema
+
+
+def to_plain(doc: Any) -> Any:
+    """A document as plain JSON data (``None`` optional sections left out, finite numbers)."""
+    if dataclasses.is_dataclass(doc) and not isinstance(doc, type):
+        out = {}
+        for f in dataclasses.fields(doc):
+            value = getattr(doc, f.name)
+            if value is None and _optional_section(f):
+                continue
+            out[f.name] = to_plain(value)
+        return out
+    if isinstance(doc, list | tuple):
+        return [to_plain(v) for v in doc]
+    if isinstance(doc, dict):
+        return {str(k): to_plain(v) for k, v in doc.items()}
+    return json_safe(doc)
+
+
+def _optional_section(f: dataclasses.Field[Any]) -> bool:
+    """A field with a ``None`` default is a section that is absent when it does not apply."""
+    return f.default is None
+
+
+_PRIMITIVES = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return {}
+    if tp is type(None):
+        return {"type": "null"}
+    if tp in _PRIMITIVES:
+        schema: dict[str, Any] = {"type": _PRIMITIVES[tp]}
+        if tp is float:  # JSON has one number type; integers are numbers too
+            schema = {"type": "number"}
+        return schema
+    if origin in (Union, types.UnionType):
+        return {"anyOf": [_type_schema(a, defs) for a in typing.get_args(tp)]}
+    if origin in (list, tuple):
+        (item,) = typing.get_args(tp)[:1] or (Any,)
+        return {"type": "array", "items": _type_schema(item, defs)}
+    if origin is dict:
+        _, value = typing.get_args(tp)
+        return {"type": "object", "additionalProperties": _type_schema(value, defs)}
+    if dataclasses.is_dataclass(tp):
+        name = tp.__name__
+        if name not in defs:
+            defs[name] = {}  # placeholder against recursion
+            hints = typing.get_type_hints(tp)
+            fields = dataclasses.fields(tp)
+            defs[name] = {
+                "type": "object",
+                "description": " ".join((tp.__doc__ or "").split()),
+                "properties": {f.name: _type_schema(hints[f.name], defs) for f in fields},
+                "required": [f.name for f in fields if not _optional_section(f)],
+            }
+        return {"$ref": f"#/$defs/{name}"}
+    raise TypeError(f"no JSON Schema for {tp!r}")
+
+
+def json_schema(doc_type: type, title: str) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a document class."""
+    defs: dict[str, Any] = {}
+    root = _type_schema(doc_type, defs)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": title,
+        "x-schema-version": SCHEMA_VERSION,
+        **root,
+        "$defs": defs,
+    }
+
+
+#: The shipped schemas: file name in ``docs/schema/`` -> (document class, title).
+def documents() -> dict[str, tuple[type, str]]:
+    """Every document with a shipped schema."""
+    from dnnlens.report.diff_report import DiffDoc
+    from dnnlens.report.projection_report import ProjectionDoc
+
+    return {
+        "analyze.schema.json": (ReportDoc, "dnnlens analyze --format json"),
+        "diff.schema.json": (DiffDoc, "dnnlens diff --format json"),
+        "project.schema.json": (ProjectionDoc, "dnnlens project --format json"),
+    }
+
+
+def schema_texts() -> dict[str, str]:
+    """File name -> text of every shipped schema."""
+    return {
+        name: json.dumps(json_schema(cls, title), indent=2) + "\n"
+        for name, (cls, title) in documents().items()
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the schemas to the folder given (default ``docs/schema``)."""
+    args = sys.argv[1:] if argv is None else argv
+    folder = Path(args[0] if args else "docs/schema")
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in schema_texts().items():
+        (folder / name).write_text(text, encoding="utf-8")
+        print(f"wrote {folder / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

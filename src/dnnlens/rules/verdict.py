@@ -1,0 +1,31 @@
+"""The verdict of one analysis: its findings, in report order.
+
+Report order is what to fix first: findings that cost time, by the time per typical
+iteration they account for (``impact_ms_per_iteration``), largest first; then findings that
+are not about time (a cache miss, noisy timing, a missing header), most severe first. Ties
+keep the order the rules ran in. Every output (terminal, JSON, HTML, the dataset) shows the
+findings in this order, so "the first finding" means the same everywhere.
+"""
+
+from __future__ import annotations
+
+from dnnlens.analysis.analysis import Analysis
+from dnnlens.analysis.findings import Finding, severity_rank
+from dnnlens.rules.engine import RuleOptions, run_rules
+
+
+def report_order(findings: list[Finding]) -> list[Finding]:
+    """``findings`` in report order (module docstring)."""
+    order = {id(f): i for i, f in enumerate(findings)}
+
+    def key(f: Finding) -> tuple[bool, float, int, int]:
+        impact = f.impact_ms_per_iteration
+        return (impact is None, -(impact or 0.0), -severity_rank(f.severity), order[id(f)])
+
+    return sorted(findings, key=key)
+
+
+def apply_rules(analysis: Analysis, options: RuleOptions) -> list[Finding]:
+    """Run the selected rules on ``analysis`` and keep their findings on it, in report order."""
+    analysis.findings = report_order(run_rules(analysis, options))
+    return analysis.findings
