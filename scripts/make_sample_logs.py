@@ -31,12 +31,16 @@ Training scenarios run a fixed number of optimizer steps on one fixed, seeded ba
 one on a fixed, unshuffled set of batches), so reruns print the same primitive sequence; only
 the times differ.
 
-Usage::
+Each log header names the machine's ISA (entries written by this version of the script copy
+it into the manifest): the scenarios up to ``profile_combined_infer`` were recorded on an AVX2
+machine, those after it on an AVX-512 machine with bf16.
 
-    python3 scripts/make_sample_logs.py                 # all scenarios into sample_logs/
-    python3 scripts/make_sample_logs.py --only lstm_infer --out /tmp/logs
-    python3 scripts/make_sample_logs.py --python /work/venvs/torch213/bin/python \\
-        --python /work/venvs/tv/bin/python --python /work/venvs/tf/bin/python
+Usage, with one virtual environment per set of pins (``python3 -m venv T213 &&
+T213/bin/pip install torch==2.13.0 numpy``, likewise ``TV`` and ``TF``)::
+
+    python3 scripts/make_sample_logs.py --python T213/bin/python \\
+        --python TV/bin/python --python TF/bin/python       # every scenario into sample_logs/
+    python3 scripts/make_sample_logs.py --python T213/bin/python --only lstm_train --out /tmp/logs
 """
 
 from __future__ import annotations
