@@ -9,13 +9,38 @@ program output is the final line ``done: <scenario> passes=<N>`` (plus, for the 
 profiler scenario, the key-averages table), which a parser must classify as foreign.
 
 A ``MANIFEST.json`` describing every produced file (model, layout, dtype, mode, pass counts,
-environment, versions and command line) is written at the end; ``--only`` updates just the
-entries of the selected scenarios.
+environment, versions, ISA and threading runtime from the log header, and command line) is
+written at the end; ``--only`` updates just the entries of the selected scenarios.
 
-Usage::
+Interpreters.  Each scenario names the packages it needs (``Scenario.requires``, pinned
+versions; also in the manifest).  The script itself needs only the standard library; the
+children run under the first interpreter given with ``--python`` (repeatable; default: the one
+running this script) whose installed packages match the pins.  A scenario no interpreter
+satisfies is reported as failed and keeps its old manifest entries.  The pins in use:
 
-    python3 scripts/make_sample_logs.py                 # all scenarios into sample_logs/
-    python3 scripts/make_sample_logs.py --only lstm_infer --out /tmp/logs
+* ``torch==2.13.0`` (CPU build, oneDNN 3.12; ``pip install torch==2.13.0 numpy``): the convnet
+  and LSTM scenarios, including ``lstm_train`` and ``convnet_bf16_autocast_train``;
+* ``torch==2.14.1`` and ``torchvision==0.29.1`` (the CUDA build, run on the CPU; ``pip install
+  torch==2.14.1 torchvision==0.29.1``): ``resnet18_nchw_train`` and ``resnet18_cl_train``,
+  torchvision's resnet18 with random weights (nothing is downloaded);
+* ``tensorflow-cpu==2.21.0`` (Keras 3, oneDNN 3.7 with the threadpool runtime; ``pip install
+  tensorflow-cpu==2.21.0``): ``keras_cnn_train``, one ``model.fit`` of a small CNN with
+  ``TF_ENABLE_ONEDNN_OPTS=1``.
+
+Training scenarios run a fixed number of optimizer steps on one fixed, seeded batch (the Keras
+one on a fixed, unshuffled set of batches), so reruns print the same primitive sequence; only
+the times differ.
+
+Each log header names the machine's ISA (entries written by this version of the script copy
+it into the manifest): the scenarios up to ``profile_combined_infer`` were recorded on an AVX2
+machine, those after it on an AVX-512 machine with bf16.
+
+Usage, with one virtual environment per set of pins (``python3 -m venv T213 &&
+T213/bin/pip install torch==2.13.0 numpy``, likewise ``TV`` and ``TF``)::
+
+    python3 scripts/make_sample_logs.py --python T213/bin/python \\
+        --python TV/bin/python --python TF/bin/python       # every scenario into sample_logs/
+    python3 scripts/make_sample_logs.py --python T213/bin/python --only lstm_train --out /tmp/logs
 """
 
 from __future__ import annotations
@@ -41,10 +66,26 @@ NUM_THREADS = "2"
 MANIFEST_NAME = "MANIFEST.json"
 
 # Environment variables inherited from the caller that could change what oneDNN prints.
-_SCRUBBED_PREFIXES = ("ONEDNN_", "DNNL_", "MKLDNN_", "TORCHINDUCTOR_", "TORCH_COMPILE_")
+_SCRUBBED_PREFIXES = (
+    "ONEDNN_",
+    "DNNL_",
+    "MKLDNN_",
+    "TORCHINDUCTOR_",
+    "TORCH_COMPILE_",
+    "TF_",
+    "KERAS_",
+)
 
 _VERBOSE2 = {"ONEDNN_VERBOSE": "2"}
 _PROFILE_ENV = {"ONEDNN_VERBOSE": "1", "ONEDNN_VERBOSE_TIMESTAMP": "1"}
+# TensorFlow uses oneDNN only with its oneDNN graph rewrites on; Keras 3 on its TF backend.
+_TF_ENV = {"TF_ENABLE_ONEDNN_OPTS": "1", "KERAS_BACKEND": "tensorflow", **_VERBOSE2}
+
+TORCH_213 = ("torch==2.13.0",)
+TORCH_214_VISION = ("torch==2.14.1", "torchvision==0.29.1")
+TF_CPU = ("tensorflow-cpu==2.21.0",)
+# Packages whose versions go into the manifest when the interpreter has them.
+RECORDED_PACKAGES = ("torch", "torchvision", "numpy", "tensorflow-cpu", "keras")
 
 _BF16_NOTE = (
     "On CPUs without avx_ne_convert or avx512bw/vl/dq PyTorch refuses its mkldnn bf16 "
@@ -55,6 +96,20 @@ CONVNET = "SmallResNet(conv-bn-relu stem, maxpool, residual block, strided conv,
 CONVNET_INPUT = "batch 4, 3x64x64"
 LSTMNET = "LSTMNet(2-layer nn.LSTM input 32 hidden 64, linear head 64->10)"
 LSTMNET_INPUT = "seq 20, batch 4, features 32"
+RESNET18 = "torchvision.models.resnet18(weights=None, num_classes=10)"
+KERAS_CNN = (
+    "keras Sequential(Conv2D 16 3x3 + BatchNormalization + ReLU, MaxPooling2D, "
+    "Conv2D 32 3x3 + BatchNormalization + ReLU, GlobalAveragePooling2D, Dense 10)"
+)
+KERAS_CNN_INPUT = "16 samples 64x64x3 (NHWC) in batches of 4, unshuffled"
+MODEL_TEXT = {
+    "convnet": (CONVNET, CONVNET_INPUT),
+    "lstm": (LSTMNET, LSTMNET_INPUT),
+    "resnet18": (RESNET18, CONVNET_INPUT),
+    "keras_cnn": (KERAS_CNN, KERAS_CNN_INPUT),
+}
+KERAS_SAMPLES = 16
+KERAS_BATCH = 4
 
 
 @dataclass(frozen=True)
@@ -63,7 +118,7 @@ class Scenario:
 
     name: str
     description: str
-    model: str = "convnet"  # "convnet" or "lstm"
+    model: str = "convnet"  # a key of MODEL_TEXT
     memory_format: str = "nchw"  # "nchw" or "channels_last"
     dtype: str = "fp32"  # "fp32" or "bf16_autocast"
     mode: str = "infer"  # "infer" or "train"
@@ -76,6 +131,9 @@ class Scenario:
     print_table: bool = False  # print the key_averages table to stdout (combined log)
     contention: int = 0  # number of busy-loop processes running alongside
     fallback_only: bool = False  # only run when explicitly selected or as a fallback
+    requires: tuple[str, ...] = TORCH_213  # pinned packages the child's interpreter must have
+    framework: str = "torch"  # "torch" or "tensorflow" (Keras model.fit)
+    epochs: int = 1  # Keras only: the one fit's epochs; steps = total passes
 
     @property
     def total(self) -> int:
@@ -193,6 +251,57 @@ SCENARIOS: dict[str, Scenario] = {
             profile=True,
             print_table=True,
         ),
+        Scenario(
+            "resnet18_nchw_train",
+            "torchvision resnet18 NCHW fp32 training: forward + cross-entropy loss + backward + "
+            "SGD (momentum 0.9) step. PyTorch's mkldnn convolution reorders each weight to a "
+            "blocked layout for forward and for backward-data and each weight gradient back to "
+            "plain, every step.",
+            model="resnet18",
+            mode="train",
+            timed=9,
+            requires=TORCH_214_VISION,
+        ),
+        Scenario(
+            "resnet18_cl_train",
+            "torchvision resnet18 channels_last fp32 training (model and input in "
+            "channels_last): forward + cross-entropy loss + backward + SGD (momentum 0.9) step.",
+            model="resnet18",
+            memory_format="channels_last",
+            mode="train",
+            timed=9,
+            requires=TORCH_214_VISION,
+        ),
+        Scenario(
+            "lstm_train",
+            "2-layer LSTM + linear head fp32 training: forward + cross-entropy loss + backward "
+            "+ SGD (momentum 0.9) step; the same model and input as lstm_infer.",
+            model="lstm",
+            mode="train",
+        ),
+        Scenario(
+            "convnet_bf16_autocast_train",
+            'NCHW training step under torch.autocast("cpu", dtype=torch.bfloat16), recorded on '
+            "an AVX-512 machine with bf16 support, where PyTorch takes its mkldnn bf16 path.",
+            dtype="bf16_autocast",
+            mode="train",
+            timed=5,
+        ),
+        Scenario(
+            "keras_cnn_train",
+            "TensorFlow Keras model.fit of a small fp32 CNN (SGD momentum 0.9, sparse "
+            "categorical cross-entropy), 3 epochs of 4 steps, with TF_ENABLE_ONEDNN_OPTS=1; "
+            "the first step, which traces the train function, is the warm-up. TensorFlow runs "
+            "oneDNN on its own threadpool (intra-op 2, inter-op 1 threads).",
+            model="keras_cnn",
+            memory_format="channels_last",
+            mode="train",
+            timed=KERAS_SAMPLES // KERAS_BATCH * 3 - 1,
+            env=dict(_TF_ENV),
+            requires=TF_CPU,
+            framework="tensorflow",
+            epochs=3,
+        ),
     ]
 }
 
@@ -238,6 +347,11 @@ def _build_model(sc: Scenario):
 
         model = LSTMNet()
         inputs = torch.randn(20, 4, 32)
+    elif sc.model == "resnet18":
+        import torchvision
+
+        model = torchvision.models.resnet18(weights=None, num_classes=10)
+        inputs = torch.randn(4, 3, 64, 64)
     else:
 
         def conv_bn_relu(cin: int, cout: int, stride: int = 1) -> nn.Sequential:
@@ -331,8 +445,49 @@ def _maybe_profile(sc: Scenario) -> Iterator[object]:
         yield prof
 
 
+def run_keras_child(sc: Scenario) -> None:
+    """Run one Keras ``model.fit`` in this (fresh) process; verbose output goes to stdout."""
+    import numpy as np
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(int(NUM_THREADS))
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    tf.keras.utils.set_random_seed(SEED)
+    layers = tf.keras.layers
+    model = tf.keras.Sequential(
+        [
+            tf.keras.Input((64, 64, 3)),
+            layers.Conv2D(16, 3, padding="same", use_bias=False),
+            layers.BatchNormalization(),
+            layers.ReLU(),
+            layers.MaxPooling2D(),
+            layers.Conv2D(32, 3, padding="same", use_bias=False),
+            layers.BatchNormalization(),
+            layers.ReLU(),
+            layers.GlobalAveragePooling2D(),
+            layers.Dense(10),
+        ]
+    )
+    model.compile(
+        optimizer=tf.keras.optimizers.SGD(learning_rate=0.01, momentum=0.9),
+        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=False,
+    )
+    rng = np.random.default_rng(SEED)
+    x = rng.standard_normal((KERAS_SAMPLES, 64, 64, 3), dtype=np.float32)
+    y = rng.integers(0, 10, KERAS_SAMPLES)
+    steps_per_epoch = KERAS_SAMPLES // KERAS_BATCH
+    if steps_per_epoch * sc.epochs != sc.total:
+        raise SystemExit(f"{sc.name}: {sc.epochs} epochs of {steps_per_epoch} != {sc.total}")
+    model.fit(x, y, batch_size=KERAS_BATCH, epochs=sc.epochs, shuffle=False, verbose=0)
+    print(f"done: {sc.name} passes={sc.total}", flush=True)
+
+
 def run_child(sc: Scenario, out_dir: Path) -> None:
     """Run one scenario in this (fresh) process; verbose output goes to our stdout."""
+    if sc.framework == "tensorflow":
+        run_keras_child(sc)
+        return
     import torch
 
     torch.set_num_threads(int(NUM_THREADS))
@@ -415,39 +570,89 @@ def _count_lines(path: Path) -> tuple[int, int]:
     return total, verbose
 
 
-def _onednn_version_from_log(path: Path) -> str | None:
-    """Extract the oneDNN version from a verbose log header, if present."""
-    pattern = re.compile(r"onednn_verbose,.*info,oneDNN (v\S+)")
+_HEADER_PATTERNS = {
+    "onednn_version": re.compile(r"onednn_verbose,.*info,oneDNN (v\S+)"),
+    "isa": re.compile(r"onednn_verbose,.*info,cpu,isa:(.+)$"),
+    "cpu_runtime": re.compile(r"onednn_verbose,.*info,cpu,runtime:([^,]+),nthr:\d+"),
+    "threads": re.compile(r"onednn_verbose,.*info,cpu,runtime:[^,]+,nthr:(\d+)"),
+}
+
+
+def _log_header(path: Path) -> dict[str, str]:
+    """The oneDNN version, CPU ISA, threading runtime and threads the log header names."""
+    found: dict[str, str] = {}
     with path.open(encoding="utf-8", errors="replace") as fh:
         for line in fh:
-            m = pattern.search(line)
-            if m:
-                return m.group(1)
-    return None
+            for key, pattern in _HEADER_PATTERNS.items():
+                m = pattern.search(line.rstrip("\n"))
+                if m and key not in found:
+                    found[key] = m.group(1)
+            if len(found) == len(_HEADER_PATTERNS):
+                break
+    return found
 
 
-def _torch_versions() -> tuple[str, str | None]:
-    """Return ``(torch version, oneDNN version from torch's build config)``."""
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import torch; print(torch.__version__); print(torch.__config__.show())",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    torch_version = out.splitlines()[0].strip()
-    m = re.search(r"MKL-DNN (v\S+)", out)
-    return torch_version, m.group(1) if m else None
+# Run by each candidate interpreter: its Python and package versions, and for torch the oneDNN
+# version of its build.  Printed as one JSON line.
+_FACTS_PROBE = r"""
+import importlib.metadata as md, json, platform, re, sys
+packages = {}
+for name in json.loads(sys.argv[1]):
+    try:
+        packages[name] = md.version(name)
+    except md.PackageNotFoundError:
+        pass
+onednn = None
+if "torch" in packages:
+    import torch
+    m = re.search(r"MKL-DNN (v\S+)", torch.__config__.show())
+    onednn = m.group(1) if m else None
+print(json.dumps({"python": platform.python_version(), "packages": packages, "onednn": onednn}))
+"""
 
 
-def run_scenario(sc: Scenario, out_dir: Path) -> dict:
+@dataclass(frozen=True)
+class Interpreter:
+    """A Python that can run scenario children, with the package versions it has."""
+
+    path: str  # as given on the command line (shown in the manifest's commands)
+    python: str
+    packages: dict[str, str]
+    onednn: str | None  # torch's build config, when torch is installed
+
+    def unmet(self, requires: tuple[str, ...]) -> list[str]:
+        """The pins of ``requires`` this interpreter does not satisfy (local labels ignored)."""
+        missing = []
+        for pin in requires:
+            name, _, version = pin.partition("==")
+            have = self.packages.get(name)
+            if have is None or have.split("+")[0] != version:
+                missing.append(pin)
+        return missing
+
+
+def _probe_interpreter(path: str) -> Interpreter:
+    """Ask an interpreter for its versions; a failure is a usage error naming the path."""
+    names = sorted({pin.partition("==")[0] for sc in SCENARIOS.values() for pin in sc.requires})
+    names = sorted(set(names) | set(RECORDED_PACKAGES))
+    try:
+        out = subprocess.run(
+            [path, "-c", _FACTS_PROBE, json.dumps(names)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise SystemExit(f"make_sample_logs: cannot run {path}: {exc}") from exc
+    facts = json.loads(out.strip().splitlines()[-1])
+    return Interpreter(path, facts["python"], facts["packages"], facts["onednn"])
+
+
+def run_scenario(sc: Scenario, out_dir: Path, interpreter: Interpreter) -> dict:
     """Run one scenario in a child process and return its result record."""
     log_path = out_dir / f"{sc.name}{OUTPUT_SUFFIXES['log']}"
     argv = [
-        sys.executable,
+        interpreter.path,
         str(Path(__file__).resolve()),
         "--child",
         sc.name,
@@ -455,7 +660,7 @@ def run_scenario(sc: Scenario, out_dir: Path) -> dict:
         str(out_dir),
     ]
     shown_argv = [
-        "python3",
+        interpreter.path if interpreter.path != sys.executable else "python3",
         _display_path(Path(__file__)),
         "--child",
         sc.name,
@@ -489,6 +694,7 @@ def run_scenario(sc: Scenario, out_dir: Path) -> dict:
     )
     return {
         "scenario": sc,
+        "interpreter": interpreter,
         "returncode": proc.returncode,
         "elapsed_s": round(elapsed, 2),
         "env": recorded_env,
@@ -496,16 +702,26 @@ def run_scenario(sc: Scenario, out_dir: Path) -> dict:
     }
 
 
-def _manifest_entries(result: dict, out_dir: Path, versions: tuple[str, str | None]) -> list:
+def _manifest_entries(result: dict, out_dir: Path, generator_command: str) -> list:
     """Build one manifest entry per file produced by a scenario."""
     sc: Scenario = result["scenario"]
-    log_path = out_dir / f"{sc.name}.log"
-    header_version = _onednn_version_from_log(log_path)
+    interpreter: Interpreter = result["interpreter"]
+    header = _log_header(out_dir / f"{sc.name}.log")
+    model, model_input = MODEL_TEXT[sc.model]
+    versions: dict[str, object] = {}
+    if sc.framework == "torch":
+        versions["torch_version"] = interpreter.packages["torch"]
+        onednn = header.get("onednn_version") or interpreter.onednn
+    else:
+        versions["tensorflow_version"] = interpreter.packages["tensorflow-cpu"]
+        onednn = header.get("onednn_version")
+    source = "log_header" if "onednn_version" in header else "torch_build_config"
     common = {
         "scenario": sc.name,
         "description": sc.description,
-        "model": LSTMNET if sc.model == "lstm" else CONVNET,
-        "input": LSTMNET_INPUT if sc.model == "lstm" else CONVNET_INPUT,
+        "model": model,
+        "input": model_input,
+        "framework": sc.framework,
         "runner": sc.runner,
         "memory_format": sc.memory_format,
         "dtype": sc.dtype,
@@ -516,10 +732,17 @@ def _manifest_entries(result: dict, out_dir: Path, versions: tuple[str, str | No
         "profiled_passes": sc.timed if sc.profile else 0,
         "contention_processes": sc.contention,
         "env": result["env"],
-        "torch_version": versions[0],
-        "onednn_version": header_version or versions[1],
-        "onednn_version_source": "log_header" if header_version else "torch_build_config",
+        **versions,
+        "onednn_version": onednn,
+        "onednn_version_source": source,
+        "isa": header.get("isa"),
+        "cpu_runtime": header.get("cpu_runtime"),
+        "threads": int(header["threads"]) if "threads" in header else None,
+        "requires": list(sc.requires),
+        "python_version": interpreter.python,
+        "packages": {n: v for n, v in interpreter.packages.items() if n in RECORDED_PACKAGES},
         "command": result["command"],
+        "generator_command": generator_command,
         "returncode": result["returncode"],
         "elapsed_s": result["elapsed_s"],
     }
@@ -541,13 +764,20 @@ def _manifest_entries(result: dict, out_dir: Path, versions: tuple[str, str | No
     return entries
 
 
-def _write_manifest(out_dir: Path, new_entries: list, replaced: set[str], versions) -> None:
-    """Merge new entries into MANIFEST.json, replacing entries of re-run scenarios."""
+def _write_manifest(
+    out_dir: Path, new_entries: list, replaced: set[str], default: Interpreter | None
+) -> None:
+    """Merge new entries into MANIFEST.json, replacing entries of re-run scenarios.
+
+    The top-level versions are those of the default pins (``TORCH_213``, most scenarios); they
+    change only when such a scenario ran.  Each file's entry has its own versions.
+    """
     path = out_dir / MANIFEST_NAME
-    old_files: list = []
+    old: dict = {}
     if path.exists():
-        with contextlib.suppress(ValueError, KeyError):
-            old_files = json.loads(path.read_text())["files"]
+        with contextlib.suppress(ValueError):
+            old = json.loads(path.read_text())
+    old_files: list = old.get("files", []) if isinstance(old, dict) else []
     kept = [e for e in old_files if e.get("scenario") not in replaced]
     order = list(SCENARIOS)
     files = sorted(
@@ -559,12 +789,14 @@ def _write_manifest(out_dir: Path, new_entries: list, replaced: set[str], versio
     )
     manifest = {
         "generator": "scripts/make_sample_logs.py",
-        "torch_version": versions[0],
-        "onednn_version": versions[1],
+        "torch_version": default.packages["torch"] if default else old.get("torch_version"),
+        "onednn_version": default.onednn if default else old.get("onednn_version"),
         "seed": SEED,
         "notes": "Pass counts are model forward passes (inference) or optimizer steps "
         "(training). No iteration markers are printed; each log ends with the program line "
-        "'done: <scenario> passes=<N>'.",
+        "'done: <scenario> passes=<N>'. The top-level versions are those of the scenarios "
+        "pinned to " + ", ".join(TORCH_213) + "; every file's entry names its own framework "
+        "and oneDNN versions and the pins ('requires') its interpreter satisfied.",
         "scenarios": {n: asdict(s) for n, s in SCENARIOS.items()},
         "files": files,
     }
@@ -582,6 +814,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SCENARIO",
         help="run only this scenario (repeatable); choices: " + ", ".join(SCENARIOS),
     )
+    parser.add_argument(
+        "--python",
+        action="append",
+        metavar="PATH",
+        help="interpreter for the children (repeatable): each scenario runs under the first "
+        "one whose packages match its pins; default: this interpreter",
+    )
     parser.add_argument("--child", choices=sorted(SCENARIOS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     out_dir: Path = args.out.resolve()
@@ -592,30 +831,41 @@ def main(argv: list[str] | None = None) -> int:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     selected = args.only or [n for n, s in SCENARIOS.items() if not s.fallback_only]
-    versions = _torch_versions()
+    interpreters = [_probe_interpreter(p) for p in (args.python or [sys.executable])]
+    generator_command = shlex.join(
+        ["python3", _display_path(Path(__file__)), *(sys.argv[1:] if argv is None else argv)]
+    )
     entries: list = []
     ran: set[str] = set()
+    default: Interpreter | None = None
     failures: list[str] = []
     queue = list(selected)
     while queue:
         name = queue.pop(0)
         sc = SCENARIOS[name]
         print(f"[make_sample_logs] {name} ...", end=" ", flush=True)
-        result = run_scenario(sc, out_dir)
+        interpreter = next((i for i in interpreters if not i.unmet(sc.requires)), None)
+        if interpreter is None:
+            print(f"SKIPPED: no --python has {', '.join(sc.requires)}", flush=True)
+            failures.append(name)
+            continue
+        result = run_scenario(sc, out_dir, interpreter)
         ran.add(name)
+        if sc.requires == TORCH_213:
+            default = interpreter
         status = "ok" if result["returncode"] == 0 else f"FAILED rc={result['returncode']}"
         print(f"{status} ({result['elapsed_s']} s)", flush=True)
         if result["returncode"] != 0:
             failures.append(name)
             if sc.runner == "compile_freezing" and "jit_freeze_infer" not in selected:
                 queue.append("jit_freeze_infer")
-        entries.extend(_manifest_entries(result, out_dir, versions))
+        entries.extend(_manifest_entries(result, out_dir, generator_command))
 
-    _write_manifest(out_dir, entries, ran, versions)
+    _write_manifest(out_dir, entries, ran, default)
     total = sum(p.stat().st_size for p in out_dir.iterdir() if p.is_file())
     print(f"[make_sample_logs] wrote {_display_path(out_dir)} ({total / 1e6:.2f} MB)")
     if failures:
-        print(f"[make_sample_logs] failed: {', '.join(failures)} (see their .log files)")
+        print(f"[make_sample_logs] failed or skipped: {', '.join(failures)}")
     return 1 if failures else 0
 
 

@@ -62,6 +62,21 @@ EXPECTED = {
     # no oneDNN line at all (bf16 refused on this CPU): 0 exec rows
     "convnet_bf16_autocast_infer.log": (0, 0, 0),
     "profile_bf16_train.log": (0, 0, 0),
+    # training logs recorded on an AVX-512 machine (tests/data/training_hand_counts.md):
+    # 1 + 9 steps; 2340 exec rows = 10 x 234 (20 forward, 19 backward_data and 20
+    # backward_weights convolutions, 175 reorders); cache misses end at line 474, in step 1
+    "resnet18_nchw_train.log": (10, 1, 234),
+    # 1 + 9 steps; 1180 exec rows = 10 x 118 (59 convolutions, 59 weight reorders); cache
+    # misses end at line 242, in step 1
+    "resnet18_cl_train.log": (10, 1, 118),
+    # 1 + 10 steps; 154 exec rows = 11 x 14 (2 rnn forward, 2 rnn backward, 10 weight
+    # reorders); cache misses end at line 30, in step 1
+    "lstm_train.log": (11, 1, 14),
+    # 1 + 5 steps; 252 exec rows = 6 x 42; cache misses end at line 90, in step 1
+    "convnet_bf16_autocast_train.log": (6, 1, 42),
+    # one model.fit of 3 epochs x 4 steps; 180 exec rows = 12 x 15; cache misses end at line
+    # 41, in the first step (which traces the train function)
+    "keras_cnn_train.log": (12, 1, 15),
 }
 
 
@@ -132,6 +147,28 @@ def test_other_pass_starts() -> None:
     # grep -n ',exec,cpu,reorder,.*1x1x32x4x64' lstm_infer.log -> 9 21 ... 129
     it = find_iterations(load([str(SAMPLES / "lstm_infer.log")]).events)
     assert it.times["first_line"].tolist() == list(range(9, 130, 12))
+
+
+def test_training_step_starts() -> None:
+    # A step starts with the first convolution's (or LSTM layer's) forward weight reorder:
+    # grep -n ',exec,cpu,reorder,.*abcd::f0 dst:f32::blocked:Acdb16a::f0,.*,64x3x7x7,'
+    #   resnet18_nchw_train.log -> 10 478 ... 4222 (every 468 lines)
+    # grep -n ',exec,cpu,reorder,.*acdb::f0 dst:f32::blocked:Acdb64a::f0,.*,64x3x7x7,'
+    #   resnet18_cl_train.log -> 10 246 ... 2134 (every 236 lines)
+    # grep -n ',exec,cpu,reorder,.*src:f32::blocked:abdec::f0 .*,1x1x32x4x64,' lstm_train.log
+    #   -> 9 37 ... 289 (every 28 lines)
+    # grep -n ',exec,cpu,reorder,.*dst:f32::blocked:Acdb16a::f0,.*,16x3x3x3,' keras_cnn_train.log
+    #   -> 17, then 43 60 ... 213 (every 17 lines; the first step also holds its create lines)
+    starts = {
+        "resnet18_nchw_train.log": list(range(10, 4223, 468)),
+        "resnet18_cl_train.log": list(range(10, 2135, 236)),
+        "lstm_train.log": list(range(9, 290, 28)),
+        "keras_cnn_train.log": [17, *range(43, 214, 17)],
+    }
+    for name, lines in starts.items():
+        it = find_iterations(load([str(SAMPLES / name)]).events)
+        assert it.times["first_line"].tolist() == lines, name
+        assert it.times["warmup"].tolist() == [True] + [False] * (len(lines) - 1), name
 
 
 def _exec_index(events: pd.DataFrame) -> np.ndarray:

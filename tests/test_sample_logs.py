@@ -42,6 +42,11 @@ HAND_COUNTS = {
     "profile_combined_infer.log": (110, 60, 235.695272, 0, 44, 168.216037),
     "profile_lstm_infer.log": (46, 36, 4.472167, 0, 24, 0.746826),
     "profile_nchw_infer.log": (100, 90, 8.733892, 0, 66, 3.349122),
+    "resnet18_nchw_train.log": (4688, 2340, 233.355003, 2340, 1750, 131.210713),
+    "resnet18_cl_train.log": (2368, 1180, 214.065419, 1180, 590, 108.213368),
+    "lstm_train.log": (316, 154, 27.431357, 154, 110, 0.570068),
+    "convnet_bf16_autocast_train.log": (512, 252, 4.097412, 252, 186, 1.793214),
+    "keras_cnn_train.log": (230, 180, 38.199969, 35, 60, 1.466553),
     "legacy/onednn-2.0.0.log": (82, 47, 34.806161, 29, 17, 1.181152),
     "legacy/onednn-2.2.0-timestamp.log": (83, 47, 34.047874, 29, 17, 2.162595),
     "legacy/onednn-2.2.0.log": (83, 47, 71.851538, 29, 17, 23.777334),
@@ -68,6 +73,8 @@ FAMILY = {
     "legacy/onednn-3.2.0.log": "onednn-flat",
     "legacy/onednn-3.2.0-timestamp.log": "onednn-flat",
     "convnet_nchw_infer.log": "onednn-v1",
+    "resnet18_nchw_train.log": "onednn-v1",  # torch 2.14.1's oneDNN 3.12
+    "keras_cnn_train.log": "onednn-v1",  # TensorFlow 2.21's oneDNN 3.7.3
 }
 
 
