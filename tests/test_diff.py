@@ -195,7 +195,7 @@ def test_cli_json():
 
 
 def test_cli_terminal_has_no_colour_when_piped():
-    result = CliRunner().invoke(app, ["diff", NCHW, CL])
+    result = CliRunner().invoke(app, ["diff", NCHW, CL], env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert not ANSI.search(out)

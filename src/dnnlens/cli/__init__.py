@@ -125,6 +125,12 @@ def analyze(
     ),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the report here."),
     top: int = typer.Option(10, "--top", min=1, help="Rows per table in the terminal report."),
+    details: bool = typer.Option(
+        False, "--details", help="Terminal: every table, not only the verdict and breakdown."
+    ),
+    width: int | None = typer.Option(
+        None, "--width", min=40, help="Terminal: line width (default COLUMNS or the terminal's)."
+    ),
     strict: bool = typer.Option(
         False, "--strict", help="Exit 2 if any line with a verbose marker is malformed."
     ),
@@ -215,7 +221,7 @@ def analyze(
     from dnnlens.report.output import render_analysis
 
     try:
-        render_analysis(analysis, fmt.value, output, top=top)
+        render_analysis(analysis, fmt.value, output, top=top, details=details, width=width)
     except ValueError as exc:
         raise _fail(str(exc)) from None
     from dnnlens.io.problems import input_problems, strict_problem

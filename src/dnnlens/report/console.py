@@ -48,28 +48,41 @@ def color_allowed(stream: IO[Any] | None = None) -> bool:
         return False
 
 
+#: Width of a report on a pipe or in a file when neither ``--width`` nor ``COLUMNS`` says.
+PIPE_WIDTH = 100
+
+
+def report_width(stream: IO[Any] | None, explicit: int | None = None) -> int | None:
+    """The width a report is laid out for: ``--width``, else ``COLUMNS``, else the
+    terminal's own (``None``: let rich ask it), else :data:`PIPE_WIDTH`."""
+    if explicit:
+        return explicit
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if stream is not None and _isatty(stream):
+        return None
+    return PIPE_WIDTH
+
+
 def make_console(
     stderr: bool = False, file: IO[str] | None = None, width: int | None = None
 ) -> Console:
-    """A rich console that follows the colour policy.
+    """A rich console that follows the colour and width policy.
 
     ``file`` (a report written to disk) never gets colour; standard output/error get it only
-    when they are terminals and ``NO_COLOR`` is unset.
+    when they are terminals and ``NO_COLOR`` is unset. The width is :func:`report_width`.
     """
     if file is not None:
         return Console(
-            file=file, no_color=True, color_system=None, width=width or 160, highlight=False
-        )
+            file=file, no_color=True, color_system=None, width=width or PIPE_WIDTH,
+            highlight=False, soft_wrap=False,
+        )  # fmt: skip
     stream = sys.stderr if stderr else sys.stdout
+    chosen = report_width(stream, width)
     if color_allowed(stream):
-        return Console(stderr=stderr, width=width, highlight=False)
-    return Console(
-        stderr=stderr,
-        no_color=True,
-        color_system=None,
-        highlight=False,
-        width=width or (None if _isatty(stream) else 140),
-    )
+        return Console(stderr=stderr, width=chosen, highlight=False)
+    return Console(stderr=stderr, no_color=True, color_system=None, highlight=False, width=chosen)
 
 
 def _isatty(stream: IO[Any]) -> bool:

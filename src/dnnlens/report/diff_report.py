@@ -330,30 +330,34 @@ def render_markdown(d: Diff, top: int = 15) -> str:
 
 
 def render_terminal(d: Diff, console: Any, top: int = 15) -> None:
-    """Rich tables on ``console``: the verdict first, then the tables."""
-    from rich.table import Table
-
-    from dnnlens.textsafe import terminal_markup as safe
+    """The verdict first, then the tables, laid out to the console width."""
+    from dnnlens.report.text_layout import Grid, prose, unique_suffixes
 
     style = "green" if (d.slower_fraction or 0.0) <= 0 else "red"
-    console.print(f"[bold {style}]{safe(verdict(d))}[/bold {style}]")
-    console.print(safe(steady_line(d)))
+    prose(console, verdict(d), style=f"bold {style}")
+    prose(console, steady_line(d))
+    names = unique_suffixes([d.base.path, d.new.path])
     for name, s in (("BASE", d.base), ("NEW", d.new)):
-        console.print(
-            f"[bold]{name}[/bold] {safe(s.path)}: {s.exec_count:,} executions, "
-            f"{ms(s.total_ms)}, {s.iterations} passes"
+        prose(
+            console,
+            f"{name} {names.get(s.path, s.path)}: {s.exec_count:,} executions, "
+            f"{ms(s.total_ms)}, {s.iterations} passes",
+            indent=2,
         )
     for title, head, rows, cap in sections(d, top):
         if not rows and title.startswith("Unchanged"):
             continue
-        table = Table(
-            title=title, title_justify="left", caption=cap or None, caption_justify="left"
-        )
-        for h in head:
-            numeric = h in ("count", "total ms", "change") or h.startswith(("base", "new"))
-            table.add_column(h, justify="right" if numeric else "left", overflow="fold")
+        numeric = {"count", "total ms", "change", "base ms", "new ms", "pass"}
+        FLEX = {"shape", "impl", "layouts", "impl/layouts"}  # noqa: N806
+        grid = Grid(
+            title,
+            [(h, "right" if h in numeric else "flex" if h in FLEX else "left")
+             for h in head],
+            cap,
+        )  # fmt: skip
         for r in rows:
-            table.add_row(*(safe(str(c)) for c in r))
+            grid.add_row(*(str(c) for c in r))
         if not rows:
-            table.add_row(*(["none"] + [""] * (len(head) - 1)))
-        console.print(table)
+            grid.add_row(*(["none"] + [""] * (len(head) - 1)))
+        console.print()
+        grid.print(console)

@@ -25,31 +25,32 @@ def emit_text(text: str, output: Path | None) -> None:
         sys.stdout.write(text)
 
 
-def report_console(output: Path | None) -> Console:
+def report_console(output: Path | None, width: int | None = None) -> Console:
     """A console for a terminal report: the file ``output``, or standard output."""
     from dnnlens.report.console import make_console
 
     if output is not None:
-        return make_console(file=output.open("w", encoding="utf-8"), width=FILE_WIDTH)
-    return make_console()
+        return make_console(file=output.open("w", encoding="utf-8"), width=width or FILE_WIDTH)
+    return make_console(width=width)
 
 
-def render_analysis(analysis: Any, fmt: str, output: Path | None, top: int = 10) -> None:
-    """An :class:`~dnnlens.analysis.analysis.Analysis` as ``terminal``, ``json`` or ``html``.
+def render_analysis(
+    analysis: Any,
+    fmt: str,
+    output: Path | None,
+    top: int = 10,
+    details: bool = False,
+    width: int | None = None,
+) -> None:
+    """An :class:`~dnnlens.analysis.analysis.Analysis` in a registered format
+    (:mod:`dnnlens.report.renderers`).
 
-    Raises ``ValueError`` for ``html`` without ``output`` (a page is not for a terminal).
+    Raises ``ValueError`` for an unknown format, or ``html`` without ``output`` (a page is
+    not for a terminal).
     """
-    if fmt == "html":
-        from dnnlens.report.html import render_html
+    from dnnlens.report.renderers import RenderOptions, renderer
 
-        if output is None:
-            raise ValueError("--format html needs --output FILE")
-        emit_text(render_html(analysis), output)
-    elif fmt == "json":
-        from dnnlens.report.json_report import render_json
-
-        emit_text(render_json(analysis) + "\n", output)
-    else:
-        from dnnlens.report.terminal import render_terminal
-
-        render_terminal(analysis, report_console(output), top=top)
+    chosen = renderer(fmt)
+    if not chosen.to_terminal and output is None:
+        raise ValueError(f"--format {fmt} needs --output FILE")
+    chosen.write(analysis, output, RenderOptions(top=top, details=details, width=width))

@@ -1,185 +1,360 @@
-"""The terminal report (rich): what a person reads after ``dnnlens analyze``."""
+"""The terminal report (rich): what a person reads after ``dnnlens analyze``.
+
+The first screen is the verdict: one headline naming what to fix first, one line per
+input, the findings (most costly first) with their fix, and a compact breakdown of the
+typical iteration with the raw sums beside it. Every other table (implementations,
+shapes, top primitives, passes, creations, framework ops) comes with ``--details``.
+
+Made to be read at any width: table cells never wrap (they are cut with an ellipsis),
+prose wraps between words, a word longer than the line is cut, and input paths are
+shortened from the left to the shortest suffix that still tells them apart. Every string
+from an input goes through :func:`~dnnlens.textsafe.terminal_markup` first.
+"""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from dnnlens.analysis.analysis import Analysis
-from dnnlens.io.inputs import display_path
-from dnnlens.report.framework_terminal import render_framework
+from dnnlens.fmt import ms, ms_cell, pct, pct_cell
+from dnnlens.report import verdict_text
+from dnnlens.report.text_layout import Grid, prose, unique_suffixes
+from dnnlens.textsafe import terminal
 
 MALFORMED_SHOWN = 10
+EVIDENCE_SHOWN = 3
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def _ms(value: float) -> str:
-    return f"{value:,.3f}"
+# ---------------------------------------------------------------------------------------
+# text that fits
 
 
-def _pct(value: float) -> str:
-    return f"{100 * value:.1f}%"
+def _table(title: str, columns: list[tuple[str, str]], caption: str = "") -> Grid:
+    return Grid(title, columns, caption)
 
 
-def _breakdown(title: str, rows: list[dict[str, Any]], keys: list[str], limit: int) -> Table:
-    table = Table(title=title, title_justify="left", expand=False)
-    for key in keys:
-        table.add_column(key, overflow="fold")
-    table.add_column("count", justify="right")
-    table.add_column("time ms", justify="right")
-    table.add_column("share", justify="right")
-    for row in rows[:limit]:
-        table.add_row(
-            *(escape(str(row[k]) or "-") for k in keys),
-            f"{row['count']:,}",
-            _ms(row["time_ms"]),
-            _pct(row["share"]),
+# ---------------------------------------------------------------------------------------
+# the verdict
+
+
+def _headline(console: Console, a: Analysis, names: dict[str, str]) -> None:
+    s, st = a.summary, a.steady
+    inputs = ", ".join(names[x.path] for x in a.log.scans) or "no verbose log"
+    if s.exec_count:
+        passes = (
+            f"{st.passes:,} passes ({st.warmup_left_out} warm-up)"
+            if st.found
+            else "no repeating iteration"
         )
-    if len(rows) > limit:
-        table.caption = f"{len(rows) - limit} more rows in --format json"
+        about = (
+            f"{inputs}: {s.exec_count:,} primitive executions, {passes}, typical iteration "
+            f"{ms(a.typical_iteration_ms)}"
+        )
+    else:
+        about = inputs
+    prose(console, about, style="bold")
+    top = a.findings[0] if a.findings else None
+    style = _SEVERITY_STYLE.get(top.severity, "") if top is not None else "green"
+    console.print()
+    prose(console, verdict_text.headline(a), style=f"bold {style}".strip())
+
+
+def _inputs(console: Console, a: Analysis, names: dict[str, str]) -> None:
+    console.print()
+    for s in a.log.scans:
+        h = s.header
+        head = " ".join(
+            x
+            for x in (
+                ", ".join(s.family_names),
+                h.version or "",
+                h.isa or "",
+                f"{h.threads} threads" if h.threads else "",
+            )
+            if x
+        )
+        line = (
+            f"{names[s.path]}: {head + '; ' if head else ''}{s.lines:,} lines, "
+            f"{s.parsed:,} parsed, {s.foreign:,} foreign, {s.malformed:,} malformed"
+        )
+        prose(console, line, indent=2)
+        if s.read_error:
+            prose(console, f"error: {s.read_error}", indent=4, style="red")
+        if s.invalid_utf8_bytes:
+            prose(
+                console,
+                f"note: {s.invalid_utf8_bytes} bytes were not UTF-8 and were replaced",
+                indent=4,
+            )
+        shown = list(zip(s.malformed_line, s.malformed_reason, strict=True))[:MALFORMED_SHOWN]
+        for line_no, reason in shown:
+            prose(
+                console,
+                f"malformed {names[s.path]}:{line_no}: {a.log.reasons[reason]}",
+                indent=4,
+                style="red",
+            )
+        if s.malformed > MALFORMED_SHOWN:
+            prose(
+                console,
+                f"... and {s.malformed - MALFORMED_SHOWN} more malformed lines "
+                "(all listed in --format json)",
+                indent=4,
+            )
+    fw = a.log.framework
+    for t in fw.traces if fw is not None else []:
+        prose(console, f"{names.get(t.path, t.path)}: profiler trace, {len(t.ops):,} ops",
+               indent=2)  # fmt: skip
+    for err in a.log.input_errors:
+        prose(console, f"error: {err}", indent=2, style="red")
+
+
+def _findings(console: Console, a: Analysis, names: dict[str, str]) -> None:
+    console.print()
+    if not a.findings:
+        console.print("No findings.")
+        return
+    console.print("[bold]Findings[/bold], most costly first")
+    for i, f in enumerate(a.findings, 1):
+        cost = verdict_text.cost(f, a)
+        head = f"{i}. {f.severity}: {verdict_text.title(f)}" + (f" ({cost})" if cost else "")
+        prose(console, head, indent=1, style=_SEVERITY_STYLE.get(f.severity, ""), hang=3)
+        prose(console, f"{f.rule} {f.code}: {f.message}", indent=4)
+        if f.fix:
+            prose(console, f"fix: {f.fix}", indent=4)
+        if f.evidence:
+            where = ", ".join(
+                f"{names.get(e.path, e.path)}:{e.line}" for e in f.evidence[:EVIDENCE_SHOWN]
+            )
+            more = len(f.evidence) - EVIDENCE_SHOWN
+            prose(console, f"evidence: {where}" + (f" (+{more})" if more > 0 else ""), indent=4)
+
+
+def _breakdown(console: Console, a: Analysis) -> None:
+    s = a.summary
+    if not s.exec_count:
+        console.print("\n[bold]No oneDNN primitive events in the input.[/bold]")
+        return
+    typical = a.typical.by_kind()
+    raw = {r["kind"]: r for r in s.by_kind}
+    table = _table(
+        "Typical iteration by kind; raw: sums of all passes",
+        [
+            ("kind", "left"),
+            ("ms/iter", "right"),
+            ("share", "right"),
+            ("raw ms", "right"),
+            ("raw", "right"),
+            ("count", "right"),
+        ],
+    )
+    for kind in dict.fromkeys([*typical, *raw]):
+        r = raw.get(kind, {"time_ms": 0.0, "share": 0.0, "count": 0})
+        v = typical.get(kind, 0.0)
+        table.add_row(
+            str(kind), ms_cell(v), pct_cell(a.typical.share(v)), ms_cell(r["time_ms"]),
+            pct_cell(r["share"]), f"{r['count']:,}",
+        )  # fmt: skip
+    table.add_row(
+        "total", ms_cell(a.typical_iteration_ms), "100.0%", ms_cell(s.total_time_ms),
+        "100.0%", f"{s.exec_count:,}", style="bold",
+    )  # fmt: skip
+    console.print()
+    table.print(console)
+    extra = []
+    if s.untimed_exec_count:
+        extra.append(f"{s.untimed_exec_count:,} executions print no time")
+    if s.graph_exec_count:
+        extra.append(
+            f"{s.graph_exec_count:,} graph partition executions ({ms(s.graph_time_ms)}, "
+            "not added: their primitives print their own lines)"
+        )
+    if s.create_count:
+        extra.append(f"{s.create_count:,} primitive creations, {ms(s.create_time_ms)}")
+    if s.diagnostics:
+        extra.append(
+            "diagnostics: " + ", ".join(f"{d['operation']} {d['count']:,}" for d in s.diagnostics)
+        )
+    if a.window is not None:
+        extra.append(
+            f"iterations, rules and the typical iteration use the last "
+            f"{a.window.events_analysed:,} of {a.window.events_total:,} events (--window); "
+            "the raw sums use all of them"
+        )
+    for text in extra:
+        prose(console, text)
+
+
+# ---------------------------------------------------------------------------------------
+# the details
+
+
+def _kind_table(title: str, rows: list[dict[str, Any]], keys: list[str], top: int) -> Grid:
+    table = _table(
+        title,
+        [(k, "flex" if k in ("problem", "impl") else "left") for k in keys]
+        + [("count", "right"), ("raw ms", "right"), ("raw", "right")],
+        f"{len(rows) - top} more rows in --format json" if len(rows) > top else "",
+    )
+    for row in rows[:top]:
+        table.add_row(
+            *(str(str(row[k]) or "-") for k in keys),
+            f"{row['count']:,}",
+            ms_cell(row["time_ms"]),
+            pct_cell(row["share"]),
+        )
     return table
 
 
-def _inputs(console: Console, analysis: Analysis) -> None:
-    table = Table(title="Inputs", title_justify="left")
-    for col in (
-        "input",
-        "family",
-        "oneDNN",
-        "ISA",
-        "threads",
-        "lines",
-        "parsed",
-        "foreign",
-        "malformed",
-    ):
-        table.add_column(
-            col,
-            justify="right"
-            if col in ("threads", "lines", "parsed", "foreign", "malformed")
-            else "left",
-        )
-    for s in analysis.log.scans:
-        h = s.header
+def _top(console: Console, a: Analysis, names: dict[str, str], top: int) -> None:
+    terms = a.steady_stats
+    table = _table(
+        "Top primitives: steady median and p95 per run, raw totals",
+        [
+            ("kind", "left"),
+            ("impl", "flex"),
+            ("problem", "flex"),
+            ("/iter", "right"),
+            ("median", "right"),
+            ("p95", "right"),
+            ("ms/iter", "right"),
+            ("raw ms", "right"),
+            ("count", "right"),
+            ("first at", "flex"),
+        ],
+    )
+    part = a.typical.by_record
+    steady = max(a.steady.divisor, 1)
+    for r in a.summary.top_primitives[:top]:
+        rid = r["record"]
+        t = terms.loc[rid] if rid in terms.index else None
         table.add_row(
-            escape(display_path(s.path)),
-            ", ".join(s.family_names) or "-",
-            h.version or "-",
-            escape(h.isa or "-"),
-            str(h.threads or "-"),
-            f"{s.lines:,}",
-            f"{s.parsed:,}",
-            f"{s.foreign:,}",
-            f"[red]{s.malformed:,}[/red]" if s.malformed else "0",
-        )
-    console.print(table)
-    for s in analysis.log.scans:
-        if s.read_error:
-            console.print(f"[red]error:[/red] {escape(s.read_error)}")
-        if s.invalid_utf8_bytes:
-            console.print(
-                f"[yellow]note:[/yellow] {escape(s.path)}: {s.invalid_utf8_bytes} "
-                "bytes were not UTF-8 and were replaced"
-            )
-        if s.malformed:
-            shown = list(zip(s.malformed_line, s.malformed_reason, strict=True))[:MALFORMED_SHOWN]
-            for line, reason in shown:
-                console.print(
-                    f"  [red]malformed[/red] {escape(display_path(s.path))}:{line}: "
-                    f"{escape(analysis.log.reasons[reason])}"
-                )
-            if s.malformed > MALFORMED_SHOWN:
-                console.print(
-                    f"  ... and {s.malformed - MALFORMED_SHOWN} more malformed lines "
-                    "(all listed in --format json)"
-                )
-    for err in analysis.log.input_errors:
-        console.print(f"[red]error:[/red] {escape(err)}")
-
-
-def render_terminal(analysis: Analysis, console: Console, top: int = 10) -> None:
-    """Print the whole report to ``console``."""
-    s = analysis.summary
-    _inputs(console, analysis)
-    if s.exec_count == 0 and s.create_count == 0 and s.graph_exec_count == 0:
-        console.print("\n[bold]No oneDNN primitive events in the input.[/bold]")
-    else:
-        console.print(
-            f"\n[bold]{s.exec_count:,}[/bold] primitive executions, "
-            f"[bold]{_ms(s.total_time_ms)} ms[/bold] in total"
-            + (f" ({s.untimed_exec_count:,} without a time field)" if s.untimed_exec_count else "")
-            + (
-                f"; {s.graph_exec_count:,} graph partition executions "
-                f"({_ms(s.graph_time_ms)} ms, not added to the total)"
-                if s.graph_exec_count
-                else ""
-            )
-        )
-        console.print(_breakdown("Time by primitive kind", s.by_kind, ["kind"], top))
-        console.print(_breakdown("Time by implementation", s.by_impl, ["kind", "impl"], top))
-        console.print(_breakdown("Time by kind and shape", s.by_shape, ["kind", "problem"], top))
-        console.print(_breakdown("Forward / backward", s.by_direction, ["direction"], top))
-        _top(console, s.top_primitives, top)
-        if s.create_count:
-            console.print(f"{s.create_count:,} primitive creations, {_ms(s.create_time_ms)} ms")
-            console.print(
-                _breakdown("Creations by cache state", s.by_cache, ["operation", "cache"], top)
-            )
-    if s.diagnostics:
-        console.print(
-            "Diagnostics: " + ", ".join(f"{d['operation']} {d['count']:,}" for d in s.diagnostics)
-        )
-    render_framework(analysis.framework_links, console, top)
-    _findings(console, analysis)
-
-
-def _top(console: Console, rows: list[dict[str, Any]], top: int) -> None:
-    table = Table(title="Top primitives", title_justify="left")
-    for col in (
-        "kind",
-        "impl",
-        "prop_kind",
-        "problem",
-        "count",
-        "time ms",
-        "mean ms",
-        "share",
-        "first at",
-    ):
-        table.add_column(
-            col,
-            overflow="fold",
-            justify="right" if col in ("count", "time ms", "mean ms", "share") else "left",
-        )
-    for r in rows[:top]:
-        table.add_row(
-            escape(r["kind"]),
-            escape(r["impl"] or "-"),
-            escape(r["prop_kind"]),
-            escape(r["problem"]),
+            str(r["kind"]),
+            str(r["impl"] or "-"),
+            str(r["problem"]),
+            f"{t['count'] / steady:g}" if t is not None else "0",
+            ms_cell(t["median_ms"]) if t is not None else "-",
+            ms_cell(t["p95_ms"]) if t is not None else "-",
+            ms_cell(float(part.get(rid, 0.0))),
+            ms_cell(r["time_ms"]),
             f"{r['count']:,}",
-            _ms(r["time_ms"]),
-            _ms(r["mean_ms"]),
-            _pct(r["share"]),
-            escape(f"{os.path.basename(r['example']['path'])}:{r['example']['line']}"),
-        )
-    console.print(table)
+            str(f"{names.get(r['example']['path'], r['example']['path'])}:"
+                  f"{r['example']['line']}"),
+        )  # fmt: skip
+    table.print(console)
 
 
-def _findings(console: Console, analysis: Analysis) -> None:
-    if not analysis.findings:
-        console.print("\nNo findings.")
+def _passes(console: Console, a: Analysis, top: int) -> None:
+    st = a.steady
+    if st.passes <= 1:
         return
-    console.print("\n[bold]Findings[/bold]")
-    for f in analysis.findings:
-        style = _SEVERITY_STYLE.get(f.severity, "")
-        where = ", ".join(f"{e.path}:{e.line}" for e in f.evidence[:3])
-        console.print(f"[{style}]{f.severity}[/{style}] {f.code} {f.rule}: {escape(f.message)}")
-        if where:
-            console.print(f"    evidence: {escape(where)}")
-        if f.fix:
-            console.print(f"    fix: {escape(f.fix)}")
+    times = st.times
+    keep = list(range(len(times)))
+    if len(times) > top + 1:
+        keep = keep[: top // 2] + keep[len(times) - (top - top // 2) :]
+    rows = times.iloc[keep]
+    table = _table(
+        f"Passes ({st.rule})",
+        [("pass", "right"), ("state", "left"), ("execs", "right"), ("raw ms", "right"),
+         ("reorder ms", "right"), ("lines", "left")],
+        "" if len(keep) == len(times) else f"{len(times)} passes, first and last shown",
+    )  # fmt: skip
+    for r in rows.itertuples(index=False):
+        state = "steady" if r.steady else ("slow warm-up" if r.slow else "warm-up")
+        table.add_row(
+            str(r.iteration), state, f"{r.exec_count:,}", ms_cell(r.time_ms),
+            ms_cell(r.reorder_ms), f"{r.first_line}-{r.last_line}",
+        )  # fmt: skip
+    table.print(console)
+
+
+def _framework(console: Console, a: Analysis, top: int) -> None:
+    links = a.framework_links
+    rows = links.get("framework_ops") or []
+    if rows:
+        table = _table(
+            "Framework ops and their oneDNN primitives",
+            [("framework op", "flex"), ("calls", "right"), ("ms", "right"),
+             ("oneDNN ms", "right"), ("oneDNN", "right"), ("primitives", "flex")],
+            f"{len(rows) - top} more rows in --format json" if len(rows) > top else "",
+        )  # fmt: skip
+        for r in rows[:top]:
+            kinds = ", ".join(f"{k['kind']} x{k['count']:,}" for k in r.get("onednn", []))
+            table.add_row(
+                str(r["name"]), f"{r['calls']:,}", ms_cell(r.get("time_ms")),
+                ms_cell(r.get("onednn_time_ms")), pct(r.get("onednn_share")), str(kinds),
+            )  # fmt: skip
+        table.print(console)
+    without = links.get("framework_ops_without_onednn") or []
+    if without:
+        shown = ", ".join(
+            f"{r['name']} x{r.get('calls', 0):,} ({ms(r.get('time_ms'))})" for r in without[:top]
+        )
+        prose(console, f"Framework ops without oneDNN: {shown}")
+    link = links.get("framework_link") or {}
+    for run in link.get("runs", []):
+        what = run.get("trace") or run.get("table")
+        if run.get("method"):
+            by = ", ".join(f"{m} {c:,}" for m, c in run["by_method"].items())
+            prose(
+                console,
+                f"Linked {run['primitives_linked']:,} of {run['primitives_in_window']:,} "
+                f"primitives in the profiled window of {what} (by {by}); "
+                f"{run['outside_window']:,} outside it",
+            )
+    for note in link.get("notes", []):
+        prose(console, f"note: {note}", style="yellow")
+
+
+def _details(console: Console, a: Analysis, names: dict[str, str], top: int) -> None:
+    s = a.summary
+    if s.exec_count:
+        for title, rows, keys in (
+            ("Time by implementation (raw)", s.by_impl, ["kind", "impl"]),
+            ("Time by kind and shape (raw)", s.by_shape, ["kind", "problem"]),
+            ("Forward / backward (raw)", s.by_direction, ["direction"]),
+        ):
+            console.print()
+            _kind_table(title, rows, keys, top).print(console)
+        console.print()
+        _top(console, a, names, top)
+        console.print()
+        _passes(console, a, top)
+        if s.create_count:
+            console.print()
+            _kind_table("Creations by cache state", s.by_cache, ["operation", "cache"], top).print(
+                console
+            )
+    if a.log.framework is not None:
+        console.print()
+        _framework(console, a, top)
+
+
+def render_terminal(
+    analysis: Analysis, console: Console, top: int = 10, details: bool = False
+) -> None:
+    """Print the report to ``console``: the verdict first, the tables with ``details``."""
+    a = analysis
+    paths = [s.path for s in a.log.scans]
+    if a.log.framework is not None:
+        paths += [t.path for t in a.log.framework.traces]
+    names = {p: terminal(n) for p, n in unique_suffixes(paths).items()}
+    _headline(console, a, names)
+    _inputs(console, a, names)
+    _findings(console, a, names)
+    _breakdown(console, a)
+    if a.log.framework is not None and not details:
+        console.print()
+        _framework(console, a, min(top, 5))
+    if details:
+        _details(console, a, names, top)
+    elif a.summary.exec_count or a.log.framework is not None:
+        console.print()
+        console.print(
+            "[dim]--details: implementations, shapes, top primitives, passes, creations"
+            + (", framework ops" if a.log.framework is not None else "")
+            + "; --format json or html for everything[/dim]"
+        )
