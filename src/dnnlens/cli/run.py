@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
 
         from dnnlens.reading.live import analyze_stream
         from dnnlens.report.output import render_analysis
-        from dnnlens.rules.engine import RuleOptions, run_rules
+        from dnnlens.rules.engine import RuleOptions, RuleSetupError, run_rules
 
         command = list(ctx.args)
         if command and command[0] == "--":
@@ -90,7 +90,11 @@ def register(app: typer.Typer) -> None:
                 live_console=live_console,
             )
         code = proc.wait()
-        analysis.findings = run_rules(analysis, RuleOptions())
+        try:
+            analysis.findings = run_rules(analysis, RuleOptions())
+        except RuleSetupError as exc:  # a bad configuration: the program's run is kept
+            say("error", f"{exc}; log kept in {log_path}")
+            raise typer.Exit(2) from None
         analysis.extras["run"] = {"command": command, "exit_code": code, "log": str(log_path)}
         render_analysis(analysis, fmt, output)
         say("note", f"log kept in {log_path}; the program exited with {code}")
