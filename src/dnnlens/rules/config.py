@@ -21,12 +21,12 @@ plugins: running one takes ``--rules FILE`` or a configuration named with ``--co
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dnnlens.rules.errors import RuleSetupError
+from dnnlens.rules.yamlsrc import parse_toml, read_text
 
 _TOP_KEYS = {"select", "ignore", "rule-files", "rules"}
 
@@ -74,8 +74,8 @@ def find_config(start: Path | None = None) -> Path | None:
 
 def _has_tool_table(path: Path) -> bool:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = parse_toml(read_text(str(path), "configuration"), str(path))
+    except RuleSetupError:
         return False
     return isinstance(data.get("tool"), dict) and "dnnlens" in data["tool"]
 
@@ -89,17 +89,13 @@ def load_config(path: str | None, search: bool = True) -> RuleConfig:
             return RuleConfig()
         path = str(found)
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RuleSetupError(f"{path}: cannot read the configuration: {exc.strerror}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise RuleSetupError(f"{path}: not valid TOML: {exc}") from None
+    text = read_text(path, "configuration")
+    data = parse_toml(text, path)
     table = data.get("tool", {}).get("dnnlens") if isinstance(data.get("tool"), dict) else None
     if table is None:
         table = {} if p.name == "pyproject.toml" else data
+    if not isinstance(table, dict):
+        raise RuleSetupError(f"{path}: [tool.dnnlens] must be a table")
     cfg = RuleConfig(path=str(p), text=text, searched=searched)
     _fill(cfg, table, p)
     return cfg

@@ -69,10 +69,12 @@ def _check_value(name: str, key: str, value: Any, default: Any, where: str) -> A
         ok = isinstance(value, int | float) and not isinstance(value, bool)
     else:
         ok = isinstance(value, str)
+    if ok and isinstance(value, int) and not -(1 << 63) <= value < 1 << 63:
+        ok = False
     if not ok:
         raise RuleSetupError(
             f"{where}: rule {name!r}: option {key!r} must be a {type(default).__name__}, "
-            f"got {value!r}"
+            f"got {value!r:.60}"
         )
     return float(value) if isinstance(default, float) else value
 
