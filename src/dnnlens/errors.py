@@ -16,6 +16,13 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+#: The output could not be written: disk full, I/O error, standard output closed. Not 2
+#: ("fix your command line"): the command was right, the writing failed.
+EXIT_OUTPUT = 4
+
+
+class OutputError(Exception):
+    """Writing a report or export failed after it was opened (one line: path and why)."""
 
 
 def say(kind: str, message: str) -> None:

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from dnnlens.analysis.diff import iteration_info
+from dnnlens.errors import OutputError
 from dnnlens.io.inputs import InputSource, ReadStats, iter_lines
 from dnnlens.model import ParsedLog
 from dnnlens.parsers.scanner import InputScan
@@ -166,5 +167,7 @@ def export_tables(log: ParsedLog, out_dir: Path, fmt: str) -> ExportResult:
             _write(ops, out, fmt)
             result.files.append(out)
     except OSError as exc:
+        if exc.filename is None:  # opened, then the write failed: a full disk, an I/O error
+            raise OutputError(f"{out_dir}: cannot write ({exc.strerror or exc})") from None
         raise ExportError(f"{out_dir}: cannot write ({exc.strerror or exc})") from None
     return result
