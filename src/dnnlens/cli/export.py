@@ -132,6 +132,12 @@ def perfetto(
     )
     if stats.truncated:
         note(f"cut at {max_events:,} events; use --iterations to choose the window", quiet)
+    if stats.left_out:
+        note(
+            f"{stats.left_out:,} event(s) left out: their time or start in µs is not a finite "
+            "number (JSON has no infinity)",
+            quiet,
+        )
     _finish(log, quiet)
 
 

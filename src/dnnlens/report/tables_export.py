@@ -17,6 +17,11 @@ when the scanner saw prefixed lines; standard input cannot be read twice, so its
 The partition columns live in the directory names, not in the files. Each row also gets
 ``iteration`` (0-based, see :func:`dnnlens.analysis.diff.iteration_info`).
 
+A CSV file is opened by spreadsheets, which run a cell that starts with ``=``, ``+``,
+``-`` or ``@`` (or a tab or carriage return) as a formula: such text cells get a leading
+``'`` (the OWASP rule, :func:`neutralise_formulas`). Number columns are left as they are,
+so ``-1.5`` stays a number; Parquet is typed and is written unchanged.
+
 ``pd.read_parquet("DIR/events")`` or, in DuckDB,
 ``SELECT * FROM read_parquet('DIR/events/**/*.parquet', hive_partitioning = true)``.
 """
@@ -123,6 +128,40 @@ def _ops_frames(log: ParsedLog) -> list[tuple[str, pd.DataFrame]]:
     return out
 
 
+_FORMULA = r"^[=+\-@\t\r]"
+
+
+def neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell that a spreadsheet would run prefixed by ``'``.
+
+    Only text columns (object, string, categorical of text) are looked at; a categorical
+    column is checked once per category, so a log of a few hundred distinct lines costs
+    nothing per row.
+    """
+    out = frame
+    for col in frame.columns:
+        series = frame[col]
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            cats = series.cat.categories
+            if (
+                not pd.api.types.is_string_dtype(cats.dtype)
+                or not cats.astype(str).str.contains(_FORMULA).any()
+            ):
+                continue
+            series = series.astype(object)
+        elif series.dtype != object and not pd.api.types.is_string_dtype(series.dtype):
+            continue
+        text = series.astype(str)
+        risky = text.str.contains(_FORMULA)
+        if not risky.any():
+            continue
+        risky[risky] = series[risky].map(lambda v: isinstance(v, str))  # -1 stays a number
+        if out is frame:
+            out = frame.copy()
+        out[col] = series.where(~risky, "'" + text)
+    return out
+
+
 def _write(frame: pd.DataFrame, path: Path, fmt: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     frame = frame.reset_index(drop=True)
@@ -132,7 +171,7 @@ def _write(frame: pd.DataFrame, path: Path, fmt: str) -> None:
     if fmt == "parquet":
         frame.to_parquet(path, index=False)
     else:
-        frame.to_csv(path, index=False)
+        neutralise_formulas(frame).to_csv(path, index=False)
 
 
 def _check_format(fmt: str) -> None:
