@@ -72,6 +72,10 @@ BROKEN = {
         rule(where='matches(impl, "(a)\\\\1")'),
         "RE2",
     ),
+    "a control character (found by the rule-file fuzzer)": (
+        rule(summary="x") + "fix: \x1b[2J\n",
+        "not valid YAML",
+    ),
     "an option of 100 digits": ("options: {t: " + "9" * 100 + "}\n" + rule(), "64 bits"),
 }
 

@@ -94,8 +94,9 @@ def _build(node: yaml.Node, loader: yaml.SafeLoader, limits: _Limits, depth: int
 
 def load_yaml(text: str, path: str) -> Any:
     """The document of ``text`` with line numbers, or RuleSetupError naming file and line."""
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        loader = yaml.SafeLoader(text)  # refuses control characters already
         node = loader.get_single_node()
         return None if node is None else _build(node, loader, _Limits(path))
     except RecursionError:  # PyYAML composes nested collections recursively
@@ -107,9 +108,11 @@ def load_yaml(text: str, path: str) -> Any:
         line = mark.line + 1 if mark else 0
         raise RuleSetupError(f"{path}:{line}: not valid YAML: {exc.problem}") from None
     except yaml.YAMLError as exc:
-        raise RuleSetupError(f"{path}: not valid YAML: {exc}") from None
+        detail = (str(exc).strip().splitlines() or [""])[0]
+        raise RuleSetupError(f"{path}: not valid YAML: {detail}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_toml(text: str, path: str) -> Any:
