@@ -21,6 +21,12 @@ EXIT_INTERNAL = 3
 EXIT_OUTPUT = 4
 
 
+class UsageError(ValueError):
+    """A command line that asks for something impossible (an output over an input, an HTML
+    page without ``--output``): one line, exit 2. A ``ValueError`` for the callers that
+    catch that; a ``ValueError`` that is not one of these is a bug, not a usage error."""
+
+
 class OutputError(Exception):
     """Writing a report or export failed after it was opened (one line: path and why)."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from dnnlens.errors import EXIT_USAGE, OutputError, say
+from dnnlens.errors import EXIT_USAGE, OutputError, UsageError, say
 
 export_app = typer.Typer(
     name="export",
@@ -50,7 +50,7 @@ def _refuse_input(output: Path | str | None, log) -> None:  # noqa: ANN001 - Par
 
     try:
         refuse_input(output, input_paths(log))
-    except ValueError as exc:
+    except UsageError as exc:
         raise _fail(str(exc)) from None
 
 

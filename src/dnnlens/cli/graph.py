@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from dnnlens.errors import EXIT_USAGE, say
+from dnnlens.errors import EXIT_USAGE, UsageError, say
 from dnnlens.errors import fail as _fail
 
 
@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
                 raise _fail(f"--marker: {exc}") from None
         try:
             refuse_input(output, input_paths(log))
-        except ValueError as exc:
+        except UsageError as exc:
             raise _fail(str(exc)) from None
         text = render(build_graph(log, find_iterations(log.events, markers)), fmt.value)
         try:

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from dnnlens.errors import OutputError
+from dnnlens.errors import OutputError, UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -45,7 +45,8 @@ def input_paths(log: Any) -> list[str]:
 
 
 def refuse_input(output: Path | str | None, inputs: Iterable[str]) -> None:
-    """``ValueError`` when ``output`` is one of ``inputs`` (the same file, links too)."""
+    """:class:`~dnnlens.errors.UsageError` when ``output`` is one of ``inputs`` (the same
+    file, or a link to it)."""
     if output is None:
         return
     target = Path(output)
@@ -57,7 +58,7 @@ def refuse_input(output: Path | str | None, inputs: Iterable[str]) -> None:
         except OSError:
             continue
         if same:
-            raise ValueError(f"{output}: is an input of this run; the output would replace it")
+            raise UsageError(f"{output}: is an input of this run; the output would replace it")
 
 
 @contextmanager
@@ -104,15 +105,15 @@ def report_console(output: Path | None) -> Console:
 def render_analysis(analysis: Any, fmt: str, output: Path | None, top: int = 10) -> None:
     """An :class:`~dnnlens.analysis.result.Analysis` as ``terminal``, ``json`` or ``html``.
 
-    Raises ``ValueError`` for ``html`` without ``output`` (a page is not for a terminal) and
-    for an ``output`` that is one of the inputs.
+    Raises :class:`~dnnlens.errors.UsageError` for ``html`` without ``output`` (a page is
+    not for a terminal) and for an ``output`` that is one of the inputs.
     """
     refuse_input(output, input_paths(analysis.log))
     if fmt == "html":
         from dnnlens.report.html import render_html
 
         if output is None:
-            raise ValueError("--format html needs --output FILE")
+            raise UsageError("--format html needs --output FILE")
         emit_text(render_html(analysis), output)
     elif fmt == "json":
         from dnnlens.report.json_report import render_json
