@@ -150,7 +150,14 @@ def test_proc_self_mem(log: Path) -> None:
 
 
 @POSIX
-@pytest.mark.parametrize("args", [["analyze", "-f", "json"], ["export", "benchdnn"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["analyze", "-f", "json"],
+        ["analyze", "-f", "json", "--fail-on", "info"],
+        ["export", "benchdnn"],
+    ],
+)
 def test_json_cut_by_the_reader_is_141(log: Path, args: list[str]) -> None:
     """``dnnlens analyze -f json run.log | head -c 100``: the whole report fits in the pipe,
     so no write fails; the reader still left most of it unread."""

@@ -80,13 +80,13 @@ def _last_resort(command: Callable[..., None]) -> Callable[..., None]:
         try:
             try:
                 command(*args, **kwargs)
+            except typer.Exit as exc:  # "findings" (1) is no verdict the reader has seen
+                if exc.exit_code == EXIT_FINDINGS:
+                    _end_of_output()
+                raise
             finally:
                 sys.stdout.flush()
-            from dnnlens.report.output import reader_took_everything
-
-            if not reader_took_everything():
-                _quiet_stdout()
-                raise typer.Exit(EXIT_BROKEN_PIPE)
+            _end_of_output()
         except BrokenPipeError:
             _quiet_stdout()
             raise typer.Exit(EXIT_BROKEN_PIPE) from None
@@ -133,6 +133,16 @@ _OUTPUT_ERRNOS = {
     errno.EROFS,
     errno.ENXIO,
 }
+
+
+def _end_of_output() -> None:
+    """141 when standard output is a pipe whose reader left part of the output unread."""
+    from dnnlens.report.output import reader_took_everything
+
+    sys.stdout.flush()
+    if not reader_took_everything():
+        _quiet_stdout()
+        raise typer.Exit(EXIT_BROKEN_PIPE)
 
 
 def _quiet_stdout() -> None:
