@@ -188,6 +188,12 @@ def mutation(draw: st.DrawFn, line: str) -> str:
                     "",
                     "0x10",
                     "1e5",
+                    "1_000",
+                    "\u0661\u0660",
+                    "\uff11\uff12",
+                    "0.5ms",
+                    "1.5e",
+                    "\u0663.\u0665",
                 ]
             )
         )
@@ -300,3 +306,25 @@ def test_prefix_does_not_change_the_outcome(line: str, prefix: str) -> None:
     if _MARK.search(line) is None or "\x00" in line:
         return
     assert outcome(Scanner(), prefix + line) == outcome(Scanner(), line)
+
+
+# what awk reads of a field: the longest ASCII number at its start (after blanks)
+_AWK_NUMBER = re.compile(r"[ \t]*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)")
+
+
+@FUZZ
+@given(mutated_line())
+@example(line=LINES[0].rpartition(",")[0] + ",1_000")
+@example(line=LINES[0].rpartition(",")[0] + ",\uff11\uff12")
+def test_a_time_is_what_awk_reads(line: str) -> None:
+    """The time of a timed event is the number ``awk -F, '{print $NF+0}'`` reads from the
+    line's last field: nothing Python's ``float`` alone would take (``1_000``, other
+    scripts' digits) makes a time (README, "How the numbers are computed")."""
+    scanner = Scanner()
+    scan = scanner.scan("<fuzz>", [line])
+    if not len(scan.event_line) or math.isnan(scan.event_time[0]):
+        return
+    last = line.replace("\x00", "").rstrip().rpartition(",")[2]
+    m = _AWK_NUMBER.match(last)
+    assert m is not None, last
+    assert scan.event_time[0] == float(m.group(1))

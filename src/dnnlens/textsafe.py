@@ -1,44 +1,57 @@
-"""Text from a log, a trace or a file name, made safe for where it is shown.
+"""Terminal-safe text: how every string from a log, a trace or a file name is shown.
 
-A log is untrusted input: a line can carry ESC and OSC sequences (a clipboard write, a
-window title, ``ESC[2J``), C1 controls or bidirectional overrides that make a terminal do
-things or show text that is not there. Every string from an input that reaches a terminal
-goes through :func:`terminal` (or :func:`terminal_markup` for rich's markup): control and
-format characters are shown as visible escapes (``\\x1b``, ``\\u202e``), never passed on.
+A log line can carry anything a program printed: ``ESC [2J`` (clear the screen), OSC 52 (write
+the clipboard), OSC 0 (set the window title), C1 controls (``\\x9b`` is CSI on some
+terminals), a carriage return that hides the text before it, bidi overrides (U+202E) that
+make text read backwards. None of it may reach a terminal as it is. :func:`safe` shows every
+character that is not printable (Unicode categories Cc, Cf, Cs, Co, Cn, Zl, Zp and every
+space but U+0020) as a Python-style escape: ``\\x1b``, ``\\r``, ``\\u202e``, so a reader sees
+what was there and nothing acts on it. Printable text, the common case, is returned as it is
+(one C-level check). :func:`safe_lines` does the same but keeps line ends, for text whose
+newlines are its own (a rule's description).
+
+No imports beyond the standard library: the bottom layer, beside :mod:`dnnlens.errors`.
 """
 
 from __future__ import annotations
 
-import re
+from typing import Any
 
-__all__ = ["markdown_cell", "terminal", "terminal_markup"]
+__all__ = ["markdown_cell", "safe", "safe_lines"]
 
-#: C0 controls (tab included: it moves the cursor), DEL, C1 controls, and the invisible
-#: format characters that reorder or hide text (bidi embeddings, overrides, isolates, marks,
-#: zero-width characters, the BOM, line and paragraph separators).
-UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]"
-)
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+def _escape(c: str) -> str:
+    if c.isprintable():
+        return c
+    short = _SHORT.get(c)
+    if short is not None:
+        return short
+    code = ord(c)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
 
 
-def terminal(text: object) -> str:
-    """``text`` with every control and invisible format character shown as an escape."""
-    return UNSAFE.sub(_visible, str(text))
+def safe(value: Any) -> str:
+    """``value`` as text with every non-printable character shown as an escape (no line
+    ends either: the result is always one line)."""
+    text = value if isinstance(value, str) else str(value)
+    if text.isprintable():
+        return text
+    return "".join(map(_escape, text))
 
 
-def terminal_markup(text: object) -> str:
-    """:func:`terminal`, then escaped for rich's console markup (``[bold]`` stays text)."""
-    from rich.markup import escape
+def safe_lines(value: Any) -> str:
+    """Like :func:`safe`, but ``\\n`` stays a line end (``\\r`` and the rest are escaped)."""
+    text = value if isinstance(value, str) else str(value)
+    return "\n".join(safe(part) for part in text.split("\n"))
 
-    return escape(terminal(text))
 
-
-def markdown_cell(text: object) -> str:
-    """Text for one markdown table cell or inline code: terminal-safe, ``|`` and ``\\``
-    escaped, one line."""
-    return terminal(text).replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
+def markdown_cell(value: Any) -> str:
+    """Text for one markdown table cell or inline code: :func:`safe`, with ``\\``, ``|``
+    and backticks escaped so that the cell stays one cell."""
+    return safe(value).replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")

@@ -214,6 +214,16 @@ def _complete(dims: tuple[int | None, ...] | None) -> Dims | None:
     return tuple(int(v) for v in dims if v is not None)
 
 
+def _negative_sizes(
+    named: dict[str, int | None], tensors: tuple[tuple[int | None, ...], ...]
+) -> bool:
+    """Whether a problem gives a size below zero: a named value other than a padding
+    (``p*``, which oneDNN allows below zero) or a dim of a dims list."""
+    if any(v is not None and v < 0 for key, v in named.items() if not key.startswith("p")):
+        return True
+    return any(v is not None and v < 0 for t in tensors for v in t)
+
+
 def _direction(prop_kind: str) -> str:
     return "backward" if prop_kind.startswith("backward") else "forward"
 
@@ -436,6 +446,8 @@ def _cost(
     if prob.overflow or not (problem or "").strip():
         return None
     d = dict(prob.dims)
+    if _negative_sizes(d, prob.tensors):
+        return None  # no tensor has a negative size: a damaged or hand-made line
     aux = parse_aux(aux_text)
     mdl = [md for md in parse_mds(mds_text) if not md.is_absent and md.arg not in _NO_TENSOR]
     fpmath = parse_attrs(attrs).fpmath if attrs else None

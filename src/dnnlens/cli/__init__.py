@@ -1,12 +1,14 @@
 """The ``dnnlens`` command line: wiring only, no analysis of its own.
 
 Exit codes: 0 analysed; 1 findings at or above ``--fail-on``; 2 usage or input error; 3 an
-internal error of dnnlens (a bug; ``analyze``); 141 standard output closed early (``| head``).
+internal error of dnnlens (a bug; ``analyze``); 4 the output could not be written (disk
+full, I/O error, standard output closed); 141 standard output closed early (``| head``).
 See ``docs/input-policy.md``.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import sys
@@ -18,7 +20,15 @@ import typer
 from rich.console import Console
 
 from dnnlens._version import __version__
-from dnnlens.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
+from dnnlens.errors import (
+    EXIT_FINDINGS,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_OUTPUT,
+    EXIT_USAGE,
+    OutputError,
+    UsageError,
+)
 from dnnlens.errors import fail as _fail
 from dnnlens.errors import say as _say
 
@@ -55,23 +65,31 @@ def _last_resort(command: Callable[..., None]) -> Callable[..., None]:
 
     Exit 3, not 2: 2 says "fix your input or command line", 3 says "dnnlens failed; please
     report it" (``DNNLENS_TRACEBACK=1`` shows the traceback). A reader that closes standard
-    output early (``| head``) ends the run quietly with 141. An ``OSError`` naming a file
-    (an unwritable ``--output``) is a usage error: 2.
+    output early (``| head``, also after the last write: see
+    :func:`~dnnlens.report.output.reader_took_everything`) ends the run quietly with 141.
+    An ``OSError`` naming a file (an unwritable ``--output``) is a usage error: 2. A write
+    that fails once the output is open (a full disk, an I/O error, a closed standard
+    output) is an output error: one line, exit 4.
     """
 
     @functools.wraps(command)
     def run(*args: object, **kwargs: object) -> None:
+        if sys.stdout is None:  # the shell closed it (>&-): writing to it is an output error
+            from dnnlens.report.output import ClosedStdout
+
+            sys.stdout = ClosedStdout()
         try:
             try:
                 command(*args, **kwargs)
+            except typer.Exit as exc:  # "findings" (1) is no verdict the reader has seen
+                if exc.exit_code == EXIT_FINDINGS:
+                    _end_of_output()
+                raise
             finally:
                 sys.stdout.flush()
+            _end_of_output()
         except BrokenPipeError:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            try:
-                os.dup2(devnull, sys.stdout.fileno())
-            except (OSError, ValueError):  # not a real file descriptor (tests)
-                pass
+            _quiet_stdout()
             raise typer.Exit(EXIT_BROKEN_PIPE) from None
         except SystemExit as exc:
             # rich ends the program with SystemExit(1) when standard output's reader goes
@@ -80,6 +98,8 @@ def _last_resort(command: Callable[..., None]) -> Callable[..., None]:
             if exc.code == EXIT_FINDINGS:
                 raise typer.Exit(EXIT_BROKEN_PIPE) from None
             raise
+        except OutputError as exc:  # a file named with -o: standard output is fine
+            raise _fail(str(exc), EXIT_OUTPUT) from None
         except Exception as exc:  # noqa: BLE001 - the last resort
             # exits, aborts and usage errors of typer and click are how commands end
             if type(exc).__module__.split(".")[0] in ("typer", "click"):
@@ -88,6 +108,11 @@ def _last_resort(command: Callable[..., None]) -> Callable[..., None]:
                 raise
             if isinstance(exc, OSError) and exc.filename is not None:
                 raise _fail(f"{exc.filename}: {exc.strerror or exc}") from None
+            if isinstance(exc, OSError) and exc.errno in _OUTPUT_ERRNOS:
+                _quiet_stdout()  # a failed write to standard output (> /dev/full, >&-)
+                raise _fail(
+                    f"standard output: cannot write ({exc.strerror or exc})", EXIT_OUTPUT
+                ) from None
             detail = (str(exc).strip().splitlines() or [""])[0][:300]
             _say(
                 "internal error",
@@ -97,6 +122,42 @@ def _last_resort(command: Callable[..., None]) -> Callable[..., None]:
             raise typer.Exit(EXIT_INTERNAL) from None
 
     return run
+
+
+#: errno values of a write that failed (full disk, quota, I/O error, closed descriptor).
+_OUTPUT_ERRNOS = {
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EIO,
+    errno.EFBIG,
+    errno.EBADF,
+    errno.EROFS,
+    errno.ENXIO,
+}
+
+
+def _end_of_output() -> None:
+    """141 when standard output is a pipe whose reader left part of the output unread."""
+    from dnnlens.report.output import reader_took_everything
+
+    sys.stdout.flush()
+    if not reader_took_everything():
+        _quiet_stdout()
+        raise typer.Exit(EXIT_BROKEN_PIPE)
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at the null device: Python's flush at exit must not fail again."""
+    from dnnlens.report.output import ClosedStdout
+
+    if isinstance(sys.stdout, ClosedStdout):
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file descriptor (tests)
+        pass
 
 
 def _version(value: bool) -> None:
@@ -222,7 +283,7 @@ def analyze(
 
     try:
         render_analysis(analysis, fmt.value, output, top=top, details=details, width=width)
-    except ValueError as exc:
+    except UsageError as exc:
         raise _fail(str(exc)) from None
     from dnnlens.io.problems import input_problems, strict_problem
 

@@ -66,7 +66,7 @@ def diff(
     from dnnlens.analysis.diff import BASES, diff_analyses
     from dnnlens.report import diff_report
     from dnnlens.report.console import error, load_inputs, make_console
-    from dnnlens.textsafe import terminal
+    from dnnlens.textsafe import safe
 
     try:
         limit = parse_percent(fail_if_slower) if fail_if_slower is not None else None
@@ -84,11 +84,11 @@ def diff(
         log = load_inputs([spec], quiet)
         problems = list(log.input_errors) + [s.read_error for s in log.scans if s.read_error]
         if not log.scans or problems:
-            error(f"{name} " + terminal("; ".join(p for p in problems if p) or f"{spec}: no input"))
+            error(f"{name} " + safe("; ".join(p for p in problems if p) or f"{spec}: no input"))
             raise typer.Exit(EXIT_USAGE)
         analysis = Analysis(log).prepare()
         if analysis.summary.exec_count == 0:
-            error(f"{name} {terminal(spec)}: no primitive executions to compare")
+            error(f"{name} {safe(spec)}: no primitive executions to compare")
             raise typer.Exit(EXIT_USAGE)
         sides.append(analysis)
     d = diff_analyses(sides[0], sides[1], basis)

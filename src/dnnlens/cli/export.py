@@ -1,7 +1,9 @@
 """``dnnlens export perfetto|benchdnn|parquet|csv LOG... -o ...``: files for other tools.
 
-Exit codes: 0 written; 2 usage or input error (nothing parsed, unwritable output, a
-missing optional dependency).
+Exit codes: 0 written; 2 usage or input error (nothing parsed, an output that cannot be
+opened or is one of the inputs, a missing optional dependency, an input that could not be
+read: the others are exported first, as ``analyze`` reports them); 3 internal error; 4 the
+output could not be written once open (disk full, I/O error); 141 standard output closed.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-EXIT_USAGE = 2
+from dnnlens.errors import EXIT_USAGE, OutputError, UsageError, say
 
 export_app = typer.Typer(
     name="export",
@@ -33,18 +35,57 @@ def _fail(message: str) -> typer.Exit:
 
 
 def _load(paths: list[str], quiet: bool):  # -> ParsedLog (imported lazily)
+    """The inputs; none at all is an error now, a bad one beside good ones after the export
+    (:func:`_finish`)."""
     from dnnlens.report.console import load_inputs
 
     log = load_inputs(paths, quiet)
     if not log.scans:
         raise _fail("; ".join(log.input_errors) or "no input")
-    errors = list(log.input_errors) + [s.read_error for s in log.scans if s.read_error]
-    if errors:
-        raise _fail("; ".join(e for e in errors if e))
     return log
 
 
-@export_app.command("perfetto")
+def _refuse_input(output: Path | str | None, log) -> None:  # noqa: ANN001 - ParsedLog
+    from dnnlens.report.output import input_paths, refuse_input
+
+    try:
+        refuse_input(output, input_paths(log))
+    except UsageError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _write_failed(output: object, exc: OSError) -> Exception:
+    """An output that cannot be opened is a usage error (2); one that fails once open, an
+    output error (4)."""
+    if exc.filename is not None:
+        return _fail(f"{output}: cannot write ({exc.strerror or exc})")
+    return OutputError(f"{output}: cannot write ({exc.strerror or exc})")
+
+
+def _finish(log, quiet: bool) -> None:  # noqa: ANN001 - ParsedLog
+    """After the export: notes about the inputs, then their errors (exit 2), as analyze."""
+    from dnnlens.io.problems import input_problems
+
+    problems = input_problems(log)
+    for message in problems.notes if not quiet else []:
+        say("note", message)
+    for message in problems.errors:
+        say("error", message)
+    if problems.errors:
+        raise typer.Exit(EXIT_USAGE)
+
+
+def _command(name: str):  # noqa: ANN202 - a decorator
+    """``export_app.command(name)`` under the command line's last-resort handler."""
+    from dnnlens.cli import _last_resort
+
+    def wrap(function):  # noqa: ANN001, ANN202
+        return export_app.command(name)(_last_resort(function))
+
+    return wrap
+
+
+@_command("perfetto")
 def perfetto(
     paths: list[str] = _PATHS,
     output: Path = typer.Option(
@@ -73,14 +114,16 @@ def perfetto(
         window = parse_window(iterations) if iterations else None
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    analysis = Analysis(_load(paths, quiet), AnalysisOptions(window_events=None))
-    analysis.findings = _findings(analysis)
+    log = _load(paths, quiet)
+    _refuse_input(output, log)
+    analysis = Analysis(log, AnalysisOptions(window_events=None))
+    analysis.findings = _findings(analysis, quiet)
     options = TraceOptions(window=window, include_creates=not no_creates, max_events=max_events)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         stats = write_trace(analysis, output, options)
     except OSError as exc:
-        raise _fail(f"{output}: cannot write ({exc.strerror or exc})") from None
+        raise _write_failed(output, exc) from None
     where = f", iterations {stats.window[0]}:{stats.window[1]}" if stats.window else ""
     note(
         f"wrote {output}: {stats.executions:,} executions, {stats.events:,} events"
@@ -89,19 +132,29 @@ def perfetto(
     )
     if stats.truncated:
         note(f"cut at {max_events:,} events; use --iterations to choose the window", quiet)
+    if stats.left_out:
+        note(
+            f"{stats.left_out:,} event(s) left out: their time or start in µs is not a finite "
+            "number (JSON has no infinity)",
+            quiet,
+        )
+    _finish(log, quiet)
 
 
-def _findings(analysis) -> list:  # noqa: ANN001 - Analysis, imported lazily
-    """Findings of the built-in rules; a rule setup problem only means no annotations."""
+def _findings(analysis, quiet: bool) -> list:  # noqa: ANN001 - Analysis, imported lazily
+    """Findings of the rules, as trace annotations; a rule setup problem only leaves the
+    annotations out (and says so)."""
+    from dnnlens.report.console import note
+    from dnnlens.rules.engine import RuleOptions, RuleSetupError, run_rules
+
     try:
-        from dnnlens.rules.engine import RuleOptions, run_rules
-
         return run_rules(analysis, RuleOptions())
-    except Exception:  # noqa: BLE001 - annotations are optional in a trace
+    except RuleSetupError as exc:
+        note(f"findings left out of the trace: {exc}", quiet)
         return []
 
 
-@export_app.command("benchdnn")
+@_command("benchdnn")
 def benchdnn(
     paths: list[str] = _PATHS,
     top: int = typer.Option(10, "--top", min=1, help="How many primitives (by total time)."),
@@ -117,28 +170,31 @@ def benchdnn(
     """benchdnn batch lines reproducing the primitives that cost the most time."""
     from dnnlens.report.benchdnn import batches, render_batch
     from dnnlens.report.console import note
+    from dnnlens.report.output import emit_text
 
     log = _load(paths, quiet)
     try:
         if output is None:
-            typer.echo(render_batch(log, top), nl=False)
-            return
-        target = Path(output)
-        if target.is_dir() or output.endswith(("/", "\\")):
+            emit_text(render_batch(log, top), None)
+        elif Path(output).is_dir() or output.endswith(("/", "\\")):
+            target = Path(output)
             target.mkdir(parents=True, exist_ok=True)
             files = batches(log, top)
             for driver, text in files.items():
-                (target / f"{driver}.batch").write_text(text, encoding="utf-8")
+                _refuse_input(target / f"{driver}.batch", log)
+                emit_text(text, target / f"{driver}.batch")
             note(
                 f"wrote {len(files)} batch file(s) to {target}: "
                 + ", ".join(f"{d}.batch" for d in files),
                 quiet,
             )
-            return
-        target.write_text(render_batch(log, top), encoding="utf-8")
-        note(f"wrote {output}", quiet)
+        else:
+            _refuse_input(output, log)
+            emit_text(render_batch(log, top), Path(output))
+            note(f"wrote {output}", quiet)
     except OSError as exc:
-        raise _fail(f"{output}: cannot write ({exc.strerror or exc})") from None
+        raise _write_failed(output, exc) from None
+    _finish(log, quiet)
 
 
 def _tables(fmt: str, paths: list[str], output: Path, quiet: bool) -> None:
@@ -157,18 +213,19 @@ def _tables(fmt: str, paths: list[str], output: Path, quiet: bool) -> None:
         f"({len(result.files)} {fmt} file(s))",
         quiet,
     )
+    _finish(log, quiet)
 
 
 _DIR = typer.Option(..., "--output", "-o", help="Directory of the dataset (created).")
 
 
-@export_app.command("parquet")
+@_command("parquet")
 def parquet(paths: list[str] = _PATHS, output: Path = _DIR, quiet: bool = _QUIET) -> None:
     """The event table as a Parquet dataset partitioned by run and rank (needs pyarrow)."""
     _tables("parquet", paths, output, quiet)
 
 
-@export_app.command("csv")
+@_command("csv")
 def csv(paths: list[str] = _PATHS, output: Path = _DIR, quiet: bool = _QUIET) -> None:
     """The event table as CSV files partitioned by run and rank."""
     _tables("csv", paths, output, quiet)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import typer
 
+from dnnlens.errors import EXIT_USAGE, UsageError, say
 from dnnlens.errors import fail as _fail
 
 
@@ -26,8 +27,10 @@ class GraphFormat(StrEnum):
 
 def register(app: typer.Typer) -> None:
     """Add ``graph`` to the command line."""
+    from dnnlens.cli import _last_resort
 
     @app.command()
+    @_last_resort
     def graph(
         paths: list[str] = typer.Argument(
             ..., help="Log files, globs or directories (.gz is read too); - for standard input."
@@ -51,14 +54,14 @@ def register(app: typer.Typer) -> None:
             except re.error as exc:
                 raise _fail(f"--marker {marker!r} is not a valid regex: {exc}") from None
         log = load(paths)
-        errors = list(log.input_errors) + [s.read_error for s in log.scans if s.read_error]
-        if not log.scans or errors:
-            raise _fail("; ".join(e for e in errors if e) or "no input")
+        if not log.scans:
+            raise _fail("; ".join(log.input_errors) or "no input")
 
         from dnnlens.analysis.analysis import Analysis, AnalysisOptions
         from dnnlens.analysis.iterations import marker_lines
+        from dnnlens.io.problems import input_problems
         from dnnlens.report.graph_export import render
-        from dnnlens.report.output import emit_text
+        from dnnlens.report.output import emit_text, input_paths, refuse_input
 
         markers = None
         if pattern is not None:
@@ -66,9 +69,21 @@ def register(app: typer.Typer) -> None:
                 markers = {s.path: marker_lines(s.path, pattern) for s in log.scans}
             except (ValueError, InputError, OSError) as exc:
                 raise _fail(f"--marker: {exc}") from None
+        try:
+            refuse_input(output, input_paths(log))
+        except UsageError as exc:
+            raise _fail(str(exc)) from None
         analysis = Analysis(log, AnalysisOptions(window_events=None, marker_lines=markers))
         text = render(analysis.graph, fmt.value)
         try:
             emit_text(text, output)
         except OSError as exc:
+            if exc.filename is None:
+                raise
             raise _fail(f"cannot write {output}: {exc.strerror or exc}") from None
+        # a bad input beside good ones: the graph of the good ones, then the errors (exit 2)
+        problems = input_problems(log)
+        for message in problems.errors:
+            say("error", message)
+        if problems.errors:
+            raise typer.Exit(EXIT_USAGE)

@@ -1,7 +1,8 @@
 """``dnnlens rules``: list the rules, explain one, run a rule file's test cases.
 
 Exit codes: 0 done (all cases passed); 1 a test case failed; 2 a usage or rule-setup
-error (one line naming the file and line).
+error (one line naming the file and line); 3 an internal error (one line). Every text that
+comes from a rule file, a plugin or a log is shown terminal-safe (:mod:`dnnlens.textsafe`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import typer
 
 from dnnlens.errors import EXIT_OK
 from dnnlens.errors import fail as _error
+from dnnlens.textsafe import safe, safe_lines
 
 EXIT_FAILED = 1
 
@@ -29,11 +31,14 @@ def _registry(rules: list[str], config: Path | None):  # noqa: ANN202 - lazy imp
 
 def register(app: typer.Typer) -> None:
     """Add the ``rules`` command group to ``app``."""
+    from dnnlens.cli import _last_resort
+
     group = typer.Typer(
         name="rules", help="List, explain and test bottleneck rules.", no_args_is_help=True
     )
 
     @group.command("list")
+    @_last_resort
     def list_rules(
         rules: list[str] = typer.Option([], "--rules", help="Also load this rule file."),
         config: Path | None = typer.Option(None, "--config", help="Configuration file."),
@@ -62,12 +67,14 @@ def register(app: typer.Typer) -> None:
             return
         width = max(len(r["name"]) for r in rows)
         for r in rows:
+            source = "" if r["source"] == "builtin" else f"  [{safe(r['source'])}]"
             typer.echo(
-                f"{r['code']:<7} {r['name']:<{width}}  {r['severity']:<7}  "
-                f"{r['summary']}" + ("" if r["source"] == "builtin" else f"  [{r['source']}]")
+                f"{safe(r['code']):<7} {safe(r['name']):<{width}}  {safe(r['severity']):<7}  "
+                f"{safe(r['summary'])}{source}"
             )
 
     @group.command("explain")
+    @_last_resort
     def explain(
         name: str = typer.Argument(..., help="Rule name or code."),
         rules: list[str] = typer.Option([], "--rules", help="Also load this rule file."),
@@ -84,16 +91,17 @@ def register(app: typer.Typer) -> None:
         entry = registry.entries[rule_name]
         opts, severity = settings.get(rule_name, ({}, None))
         rule = entry.make(opts, severity)
-        typer.echo(f"{entry.code} {entry.name} ({rule.level}; {entry.source})\n")
-        typer.echo(rule.describe())
+        typer.echo(f"{safe(entry.code)} {safe(entry.name)} ({rule.level}; {safe(entry.source)})\n")
+        typer.echo(safe_lines(rule.describe()))
         if rule.options:
-            typer.echo("\nOptions ([tool.dnnlens.rules." + entry.name + "]):")
+            typer.echo("\nOptions ([tool.dnnlens.rules." + safe(entry.name) + "]):")
             for key, value in rule.options.items():
                 default = entry.defaults.get(key)
-                note = "" if value == default else f" (default {default!r})"
-                typer.echo(f"  {key} = {value!r}{note}")
+                note = "" if value == default else f" (default {safe(repr(default))})"
+                typer.echo(f"  {safe(key)} = {safe(repr(value))}{note}")
 
     @group.command("test")
+    @_last_resort
     def test(
         rulefile: Path = typer.Argument(..., help="Test cases (or a rule file with tests:)."),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every finding."),
@@ -107,12 +115,12 @@ def register(app: typer.Typer) -> None:
         except RuleSetupError as exc:
             raise _error(str(exc)) from None
         for r in results:
-            typer.echo(f"{'PASS' if r.passed else 'FAIL'} {r.name}")
+            typer.echo(f"{'PASS' if r.passed else 'FAIL'} {safe(r.name)}")
             for problem in r.problems:
-                typer.echo(f"     {problem}")
+                typer.echo(f"     {safe(problem)}")
             if verbose:
                 for f in r.findings:
-                    typer.echo(f"     - {f.rule} ({f.severity}): {f.message}")
+                    typer.echo(f"     - {safe(f.rule)} ({f.severity}): {safe(f.message)}")
         failed = sum(not r.passed for r in results)
         typer.echo(f"{len(results) - failed} passed, {failed} failed")
         raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)

@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
 
         from dnnlens.reading.live import analyze_stream
         from dnnlens.report.output import render_analysis
-        from dnnlens.rules.engine import RuleOptions
+        from dnnlens.rules.engine import RuleOptions, RuleSetupError
         from dnnlens.rules.verdict import apply_rules
 
         command = list(ctx.args)
@@ -91,7 +91,11 @@ def register(app: typer.Typer) -> None:
                 live_console=live_console,
             )
         code = proc.wait()
-        apply_rules(analysis.prepare(), RuleOptions())
+        try:
+            apply_rules(analysis.prepare(), RuleOptions())
+        except RuleSetupError as exc:  # a bad configuration: the program's run is kept
+            say("error", f"{exc}; log kept in {log_path}")
+            raise typer.Exit(2) from None
         analysis.run_info = {"command": command, "exit_code": code, "log": str(log_path)}
         render_analysis(analysis, fmt, output)
         say("note", f"log kept in {log_path}; the program exited with {code}")

@@ -53,6 +53,8 @@ __all__ = [
     "PostOp",
     "Problem",
     "QuantEntry",
+    "ascii_float",
+    "ascii_int",
     "isa_from_header",
     "isa_rank",
     "parse_attrs",
@@ -76,6 +78,27 @@ DATA_TYPES: frozenset[str] = frozenset(
 )  # fmt: skip
 
 _EMPTY_MAP: Mapping[str, Any] = MappingProxyType({})
+
+
+def ascii_float(text: str) -> float:
+    """``float(text)`` for text as oneDNN prints numbers (``%g``): ASCII only.
+
+    Python's ``float`` also reads ``1_000``, Arabic-Indic ``\u0661\u0660`` and full-width
+    ``\uff11\uff12``, which no C program prints and ``awk`` reads differently; those raise
+    ``ValueError`` here, like any other text that is not a number.
+    """
+    if not text.isascii() or "_" in text:
+        raise ValueError(f"not an ASCII number: {text[:40]!r}")
+    return float(text)
+
+
+def ascii_int(text: str) -> int:
+    """``int(text)`` with the same rule as :func:`ascii_float` (ASCII digits only)."""
+    if not text.isascii() or "_" in text:
+        raise ValueError(f"not an ASCII number: {text[:40]!r}")
+    return int(text)
+
+
 _BLOCK = re.compile(r"[0-9]+[A-Za-z]")
 _LEADING_LETTERS = re.compile(r"[A-Za-z]+")
 _BOLD = "**"
@@ -204,10 +227,10 @@ class MemDesc:
         if not f:
             return None
         try:
-            return int(f, 10)
+            return ascii_int(f)
         except ValueError:
             try:
-                return int(f, 16)
+                return int(f, 16) if f.isascii() and "_" not in f else None
             except ValueError:
                 return None
 
@@ -911,10 +934,10 @@ def _num(tok: str) -> int | float | None:
     if tok == "*":
         return None
     try:
-        return int(tok)
+        return ascii_int(tok)
     except ValueError:
         try:
-            return float(tok)
+            return ascii_float(tok)
         except ValueError:
             return None
 
@@ -987,7 +1010,7 @@ def _parse_problem_cached(kind: str, text: str) -> Problem:
         form, value = _problem_parser().parse(body)
     except UnexpectedInput as exc:
         error = f"problem {body!r}: {_lark_error(exc)}"
-        if body[:1].isdigit() or body[:1] == "*":
+        if body[0] in "0123456789*":
             form = "dims"
             value = tuple(
                 tuple(_int_or_none(d) for d in part.split("x")) for part in body.split(":")
@@ -1014,7 +1037,7 @@ def _parse_problem_cached(kind: str, text: str) -> Problem:
 
 def _int_or_none(tok: str) -> int | None:
     try:
-        return int(tok)
+        return ascii_int(tok)
     except ValueError:
         return None
 
@@ -1081,7 +1104,7 @@ def _ints(text: str, sep: str) -> tuple[int | None, ...]:
     out: list[int | None] = []
     for part in text.split(sep):
         try:
-            v = int(part)
+            v = ascii_int(part)
         except ValueError:
             v = None
         out.append(None if v is None or v < 0 else v)
@@ -1103,7 +1126,7 @@ def _make_lt(
     direction = m.group(1) if m else ""
     index = int(m.group(2)) if m else None
     try:
-        ident: int | None = int(lt_id)
+        ident: int | None = ascii_int(lt_id)
     except ValueError:
         ident = None
     strides = _ints(layout, "s") if layout_type == "strided" else ()

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dnnlens.io.inputs import MAX_LINE_CHARS, ReadStats
+from dnnlens.parsers.fields import ascii_float
 from dnnlens.parsers.header import Header
 from dnnlens.parsers.onednn_line import parse_line
 from dnnlens.parsers.records import LINE_DIAGNOSTIC, LINE_EVENT, LineRecord, MalformedLine
@@ -38,8 +39,14 @@ _CUT_MARKER = re.compile(
     r"(?:^|[\s>`\]:])(?:onednn|mkldnn|dnnl)_(?:v|ve|ver|verb|verbo|verbos|verbose)?$"
 )
 
-# A time followed by pasted prose or markdown: "0.5.", "0.5 ms", "0.5`", "0.5**".
-_TIME_THEN_TEXT = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)[\s.`*)\]\"']")
+# A time followed by pasted prose or markdown: "0.5.", "0.5 ms", "0.5`", "0.5**". The
+# number is atomic: "0.5ms" is not "0" followed by ".".
+_TIME_THEN_TEXT = re.compile(
+    r"\s*((?>[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?))[\s.`*)\]\"']", re.ASCII
+)
+# A last field that starts like a number in any script ("1_000", "\u0661\u0660", "0.5ms"):
+# in the time's place it is a time that is not one.
+_NUMBERISH = re.compile(r"\s*[-+]?\.?\d")
 
 _REASON_GLUED = "two verbose lines glued together (interleaved output of threads or processes)"
 _REASON_TOO_LONG = f"line too long: over {MAX_LINE_CHARS:,} characters, not parsed"
@@ -171,6 +178,19 @@ class Scanner:
             return _NEEDS_FULL
         return self._intern_record(record)
 
+    def _lookup_head(self, head: str) -> int:
+        """The memoised verdict on ``head``, the line without its last field, as timed."""
+        rid = self._memo.get(head)
+        if rid is None:
+            rid = self._parse(head, timed=True)
+            if len(head) <= MAX_LINE_CHARS:  # huge keys are not kept
+                self._memo[head] = rid
+        return rid
+
+    def _not_a_number(self, scan: InputScan, lineno: int, line: str, what: str) -> None:
+        reason = f"{what} is not a number as oneDNN prints it (ASCII digits, %g)"
+        self._malformed(scan, lineno, line, -2 - self._intern_reason(reason))
+
     def _lookup_full(self, key: str) -> int:
         rid = self._memo_full.get(key)
         if rid is None:
@@ -210,6 +230,9 @@ class Scanner:
                     try:
                         t = float(last)
                     except ValueError:
+                        classify(scan, lineno, line)
+                        continue
+                    if not last.isascii() or "_" in last:  # float() is more lenient than %g
                         classify(scan, lineno, line)
                         continue
                     if rid < 0:
@@ -327,12 +350,15 @@ class Scanner:
                 p = q + 1
                 c = body[p : p + 1]
         ts = _NAN
-        while c.isdigit():  # the timestamp (and any further number field, see the docs)
+        if c.isdigit() and not c.isascii():  # the grammar's \d would take it as a number
+            self._not_a_number(scan, lineno, line, "number field after the marker")
+            return
+        while "0" <= c <= "9":  # the timestamp (and any further number field, see the docs)
             q = body.find(",", p)
             if q < 0:
                 break
             try:
-                value = float(body[p:q])
+                value = ascii_float(body[p:q])
             except ValueError:
                 break
             if not _isfinite(value):
@@ -344,7 +370,7 @@ class Scanner:
         head, _, last = body.rpartition(",")
         timed = True
         try:
-            t = float(last)
+            t = ascii_float(last)
         except ValueError:
             m = _TIME_THEN_TEXT.match(last)  # "0.5." / "0.5 ms" / "0.5`": pasted prose
             if m is not None:
@@ -352,12 +378,15 @@ class Scanner:
             else:
                 t = _NAN
                 timed = False
+        if not timed and head and _NUMBERISH.match(last):
+            # "1_000", "0.5ms": a time that is not a number, when the fields before it are
+            # a whole event; otherwise the field is the line's own (an untimed line)
+            rid = self._lookup_head(head)
+            if rid >= 0 and self.records[rid].line_kind == LINE_EVENT:
+                self._not_a_number(scan, lineno, line, "time field")
+                return
         if timed:
-            rid = self._memo.get(head)
-            if rid is None:
-                rid = self._parse(head, timed=True)
-                if len(head) <= MAX_LINE_CHARS:  # huge keys are not kept
-                    self._memo[head] = rid
+            rid = self._lookup_head(head)
             if rid == _NEEDS_FULL:
                 rid = self._lookup_full(body)
                 t = _NAN

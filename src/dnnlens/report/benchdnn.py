@@ -10,10 +10,16 @@ point values, which verbose does not print, get the converter's placeholders.
 
 A benchdnn run takes one driver (``benchdnn --conv ...``), so lines are grouped per driver:
 save a group to a file and run ``benchdnn --mode=P --conv --batch=conv.batch``.
+
+A batch line is a command for benchdnn, and its values come from a log: every token is
+checked (:func:`check_tokens`) against what the knobs docs allow, so a problem descriptor
+``mb1ic3 --batch=/etc/passwd`` or ``--engine=gpu`` is not reproduced rather than copied.
+Comment lines carry log text shown terminal-safe (:func:`dnnlens.textsafe.safe`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +36,25 @@ from dnnlens.parsers.fields import (
     parse_problem,
 )
 from dnnlens.parsers.records import LineRecord
+from dnnlens.textsafe import safe
+
+#: The knobs this module writes (benchdnn ``knobs_*.md`` and the driver docs); a token
+#: with any other name never reaches a batch line.
+KNOBS = frozenset(
+    {
+        "--reset", "--allow-enum-tags-only", "--engine", "--dir", "--prop", "--alg", "--dt",
+        "--sdt", "--ddt", "--bia-dt", "--tag", "--stag", "--wtag", "--dtag", "--strides",
+        "--bia_mask", "--runtime_dims_masks", "--runtime-dim-mask", "--cross-engine",
+        "--iflag", "--oflag", "--alpha", "--beta", "--flags", "--axis", "--direction",
+        "--activation", "--cfg", "--with-projection", "--with-peephole", "--attr-post-ops",
+        "--attr-scales", "--attr-zero-points", "--attr-scratchpad", "--attr-fpmath",
+        "--attr-acc-mode", "--attr-rounding-mode", "--attr-deterministic",
+    }
+)  # fmt: skip
+#: A knob's value: names, numbers, and the separators of tags, post-ops and scales.
+_VALUE = re.compile(r"[A-Za-z0-9_.:+*-]*", re.ASCII)
+#: A problem descriptor: dims (``2x16x7x7``, ``:``-joined) or named values (``mb1_ic3oc16``).
+_PROBLEM = re.compile(r"[A-Za-z0-9_.:*]+", re.ASCII)
 
 #: prop_kind -> benchdnn ``--dir`` (benchdnn knobs: FWD_D, FWD_I, FWD_B, BWD_D, BWD_W ...).
 DIRS = {
@@ -542,7 +567,20 @@ def benchdnn_case(r: LineRecord) -> Case:
     attrs = attr_options(parse_attrs(r.attrs), driver, notes) if r.kind != "gemm_api" else []
     engine = r.engine.split("2")[-1] if "2" in r.engine else (r.engine or "cpu")
     head = ["--reset", "--allow-enum-tags-only=false", f"--engine={engine}"]
-    return Case(driver, head + opts + attrs, problem, list(dict.fromkeys(notes)))
+    options = head + opts + attrs
+    check_tokens(options, problem)
+    return Case(driver, options, problem, list(dict.fromkeys(notes)))
+
+
+def check_tokens(options: list[str], problem: str) -> None:
+    """:class:`Unsupported` unless every option is a known knob with a plain value and the
+    problem is one descriptor token (no space, no ``--``, no path, no quote)."""
+    for option in options:
+        name, _, value = option.partition("=")
+        if name not in KNOBS or not _VALUE.fullmatch(value) or "--" in value:
+            raise Unsupported(f"option {option[:60]!r} is not one benchdnn takes from a log")
+    if not _PROBLEM.fullmatch(problem):
+        raise Unsupported(f"problem descriptor {problem[:60]!r} is not one benchdnn token")
 
 
 # ---------------------------------------------------------------------------------------
@@ -603,13 +641,14 @@ def top_entries(log: ParsedLog, top: int) -> list[Entry]:
 
 
 def _entry_comment(e: Entry) -> list[str]:
+    """Comment lines about one entry; log text in them is terminal-safe and one line."""
     r = e.record
     lines = [
         f"# {e.time_ms:.3f} ms ({100 * e.share:.1f}%), {e.count} executions, "
-        f"{r.kind} {r.impl or '-'} {r.prop_kind}, first at {e.example}"
+        f"{safe(r.kind)} {safe(r.impl or '-')} {safe(r.prop_kind)}, first at {safe(e.example)}"
     ]
     if e.case is not None:
-        lines += [f"#   note: {n}" for n in e.case.notes]
+        lines += [f"#   note: {safe(n)}" for n in e.case.notes]
     return lines
 
 
@@ -637,7 +676,7 @@ def batches(log: ParsedLog, top: int = 10) -> dict[str, str]:
 def render_batch(log: ParsedLog, top: int = 10) -> str:
     """All reproducers as text, grouped per driver, with the ones that could not be made."""
     entries = top_entries(log, top)
-    inputs = ", ".join(s.path for s in log.scans)
+    inputs = ", ".join(safe(s.path) for s in log.scans)
     out = [
         f"# dnnlens: benchdnn reproducers for the top {len(entries)} primitives of "
         f"{inputs} (by total exec time)",
@@ -652,5 +691,5 @@ def render_batch(log: ParsedLog, top: int = 10) -> str:
         out += ["", "# ==== not reproduced ===="]
         for e in skipped:
             out += _entry_comment(e)
-            out.append(f"#   {e.reason}")
+            out.append(f"#   {safe(e.reason)}")
     return "\n".join(out) + "\n"

@@ -13,17 +13,25 @@ The JSON shape is a contract (keys may be added, never renamed)::
 In DOT and Mermaid nodes are coloured by the layout they produce, reorders are drawn with
 a thick red border (orange for weight reorders), round trips dashed, nodes outside the
 steady iteration dotted; every node shows its execution count and time.
+
+Text from the log (implementation names, layouts, post-ops, dims) is made terminal-safe
+first (:func:`dnnlens.textsafe.safe`: no control character, one line) and then escaped for
+the format: ``\\`` and ``"`` in DOT strings (a label's lines are joined with DOT's own
+``\\n``), entities in Mermaid labels (``#``, ``"``, ``<``, ``>``, ``&``), and node ids
+reduced to ``[A-Za-z0-9_]``.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import networkx as nx
 
 from dnnlens.analysis.graph import OpGraph
+from dnnlens.textsafe import safe
 
 __all__ = [
     "FORMATS",
@@ -144,12 +152,13 @@ def render_graphml(g: OpGraph) -> str:
 
 
 def _graphml_value(v: Any) -> Any:
+    """A GraphML attribute: XML 1.0 holds no control characters, so text is made safe."""
     v = _num(v)
     if v is None:
         return ""
-    if isinstance(v, bool | int | float | str):
+    if isinstance(v, bool | int | float):
         return v
-    return str(v)
+    return safe(v)
 
 
 def _layout_colours(g: OpGraph) -> dict[str, str]:
@@ -186,7 +195,13 @@ def _label_lines(nid: str, a: dict[str, Any]) -> list[str]:
 
 
 def _dot_str(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A DOT quoted string of one line of text."""
+    return '"' + safe(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _dot_label(lines: list[str]) -> str:
+    """A DOT quoted string of several lines (joined by DOT's centred line break ``\\n``)."""
+    return '"' + "\\n".join(_dot_str(line)[1:-1] for line in lines) + '"'
 
 
 def render_dot(g: OpGraph) -> str:
@@ -206,7 +221,7 @@ def render_dot(g: OpGraph) -> str:
     ]
     for nid, a in g.graph.nodes(data=True):
         fill = colours[str(a.get("dst_layout") or a.get("src_layout") or "")]
-        attrs = [f"label={_dot_str(chr(10).join(_label_lines(nid, a)))}", f'fillcolor="{fill}"']
+        attrs = [f"label={_dot_label(_label_lines(nid, a))}", f'fillcolor="{fill}"']
         styles = ["rounded", "filled"]
         if a.get("kind") == "reorder":
             weight = a.get("reorder_tensor") == "weight"
@@ -225,8 +240,13 @@ def render_dot(g: OpGraph) -> str:
 
 
 def _mermaid_text(text: str) -> str:
-    return (text.replace("&", "&amp;").replace('"', "#quot;").replace("<", "&lt;")
-            .replace(">", "&gt;"))  # fmt: skip
+    """Label text for Mermaid: terminal-safe, then its entity codes (``#35;`` is ``#``)."""
+    return (safe(text).replace("#", "#35;").replace("&", "&amp;").replace('"', "#quot;")
+            .replace("<", "&lt;").replace(">", "&gt;").replace("`", "#96;"))  # fmt: skip
+
+
+def _mermaid_id(nid: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", nid) or "node"
 
 
 def render_mermaid(g: OpGraph) -> str:
@@ -236,9 +256,10 @@ def render_mermaid(g: OpGraph) -> str:
     out = ["flowchart TD"]
     for nid, a in g.graph.nodes(data=True):
         label = "<br/>".join(_mermaid_text(s) for s in _label_lines(nid, a))
-        out.append(f'  {nid}["{label}"]')
+        out.append(f'  {_mermaid_id(nid)}["{label}"]')
     for u, v, d in g.graph.edges(data=True):
         label = _mermaid_text(f"{d.get('dims', '')} {d.get('layout', '')}".strip())
+        u, v = _mermaid_id(u), _mermaid_id(v)
         out.append(f'  {u} -->|"{label}"| {v}' if label else f"  {u} --> {v}")
     for lay, cls in layout_class.items():
         out.append(f"  classDef {cls} fill:{colours[lay]},stroke:#555")
@@ -248,6 +269,7 @@ def render_mermaid(g: OpGraph) -> str:
     out.append("  classDef extra stroke-dasharray:2 2")
     for nid, a in g.graph.nodes(data=True):
         layout = str(a.get("dst_layout") or a.get("src_layout") or "")
+        nid = _mermaid_id(nid)
         out.append(f"  class {nid} {layout_class[layout]}")
         if a.get("kind") == "reorder":
             if a.get("reorder_round_trip"):

@@ -16,6 +16,11 @@ findings are instant events (``"ph": "i"``) on the lines that are their evidence
 
 Big logs stay openable: ``window=(A, B)`` keeps iterations ``A <= i < B`` (0-based) and
 ``max_events`` cuts the window short at an iteration boundary.
+
+The trace is JSON, which has no NaN or infinity: an event whose time in µs (or whose start,
+from huge timestamps or times) is not a finite number is left out and counted
+(``otherData.left_out_events``, :attr:`TraceStats.left_out`); everything is written with
+``allow_nan=False``, so no such value can slip through.
 """
 
 from __future__ import annotations
@@ -62,6 +67,8 @@ class TraceStats:
     window: tuple[int, int] | None = None
     truncated: bool = False
     timing: dict[str, str] = field(default_factory=dict)
+    #: Events left out because their time or start in µs is not a finite number.
+    left_out: int = 0
 
 
 def parse_window(text: str) -> tuple[int | None, int | None]:
@@ -174,12 +181,18 @@ def _select(
     ev: pd.DataFrame,
     passes: int,
     options: TraceOptions,
+    stats: TraceStats | None = None,
 ) -> tuple[list[_InputEvents], tuple[int, int] | None, bool]:
+    stats = stats if stats is not None else TraceStats()
     ops = ev["operation"].to_numpy().astype(str) if len(ev) else np.zeros(0, dtype=str)
     wanted = np.isin(ops, _OPERATIONS if options.include_creates else ("exec",))
     is_graph = (ev["kind"] == "graph_partition").to_numpy()
     is_create = np.isin(ops, ("create", "create_nested", "compile"))
-    times = np.nan_to_num(ev["time_ms"].to_numpy(dtype=float)) * 1000.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        times = np.nan_to_num(ev["time_ms"].to_numpy(dtype=float)) * 1000.0
+    finite = np.isfinite(times)
+    stats.left_out += int((wanted & ~finite).sum())
+    wanted &= finite
     stamps = ev["timestamp_ms"].to_numpy(dtype=float)
     it = ev["iteration"].to_numpy(dtype=np.int64)
     lo, hi = 0, max(passes, 1)
@@ -203,8 +216,11 @@ def _select(
         mine = positions[(codes == pid - 1) & wanted]
         if len(mine) == 0:
             continue
-        start, timing = _place(times[mine], stamps[mine], is_graph[mine], is_create[mine])
-        sel = keep[mine]
+        with np.errstate(over="ignore", invalid="ignore"):
+            start, timing = _place(times[mine], stamps[mine], is_graph[mine], is_create[mine])
+            placed = np.isfinite(start) & np.isfinite(start + times[mine])
+        stats.left_out += int((keep[mine] & ~placed).sum())
+        sel = keep[mine] & placed
         rows, start, dur = mine[sel], start[sel], times[mine][sel]
         order = np.argsort(start, kind="stable")
         rows, start, dur = rows[order], start[order], dur[order]
@@ -389,17 +405,17 @@ def iter_trace_json(
     log = analysis.log
     events, steady = analysis.events, analysis.steady
     warm = set(steady.times["iteration"].to_numpy()[~steady.times["steady"].to_numpy()].tolist())
-    inputs, window, truncated = _select(log, events, steady.passes, options)
+    inputs, window, truncated = _select(log, events, steady.passes, options, stats)
     stats.window, stats.truncated = window, truncated
     records = _record_json(_record_info(log))
     execs = 0
     for inp in inputs:
         stats.timing[inp.path] = inp.timing
         for event in _metadata(inp):
-            yield json.dumps(event)
+            yield _dumps(event)
         for event in _iteration_spans(inp, warm):
             stats.events += 1
-            yield json.dumps(event)
+            yield _dumps(event)
         for text, is_exec in _x_events(events, inp, records):
             stats.events += 1
             execs += is_exec
@@ -407,8 +423,13 @@ def iter_trace_json(
     for event in _finding_events(analysis, inputs, window):
         stats.events += 1
         stats.findings += 1
-        yield json.dumps(event)
+        yield _dumps(event)
     stats.executions = int(execs)
+
+
+def _dumps(event: dict[str, Any]) -> str:
+    """One event as JSON; a non-finite number is a bug here, never invalid JSON."""
+    return json.dumps(event, allow_nan=False)
 
 
 def iter_trace(
@@ -427,6 +448,7 @@ def _other_data(analysis: Analysis, stats: TraceStats) -> dict[str, Any]:
         "truncated": stats.truncated,
         "timing": stats.timing,
         "executions": stats.executions,
+        "left_out_events": stats.left_out,
     }
 
 
@@ -462,6 +484,6 @@ def write_trace(analysis: Analysis, path: Path, options: TraceOptions | None = N
         if batch:
             fh.write(("" if first else ",\n") + ",\n".join(batch))
         fh.write('\n],"displayTimeUnit":"ms","otherData":')
-        fh.write(json.dumps(_other_data(analysis, stats)))
+        fh.write(_dumps(_other_data(analysis, stats)))
         fh.write("}\n")
     return stats

@@ -100,9 +100,13 @@ def render_json(p: Projection, bench: list[Any] | None = None) -> str:
 
 def render_terminal(result: Projection, console: Any) -> None:
     """The terminal report of a projection: the changes ranked, then their details."""
+    from rich.markup import escape
     from rich.table import Table
 
-    from dnnlens.textsafe import terminal_markup as safe
+    from dnnlens.textsafe import safe as _plain
+
+    def safe(text: object) -> str:
+        return escape(_plain(text))
 
     t, m = result.table, result.machine
     rows = list(result.changes) + ([result.combined] if result.combined else [])
@@ -168,9 +172,13 @@ def render_terminal(result: Projection, console: Any) -> None:
 
 def render_bench(results: list[Any], console: Any) -> None:
     """Isolated (benchdnn) beside in-workload times of the top primitives."""
+    from rich.markup import escape
     from rich.table import Table
 
-    from dnnlens.textsafe import terminal_markup as safe
+    from dnnlens.textsafe import safe as _plain
+
+    def safe(text: object) -> str:
+        return escape(_plain(text))
 
     table = Table(
         title="Top primitives alone in benchdnn (--mode=P) vs in the workload", title_justify="left"

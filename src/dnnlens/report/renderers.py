@@ -80,11 +80,17 @@ class TerminalRenderer(Renderer):
         return buf.getvalue()
 
     def write(self, analysis: Analysis, output: Path | None, options: RenderOptions) -> None:
-        from dnnlens.report.output import report_console
+        from dnnlens.report.console import make_console
+        from dnnlens.report.output import FILE_WIDTH, open_output
         from dnnlens.report.terminal import render_terminal
 
-        console = report_console(output, options.width)
-        render_terminal(analysis, console, options.top, options.details)
+        if output is None:
+            console = make_console(width=options.width)
+            render_terminal(analysis, console, options.top, options.details)
+            return
+        with open_output(output) as fh:
+            console = make_console(file=fh, width=options.width or FILE_WIDTH)
+            render_terminal(analysis, console, options.top, options.details)
 
 
 RENDERERS: dict[str, Renderer] = {

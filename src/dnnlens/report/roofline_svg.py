@@ -70,7 +70,11 @@ def roofline_svg(
     """
     from dnnlens.analysis.machine import dtype_class
 
-    pts = [p for p in primitives if p.get("flops") and p.get("bytes") and p.get("gflops")]
+    pts = [
+        p
+        for p in primitives
+        if (p.get("flops") or 0) > 0 and (p.get("bytes") or 0) > 0 and (p.get("gflops") or 0) > 0
+    ]
     flat = [p for p in primitives if p.get("flops") == 0 and p.get("bytes")]
     dtypes = {dtype_class(str(p.get("dtype") or "f32")) for p in pts}
     bw, peaks = _roofs(machine, dtypes)

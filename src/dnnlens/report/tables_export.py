@@ -17,6 +17,11 @@ when the scanner saw prefixed lines; standard input cannot be read twice, so its
 The partition columns live in the directory names, not in the files. Each row also gets
 ``iteration`` (0-based, see :mod:`dnnlens.analysis.steady`) and ``steady``.
 
+A CSV file is opened by spreadsheets, which run a cell that starts with ``=``, ``+``,
+``-`` or ``@`` (or a tab or carriage return) as a formula: such text cells get a leading
+``'`` (the OWASP rule, :func:`neutralise_formulas`). Number columns are left as they are,
+so ``-1.5`` stays a number; Parquet is typed and is written unchanged.
+
 ``pd.read_parquet("DIR/events")`` or, in DuckDB,
 ``SELECT * FROM read_parquet('DIR/events/**/*.parquet', hive_partitioning = true)``.
 """
@@ -30,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dnnlens.errors import OutputError
 from dnnlens.io.inputs import InputSource, ReadStats, iter_lines
 from dnnlens.model import ParsedLog
 from dnnlens.parsers.scanner import InputScan
@@ -121,6 +127,40 @@ def _ops_frames(log: ParsedLog) -> list[tuple[str, pd.DataFrame]]:
     return out
 
 
+_FORMULA = r"^[=+\-@\t\r]"
+
+
+def neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell that a spreadsheet would run prefixed by ``'``.
+
+    Only text columns (object, string, categorical of text) are looked at; a categorical
+    column is checked once per category, so a log of a few hundred distinct lines costs
+    nothing per row.
+    """
+    out = frame
+    for col in frame.columns:
+        series = frame[col]
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            cats = series.cat.categories
+            if (
+                not pd.api.types.is_string_dtype(cats.dtype)
+                or not cats.astype(str).str.contains(_FORMULA).any()
+            ):
+                continue
+            series = series.astype(object)
+        elif series.dtype != object and not pd.api.types.is_string_dtype(series.dtype):
+            continue
+        text = series.astype(str)
+        risky = text.str.contains(_FORMULA)
+        if not risky.any():
+            continue
+        risky[risky] = series[risky].map(lambda v: isinstance(v, str))  # -1 stays a number
+        if out is frame:
+            out = frame.copy()
+        out[col] = series.where(~risky, "'" + text)
+    return out
+
+
 def _write(frame: pd.DataFrame, path: Path, fmt: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     frame = frame.reset_index(drop=True)
@@ -130,7 +170,7 @@ def _write(frame: pd.DataFrame, path: Path, fmt: str) -> None:
     if fmt == "parquet":
         frame.to_parquet(path, index=False)
     else:
-        frame.to_csv(path, index=False)
+        neutralise_formulas(frame).to_csv(path, index=False)
 
 
 def _check_format(fmt: str) -> None:
@@ -165,5 +205,7 @@ def export_tables(log: ParsedLog, out_dir: Path, fmt: str) -> ExportResult:
             _write(ops, out, fmt)
             result.files.append(out)
     except OSError as exc:
+        if exc.filename is None:  # opened, then the write failed: a full disk, an I/O error
+            raise OutputError(f"{out_dir}: cannot write ({exc.strerror or exc})") from None
         raise ExportError(f"{out_dir}: cannot write ({exc.strerror or exc})") from None
     return result

@@ -8,7 +8,7 @@ shapes, top primitives, passes, creations, framework ops) comes with ``--details
 Made to be read at any width: table cells never wrap (they are cut with an ellipsis),
 prose wraps between words, a word longer than the line is cut, and input paths are
 shortened from the left to the shortest suffix that still tells them apart. Every string
-from an input goes through :func:`~dnnlens.textsafe.terminal_markup` first.
+from an input goes through :func:`~dnnlens.textsafe.safe` first.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dnnlens.analysis.analysis import Analysis
 from dnnlens.fmt import ms, ms_cell, pct, pct_cell
 from dnnlens.report import verdict_text
 from dnnlens.report.text_layout import Grid, prose, unique_suffixes
-from dnnlens.textsafe import terminal
+from dnnlens.textsafe import safe
 
 MALFORMED_SHOWN = 10
 EVIDENCE_SHOWN = 3
@@ -341,7 +341,7 @@ def render_terminal(
     paths = [s.path for s in a.log.scans]
     if a.log.framework is not None:
         paths += [t.path for t in a.log.framework.traces]
-    names = {p: terminal(n) for p, n in unique_suffixes(paths).items()}
+    names = {p: safe(n) for p, n in unique_suffixes(paths).items()}
     _headline(console, a, names)
     _inputs(console, a, names)
     _findings(console, a, names)

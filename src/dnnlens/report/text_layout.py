@@ -3,7 +3,7 @@
 Prose wraps between words and a word longer than the line is cut with an ellipsis, never
 split; :class:`Grid` tables keep every digit of a number and give up room in their text
 columns first, so no cell wraps; paths are shortened from the left to the shortest suffix
-that still tells them apart. Every string goes through :func:`~dnnlens.textsafe.terminal`.
+that still tells them apart. Every string goes through :func:`~dnnlens.textsafe.safe`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import PurePath
 
 from rich.console import Console
 
-from dnnlens.textsafe import terminal
+from dnnlens.textsafe import safe
 
 __all__ = ["Grid", "fit_words", "prose", "unique_suffixes", "wrap"]
 
@@ -52,7 +52,7 @@ def wrap(text: str, width: int, indent: int = 0, hang: int = 0) -> list[str]:
 
     room = max(width - indent - hang, 8)
     return textwrap.wrap(
-        fit_words(terminal(text), room),
+        fit_words(safe(text), room),
         width=max(width, 16),
         initial_indent=" " * indent,
         subsequent_indent=" " * (indent + hang),
@@ -85,7 +85,7 @@ class Grid:
 
     def add_row(self, *cells: str, style: str = "") -> None:
         """One row of terminal-safe cells."""
-        self.rows.append(([terminal(c) for c in cells], style))
+        self.rows.append(([safe(c) for c in cells], style))
 
     def widths(self, width: int) -> list[int]:
         """Each column's width so that the row (one space between columns) fits ``width``."""

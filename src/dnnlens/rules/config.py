@@ -13,16 +13,20 @@
 
 Without ``--config`` the current directory and its parents are searched; the first
 ``dnnlens.toml``, or ``pyproject.toml`` that has a ``[tool.dnnlens]`` table, wins.
+
+A configuration found by that search is anyone's file (a checkout, a parent directory,
+``/tmp``), so its ``rule-files`` may name rule files (YAML, TOML: data) but not Python
+plugins: running one takes ``--rules FILE`` or a configuration named with ``--config``.
 """
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dnnlens.rules.errors import RuleSetupError
+from dnnlens.rules.yamlsrc import parse_toml, read_text
 
 _TOP_KEYS = {"select", "ignore", "rule-files", "rules"}
 
@@ -37,6 +41,10 @@ class RuleConfig:
     rule_files: list[str] = field(default_factory=list)
     rules: dict[str, dict[str, Any]] = field(default_factory=dict)
     text: str = ""
+    #: Found by searching the current directory and its parents, not named by the user.
+    searched: bool = False
+    #: ``rule-files`` as written in the file (for messages), beside the resolved paths.
+    rule_files_written: list[str] = field(default_factory=list)
 
     def line_of(self, needle: str) -> int | None:
         """1-based line of the first line containing ``needle`` (for error messages)."""
@@ -66,32 +74,29 @@ def find_config(start: Path | None = None) -> Path | None:
 
 def _has_tool_table(path: Path) -> bool:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = parse_toml(read_text(str(path), "configuration"), str(path))
+    except RuleSetupError:
         return False
     return isinstance(data.get("tool"), dict) and "dnnlens" in data["tool"]
 
 
 def load_config(path: str | None, search: bool = True) -> RuleConfig:
     """Read ``path`` (or the file :func:`find_config` finds); no file gives an empty config."""
+    searched = path is None
     if path is None:
         found = find_config() if search else None
         if found is None:
             return RuleConfig()
         path = str(found)
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RuleSetupError(f"{path}: cannot read the configuration: {exc.strerror}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise RuleSetupError(f"{path}: not valid TOML: {exc}") from None
+    text = read_text(path, "configuration")
+    data = parse_toml(text, path)
     table = data.get("tool", {}).get("dnnlens") if isinstance(data.get("tool"), dict) else None
     if table is None:
         table = {} if p.name == "pyproject.toml" else data
-    cfg = RuleConfig(path=str(p), text=text)
+    if not isinstance(table, dict):
+        raise RuleSetupError(f"{path}: [tool.dnnlens] must be a table")
+    cfg = RuleConfig(path=str(p), text=text, searched=searched)
     _fill(cfg, table, p)
     return cfg
 
@@ -109,7 +114,8 @@ def _fill(cfg: RuleConfig, table: dict[str, Any], path: Path) -> None:
             raise RuleSetupError(f"{cfg.where(key)}: {key} must be a list of strings")
     cfg.select = list(table.get("select", []))
     cfg.ignore = list(table.get("ignore", []))
-    cfg.rule_files = [str(path.parent / f) for f in table.get("rule-files", [])]
+    cfg.rule_files_written = list(table.get("rule-files", []))
+    cfg.rule_files = [str(path.parent / f) for f in cfg.rule_files_written]
     rules = table.get("rules", {})
     if not isinstance(rules, dict) or not all(isinstance(v, dict) for v in rules.values()):
         raise RuleSetupError(f"{cfg.where('rules')}: [rules.NAME] tables expected")

@@ -59,6 +59,16 @@ RULE_KEYS = {
 #: Keys of a test file (testing.py) that may sit beside the rules in a rule file.
 TEST_KEYS = {"tests", "cases", "select", "config", "rule_file", "tolerance"}
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: A format spec of a message field (Python's mini-language), and the bounds of its width
+#: and precision: ``{x:>999999999}`` would make a string of a gigabyte.
+_SPEC = re.compile(
+    r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>[0-9]*)[,_]?(?:\.(?P<precision>[0-9]+))?"
+    r"[bcdeEfFgGnosxX%]?",
+    re.ASCII | re.DOTALL,
+)
+MAX_FORMAT_WIDTH = 200
+MAX_FORMAT_PRECISION = 50
+MAX_MESSAGE_CHARS = 2_000
 
 
 @dataclass
@@ -368,6 +378,10 @@ def _options(item: Mapping[str, Any], name: str, at: Any) -> dict[str, Any]:
                 f"{at('options')}: rule {name!r}: option {key!r} must be a "
                 "number, text or true/false"
             )
+        if isinstance(value, int) and not -(1 << 63) <= value < 1 << 63:
+            raise RuleSetupError(
+                f"{at('options')}: rule {name!r}: option {key!r} is an integer beyond 64 bits"
+            )
     return dict(options)
 
 
@@ -375,6 +389,19 @@ def _type_of(value: Any) -> str:
     if isinstance(value, bool):
         return expr.BOOL
     return expr.STR if isinstance(value, str) else expr.NUM
+
+
+def _check_spec(spec: str, fname: str, where: str) -> None:
+    m = _SPEC.fullmatch(spec)
+    if m is None:
+        return  # format() below says what is wrong with it
+    width, precision = m.group("width"), m.group("precision")
+    if (width and len(width) > 3) or int(width or 0) > MAX_FORMAT_WIDTH:
+        raise RuleSetupError(f"{where}: message: {{{fname}:{spec}}}: width over {MAX_FORMAT_WIDTH}")
+    if precision and (len(precision) > 3 or int(precision) > MAX_FORMAT_PRECISION):
+        raise RuleSetupError(
+            f"{where}: message: {{{fname}:{spec}}}: precision over {MAX_FORMAT_PRECISION}"
+        )
 
 
 _SAMPLE = {expr.NUM: 1.5, expr.STR: "x", expr.BOOL: True, expr.ANY: 1.5, expr.LIST: []}
@@ -385,9 +412,12 @@ def _check_template(template: str, names: Mapping[str, str], where: str) -> None
         fields = list(string.Formatter().parse(template))
     except ValueError as exc:
         raise RuleSetupError(f"{where}: message: {exc} (write {{{{ for a brace)") from None
+    if len(template) > MAX_MESSAGE_CHARS:
+        raise RuleSetupError(f"{where}: message: longer than {MAX_MESSAGE_CHARS:,} characters")
     for _lit, fname, spec, conv in fields:
         if fname is None:
             continue
+        _check_spec(spec or "", fname, where)
         if not _IDENT.match(fname) or conv is not None or "{" in (spec or ""):
             raise RuleSetupError(
                 f"{where}: message: {{{fname}}}: only {{name}} or "

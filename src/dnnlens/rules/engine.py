@@ -14,10 +14,12 @@ from typing import Any
 from dnnlens.analysis.analysis import Analysis, AnalysisError
 from dnnlens.analysis.findings import SEVERITIES, Finding, severity_rank
 from dnnlens.rules.base import Rule
+from dnnlens.rules.budget import RuleBudget, RuleFailure, collect, memory_limit, time_limit
 from dnnlens.rules.config import RuleConfig, load_config
 from dnnlens.rules.context import RuleContext
 from dnnlens.rules.errors import RuleSetupError
-from dnnlens.rules.registry import Registry, add_entry_points, add_path
+from dnnlens.rules.registry import Registry, add_entry_points, add_path, is_python_file
+from dnnlens.rules.validate import checked_finding
 
 __all__ = ["RuleOptions", "RuleSetupError", "build_registry", "run_rules", "selected_rules"]
 
@@ -32,15 +34,31 @@ class RuleOptions:
     config_path: str | None = None
     #: Look for dnnlens.toml / pyproject.toml when ``config_path`` is not given.
     search_config: bool = True
+    #: Say on stderr when a Python rule file is run (it is code, not data).
+    announce_python: bool = True
+    #: Limits of each rule's run (time, findings), see :mod:`dnnlens.rules.budget`.
+    budget: RuleBudget = field(default_factory=RuleBudget)
 
 
 def build_registry(options: RuleOptions, config: RuleConfig | None = None) -> Registry:
-    """Built-ins, plugins, configured rule files and ``--rules`` files."""
+    """Built-ins, plugins, configured rule files and ``--rules`` files.
+
+    A configuration found by searching may not bring Python: see :mod:`dnnlens.rules.config`.
+    """
     registry = Registry()
     add_entry_points(registry)
     cfg = config if config is not None else load_config(options.config_path, options.search_config)
-    for path in [*cfg.rule_files, *options.rule_paths]:
-        add_path(registry, path)
+    for path, written in zip(cfg.rule_files, cfg.rule_files_written, strict=True):
+        where = cfg.where(written)
+        if is_python_file(path) and cfg.searched:
+            raise RuleSetupError(
+                f"{where}: rule-files: {written!r} is a Python file, and this configuration "
+                "was found by searching, not named: dnnlens runs Python rule files only from "
+                f"--rules {written} or a configuration named with --config {cfg.path}"
+            )
+        add_path(registry, path, f"rule-files of {where}", options.announce_python)
+    for path in options.rule_paths:
+        add_path(registry, path, "--rules", options.announce_python)
     return registry
 
 
@@ -51,10 +69,12 @@ def _check_value(name: str, key: str, value: Any, default: Any, where: str) -> A
         ok = isinstance(value, int | float) and not isinstance(value, bool)
     else:
         ok = isinstance(value, str)
+    if ok and isinstance(value, int) and not -(1 << 63) <= value < 1 << 63:
+        ok = False
     if not ok:
         raise RuleSetupError(
             f"{where}: rule {name!r}: option {key!r} must be a {type(default).__name__}, "
-            f"got {value!r}"
+            f"got {value!r:.60}"
         )
     return float(value) if isinstance(default, float) else value
 
@@ -101,21 +121,23 @@ def selected_rules(registry: Registry, options: RuleOptions, cfg: RuleConfig) ->
     return rules
 
 
-def run_selected(analysis: Analysis, rules: list[Rule]) -> list[Finding]:
-    """Run ``rules`` on one shared context; failures become error findings."""
+def run_selected(
+    analysis: Analysis, rules: list[Rule], budget: RuleBudget | None = None
+) -> list[Finding]:
+    """Run ``rules`` on one shared context; failures become error findings.
+
+    Rules from outside dnnlens (plugins, rule files) run within ``budget``
+    (:mod:`dnnlens.rules.budget`); every finding is checked (:mod:`dnnlens.rules.validate`).
+    """
+    budget = budget or RuleBudget()
     ctx = RuleContext(analysis)
     findings: list[Finding] = []
     for rule in rules:
-        try:
-            found = list(rule.check(ctx) or [])
-            if rule.level == type(rule).severity:  # not set by configuration: grade by cost
-                for f in found:
-                    grade_by_impact(f, analysis.typical_iteration_ms)
-            findings.extend(found)
-        except AnalysisError:  # a fact of the analysis failed: a bug, not the rule's
-            raise
-        except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the rest
-            findings.append(_failure(rule, exc))
+        found = _run_one(rule, ctx, budget)
+        if rule.level == type(rule).severity:  # not set by configuration: grade by cost
+            for f in found:
+                grade_by_impact(f, analysis.typical_iteration_ms)
+        findings.extend(found)
     order = {id(f): i for i, f in enumerate(findings)}
     return sorted(findings, key=lambda f: (-severity_rank(f.severity), order[id(f)]))
 
@@ -139,15 +161,36 @@ def grade_by_impact(f: Finding, typical_ms: float) -> None:
         f.severity = "warning"
 
 
-def _failure(rule: Rule, exc: Exception) -> Finding:
+def _run_one(rule: Rule, ctx: RuleContext, budget: RuleBudget) -> list[Finding]:
+    """The checked findings of one rule, or one error finding saying how it broke."""
+    limited = getattr(rule, "source", "builtin") != "builtin"
+    try:
+        if limited:
+            with time_limit(budget.seconds), memory_limit(budget.memory_bytes):
+                items = collect(rule.check(ctx), budget.max_findings)
+        else:
+            items = collect(rule.check(ctx), budget.max_findings)
+        return [checked_finding(item) for item in items]
+    except (KeyboardInterrupt, AnalysisError):  # a fact of the analysis failed: a bug
+        raise
+    except RuleFailure as exc:
+        return [_failure(rule, str(exc), "RuleFailure")]
+    except BaseException as exc:  # noqa: BLE001 - one broken rule must not stop the rest
+        # SystemExit and other BaseExceptions too: a plugin must not end the run
+        detail = (str(exc).strip().splitlines() or [""])[0][:300]
+        return [_failure(rule, f"{type(exc).__name__}: {detail}", type(exc).__name__)]
+
+
+def _failure(rule: Rule, detail: str, kind: str) -> Finding:
     where = getattr(rule, "source", "")
+    name = rule.rule_name if isinstance(rule.rule_name, str) and rule.rule_name else "?"
+    code = rule.rule_code if isinstance(rule.rule_code, str) else ""
     return Finding(
-        rule=rule.rule_name,
-        code=rule.rule_code,
+        rule=name,
+        code=code,
         severity="error",
-        message=f"rule {rule.rule_name} failed while running ({where}): "
-        f"{type(exc).__name__}: {exc}",
-        data={"rule_error": True, "exception": type(exc).__name__},
+        message=f"rule {name} failed while running ({where}): {detail}",
+        data={"rule_error": True, "exception": kind},
     )
 
 
@@ -155,7 +198,7 @@ def run_rules(analysis: Analysis, options: RuleOptions) -> list[Finding]:
     """All findings of the selected rules, most severe first."""
     cfg = load_config(options.config_path, options.search_config)
     registry = build_registry(options, cfg)
-    return run_selected(analysis, selected_rules(registry, options, cfg))
+    return run_selected(analysis, selected_rules(registry, options, cfg), options.budget)
 
 
 def rule_options(rule: Rule) -> Mapping[str, Any]:

@@ -21,6 +21,14 @@ Two evaluation modes share that grammar:
 
 Names are checked against the table's columns before anything runs, so a typo is a setup
 error with file and line, not a crash. Division by zero gives NaN and NaN never fires.
+
+Limits, so a rule file cannot exhaust the machine (each breach is an :class:`ExprError`
+at load): an expression has at most :data:`MAX_EXPR_CHARS` characters and
+:data:`MAX_DEPTH` levels of nesting; a number literal has at most :data:`MAX_NUMBER_CHARS`
+characters and an integer literal fits 64 bits; ``matches`` patterns are compiled by RE2,
+whose matching time is linear in the text (no backreferences or lookaround). While a rule
+runs, an integer result beyond 64 bits becomes a float, so repeated squaring ends in
+``inf``, not in a number of a billion digits.
 """
 
 from __future__ import annotations
@@ -35,8 +43,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+    VisitError,
+)
 
 NUM, STR, BOOL, LIST, ANY = "number", "string", "bool", "list", "any"
 
@@ -74,7 +88,7 @@ PLUS: "+"
 MINUS: "-"
 MUL_OP: "*" | "/" | "%"
 NAME: /[A-Za-z_][A-Za-z0-9_]*/
-NUMBER: /(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?/
+NUMBER: /([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?/
 STRING: /"(?:[^"\\]|\\.)*"/ | /'(?:[^'\\]|\\.)*'/
 %ignore /[ \t\r\n]+/
 """
@@ -97,6 +111,14 @@ AGGREGATES = (
 )
 SCALAR_FUNCS = ("abs", "round", "least", "greatest")
 _QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "median": 0.5}
+
+#: Limits of an expression (see the module docstring).
+MAX_EXPR_CHARS = 10_000
+MAX_DEPTH = 100
+MAX_NUMBER_CHARS = 40
+MAX_PATTERN_CHARS = 1_000
+#: Integers beyond this become floats while a rule runs.
+_INT_LIMIT = 1 << 63
 
 
 class ExprError(Exception):
@@ -178,8 +200,13 @@ def _unescape(text: str) -> str:
 class _ToAst(Transformer):
     def number(self, meta: Any, c: list[Token]) -> Lit:
         text = str(c[0])
+        col = c[0].column or 1
+        if len(text) > MAX_NUMBER_CHARS:
+            raise ExprError(f"number literal longer than {MAX_NUMBER_CHARS} characters", col)
         value: float | int = float(text) if any(ch in text for ch in ".eE") else int(text)
-        return Lit(c[0].column or 1, value)
+        if isinstance(value, int) and value >= _INT_LIMIT:
+            raise ExprError("integer literal beyond 64 bits (write it as a float: 1e30)", col)
+        return Lit(col, value)
 
     def string(self, meta: Any, c: list[Token]) -> Lit:
         return Lit(c[0].column or 1, _unescape(str(c[0])))
@@ -240,11 +267,24 @@ def _parser() -> Lark:
     return Lark(_GRAMMAR, parser="lalr", propagate_positions=True)
 
 
+def _depth(tree: Tree) -> int:
+    """Nesting depth of a parse tree, without recursion (the tree may be very deep)."""
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((c, depth + 1) for c in node.children if isinstance(c, Tree))
+    return deepest
+
+
 @cache
 def parse(text: str) -> Node:
     """The AST of ``text``; raises :class:`ExprError` with a column on a syntax error."""
     if not isinstance(text, str) or not text.strip():
         raise ExprError("empty expression", 1)
+    if len(text) > MAX_EXPR_CHARS:
+        raise ExprError(f"expression longer than {MAX_EXPR_CHARS:,} characters", 1)
     try:
         tree = _parser().parse(text)
     except UnexpectedCharacters as exc:
@@ -256,7 +296,14 @@ def parse(text: str) -> Node:
         raise ExprError(f"unexpected {tok}", exc.column) from None
     except UnexpectedInput as exc:
         raise ExprError("syntax error", getattr(exc, "column", None)) from None
-    return _ToAst().transform(tree)
+    if _depth(tree) > MAX_DEPTH:
+        raise ExprError(f"expression nested more than {MAX_DEPTH} levels deep", 1)
+    try:
+        return _ToAst().transform(tree)
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, ExprError):
+            raise exc.orig_exc from None
+        raise ExprError(f"cannot be read: {exc.orig_exc}", 1) from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -362,14 +409,32 @@ def _check_call(node: Call, scope: Scope, mode: str) -> str:
             pattern = node.args[1]
             if not isinstance(pattern, Lit) or not isinstance(pattern.value, str):
                 raise ExprError('matches(x, "regex") needs a string literal', node.col)
-            try:
-                re.compile(pattern.value)
-            except re.error as exc:
-                raise ExprError(f"bad regular expression: {exc}", pattern.col) from None
+            compile_pattern(pattern.value, pattern.col)
         return {"lower": STR, "abs": NUM}.get(f, BOOL)
     allowed = (AGGREGATES + SCALAR_FUNCS) if mode == "scalar" else ROW_FUNCS
     where = "here" if mode == "scalar" else "in a row filter"
     raise ExprError(f"unknown function {f!r} {where}{suggest(f, allowed)}", node.col)
+
+
+@cache
+def compile_pattern(pattern: str, col: int = 1) -> Any:
+    """``pattern`` compiled by RE2 (linear-time matching); ExprError if RE2 cannot take it."""
+    import re2
+
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ExprError(f"regular expression longer than {MAX_PATTERN_CHARS} characters", col)
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print its own lines on stderr
+    options.max_mem = 8 << 20
+    try:
+        return re2.compile(pattern, options=options)
+    except re2.error as exc:
+        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+        raise ExprError(
+            f"bad regular expression (RE2 syntax, linear-time: no backreferences or "
+            f"lookaround): {detail}",
+            col,
+        ) from None
 
 
 def _arity(node: Call, low: int, high: int) -> None:
@@ -468,8 +533,18 @@ def _binary(op: str, a: Any, b: Any) -> Any:
         ">": lambda x, y: x > y,
         ">=": lambda x, y: x >= y,
     }
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return ops[op](a, b)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _bounded(ops[op](a, b))
+
+
+def _bounded(value: Any) -> Any:
+    """A Python integer beyond 64 bits as a float (``inf`` when even that overflows)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _INT_LIMIT:
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    return value
 
 
 def _div(a: Any, b: Any) -> Any:
@@ -495,8 +570,8 @@ def _row_call(node: Call, args: list[Any]) -> Any:
         if f == "contains":
             return s.contains(needle, regex=False)
         if f == "matches":
-            pattern = re.compile(needle)
-            return x.astype(str).map(lambda v: pattern.search(v) is not None).astype(bool)
+            search = compile_pattern(needle, node.col).search
+            return x.astype(str).map(lambda v: search(v) is not None).astype(bool)
         return s.startswith(needle) if f == "startswith" else s.endswith(needle)
     if f == "lower":
         return x.astype(str).str.lower() if isinstance(x, pd.Series) else str(x).lower()

@@ -26,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from dnnlens.errors import say
 from dnnlens.rules.base import Rule, validate_rule_class
 from dnnlens.rules.errors import RuleSetupError
 
@@ -187,12 +188,20 @@ def _add_builtin_modules(registry: Registry) -> None:
         registry.add_rule(rule, "builtin")
 
 
-def add_path(registry: Registry, path: str) -> None:
-    """A Python plugin file or a YAML/TOML rule file."""
+def is_python_file(path: str) -> bool:
+    """Whether ``path`` names a Python plugin (code), not a rule file (data)."""
+    return Path(path).suffix == ".py"
+
+
+def add_path(registry: Registry, path: str, origin: str = "--rules", announce: bool = True) -> None:
+    """A Python plugin file or a YAML/TOML rule file (``origin``: who named it, for the note
+    said on stderr before a Python file runs)."""
     p = Path(path)
     if not p.is_file():
         raise RuleSetupError(f"{path}: no such rule file")
-    if p.suffix == ".py":
+    if is_python_file(path):
+        if announce:
+            say("note", f"running the Python rule file {path} (named by {origin})")
         module = load_plugin_module(path)
         try:
             found = rules_in(module)

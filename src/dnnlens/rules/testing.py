@@ -64,13 +64,17 @@ def run_test_file(path: str) -> list[CaseResult]:
     own: list[str] = []
     if "name" in doc or "rules" in doc:  # the file is itself a rule file
         before = set(registry.entries)
-        add_path(registry, path)
+        add_path(registry, path, "the command line")
         own += [n for n in registry.entries if n not in before]
     if "rule_file" in doc:
         before = set(registry.entries)
-        add_path(registry, str(base / str(doc["rule_file"])))
+        add_path(registry, str(base / str(doc["rule_file"])), f"rule_file of {path}")
         own += [n for n in registry.entries if n not in before]
     select = doc.get("select") or own or sorted(builtin)
+    if isinstance(select, str):
+        select = [select]
+    if not isinstance(select, list):
+        raise RuleSetupError(f"{path}:{doc.line_of('select')}: 'select' is a list of rule names")
     select = registry.resolve([str(s) for s in select], f"{path}:{doc.line_of('select')}")
     cases = doc.get("cases", doc.get("tests"))
     if not isinstance(cases, list) or not cases:
@@ -106,17 +110,23 @@ def _run_case(
     expect = case.get("expect")
     if not isinstance(expect, list):
         raise RuleSetupError(f"{where}: case {name!r}: 'expect' must be a list ([] for none)")
-    cfg = RuleConfig(path=where, rules=_merge(doc.get("config"), case.get("config")))
+    cfg = RuleConfig(path=where, rules=_merge(where, doc.get("config"), case.get("config")))
     options = RuleOptions(select=select, search_config=False)
     findings = report_order(run_selected(Analysis(log), selected_rules(registry, options, cfg)))
-    tolerance = float(case.get("tolerance", doc.get("tolerance", 0.01)))
+    tolerance = case.get("tolerance", doc.get("tolerance", 0.01))
+    if not isinstance(tolerance, int | float) or isinstance(tolerance, bool) or tolerance < 0:
+        raise RuleSetupError(f"{where}: 'tolerance' must be a number >= 0")
     problems = _compare(expect, findings, tolerance, where)
     return CaseResult(name, not problems, problems, findings)
 
 
-def _merge(*tables: Any) -> dict[str, dict[str, Any]]:
+def _merge(where: str, *tables: Any) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for table in tables:
+        if not isinstance(table or {}, dict) or not all(
+            isinstance(v or {}, dict) for v in (table or {}).values()
+        ):
+            raise RuleSetupError(f"{where}: 'config' maps rule names to their options")
         for rule, opts in (table or {}).items():
             out.setdefault(str(rule), {}).update(dict(opts or {}))
     return out
@@ -128,12 +138,20 @@ def _compare(expect: list, findings: list[Finding], tol: float, where: str) -> l
     for item in expect:
         if isinstance(item, str):
             item = {"rule": item}
-        if not isinstance(item, dict) or "rule" not in item or set(item) - _EXPECT_KEYS:
+        if (
+            not isinstance(item, dict)
+            or "rule" not in item
+            or set(item) - _EXPECT_KEYS
+            or not isinstance(item.get("data") or {}, dict)
+        ):
             raise RuleSetupError(
                 f"{where}: each expected finding is a mapping with 'rule' "
                 f"(and {', '.join(sorted(_EXPECT_KEYS - {'rule'}))})"
             )
-        for _ in range(int(item.get("count", 1))):
+        count = item.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= 10_000:
+            raise RuleSetupError(f"{where}: 'count' must be a whole number from 0 to 10,000")
+        for _ in range(count):
             hit = next((f for f in left if _matches(item, f, tol)), None)
             if hit is None:
                 problems.append(
