@@ -15,10 +15,10 @@ import os
 from pathlib import Path
 
 import pytest
-from dnnlens.analysis.analysis import Analysis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dnnlens.analysis.analysis import Analysis
 from dnnlens.reading import load
 from dnnlens.report.json_safe import json_safe
 from dnnlens.rules.budget import RuleBudget

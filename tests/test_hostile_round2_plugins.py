@@ -12,9 +12,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from dnnlens.analysis.analysis import Analysis
 from typer.testing import CliRunner
 
+from dnnlens.analysis.analysis import Analysis
 from dnnlens.cli import app
 from dnnlens.reading import load
 from dnnlens.rules.budget import RuleBudget
