@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import builtins
 import gzip
-import importlib.util
 import json
 import random
 import subprocess
@@ -55,7 +54,7 @@ def only_error(err: list[str]) -> str:
     return errors[0]
 
 
-# -- the inputs of the issue, one by one ------------------------------------------------------
+# -- broken inputs, one by one ------------------------------------------------------------------
 
 
 def test_good_file_exits_0() -> None:
@@ -268,15 +267,6 @@ def test_binary_garbage_without_magic(tmp_path: Path) -> None:
     assert "it looks like binary data" in only_error(err)
 
 
-def _trace_parser_landed() -> bool:
-    return importlib.util.find_spec("dnnlens.parsers.torch_trace") is not None
-
-
-@pytest.mark.xfail(
-    not _trace_parser_landed(),
-    strict=False,
-    reason="the chrome-trace parser (issue 3) has not landed",
-)
 def test_truncated_chrome_trace(tmp_path: Path) -> None:
     trace = tmp_path / "trace.json"
     trace.write_text(TRACE.read_text()[:5000])

@@ -305,3 +305,36 @@ def test_load_inputs_hands_a_progress_to_a_loader_that_takes_one(monkeypatch, tm
     assert seen["progress"] is not None
     load_inputs([str(path)], quiet=True)
     assert seen["progress"] is None
+
+
+def test_times_that_overflow_are_no_verdict_and_no_traceback(tmp_path):
+    """Every time field 1.7e308: the sums overflow to infinity. No comparison is possible,
+    so the gate is a usage error (2), never a regression (1) or a traceback."""
+    huge = tmp_path / "huge.log"
+    huge.write_text(
+        "".join(
+            line.rsplit(",", 1)[0] + ",1.7e308\n" if ",exec," in line else line + "\n"
+            for line in Path(NCHW).read_text().splitlines()
+        )
+    )
+    runner = CliRunner()
+    gated = runner.invoke(app, ["diff", NCHW, str(huge), "--fail-if-slower", "5%", "-q"])
+    assert gated.exit_code == 2 and "not a finite number" in gated.stderr
+    assert "Traceback" not in gated.output
+    plain = runner.invoke(app, ["diff", NCHW, str(huge), "-f", "json", "-q"])
+    assert plain.exit_code == 0
+    doc = json.loads(plain.stdout)  # finite JSON: no NaN or Infinity
+    assert doc["total"]["compared_speedup"] is None
+
+
+def test_a_full_disk_is_an_output_error():
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "dnnlens", "diff", NCHW, CL, "-q"],
+            stdout=full, stderr=subprocess.PIPE, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert done.returncode == 4, done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "No space left" in done.stderr

@@ -1,4 +1,4 @@
-"""The op graph on the real sample logs (issue 4).
+"""The op graph on the real sample logs.
 
 Expected numbers were counted by hand from the logs, per pass (pass boundaries: see
 tests/test_iterations.py):

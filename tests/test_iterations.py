@@ -1,4 +1,4 @@
-"""Iteration detection on the real sample logs (issue 4).
+"""Iteration detection on the real sample logs.
 
 The expected numbers were counted by hand, not taken from dnnlens:
 

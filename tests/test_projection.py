@@ -289,3 +289,15 @@ def test_cli_machine_probe_writes_profile(tmp_path):
     doc = json.loads(res.output)
     assert doc["peak_gflops"]["f32"] > 0 and doc["bandwidth_gbs"] > 0
     assert "gemm_f32_gflops" in doc["measured"] and out.exists()
+
+
+def test_cli_machine_show_says_where_each_value_came_from(tmp_path):
+    # the NCHW header prints isa:Intel AVX2 and nthr:2; a file without a header has neither
+    res = runner.invoke(app, ["machine", "show", str(NCHW)])
+    assert "from the log's header (ISA and threads)" in res.output
+    bare = tmp_path / "bare.log"
+    bare.write_text("no header here\n")
+    res = runner.invoke(app, ["machine", "show", str(bare)])
+    assert "defaults: the log names no ISA and no thread count" in res.output
+    assert "from log header" not in res.output
+    assert runner.invoke(app, ["machine", "show", "-f", "xml", str(NCHW)]).exit_code == 2

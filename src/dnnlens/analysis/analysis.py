@@ -81,7 +81,8 @@ def fact(compute: Callable[[Any], T]) -> cached_property[T]:
     @functools.wraps(compute)
     def run(self: Any) -> T:
         try:
-            return compute(self)
+            with np.errstate(all="ignore"):  # an inf from 1e308 ms times is a value, not noise
+                return compute(self)
         except AnalysisError:
             raise
         except Exception as exc:

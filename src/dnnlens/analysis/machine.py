@@ -230,7 +230,18 @@ def machine_for_log(log: Any) -> Machine:
     if not isa:
         isa = _isa_from_events(log)
         isa_src = "implementation names" if isa else "default"
-    m = machine_from_isa(isa, threads)
+    from_log = [
+        what
+        for what, found in (("ISA", isa_src == "header"), ("threads", threads))
+        if found
+    ]
+    if from_log:
+        name = f"from the log's header ({' and '.join(from_log)})"
+    elif isa_src == "implementation names":
+        name = "from the log's implementation names (no header)"
+    else:
+        name = "defaults: the log names no ISA and no thread count"
+    m = machine_from_isa(isa, threads, name=name)
     m.sources.update(
         {
             "isa": isa_src,

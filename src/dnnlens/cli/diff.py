@@ -99,17 +99,19 @@ def diff(
     else:
         diff_report.render_terminal(d, make_console(), top)
     slower = d.slower_fraction
-    if limit is not None and (slower is None or slower > limit):
-        if slower is None:
-            error(f"cannot compare {d.basis_text}: a time is not a finite number")
-        else:
-            error(
-                f"NEW is {100 * slower:.1f}% slower than BASE {d.basis_text} "
-                f"(--fail-if-slower {100 * limit:g}%)"
-            )
+    if limit is not None and slower is None:  # nothing to gate on: not a regression
+        error(f"cannot compare {d.basis_text}: a time is not a finite number")
+        raise typer.Exit(EXIT_USAGE)
+    if limit is not None and slower is not None and slower > limit:
+        error(
+            f"NEW is {100 * slower:.1f}% slower than BASE {d.basis_text} "
+            f"(--fail-if-slower {100 * limit:g}%)"
+        )
         raise typer.Exit(EXIT_SLOWER)
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``dnnlens diff`` to the command line."""
-    app.command("diff")(diff)
+    """Add ``dnnlens diff`` to the command line (one line and its exit code on any failure)."""
+    from dnnlens.cli import _last_resort
+
+    app.command("diff")(_last_resort(diff))

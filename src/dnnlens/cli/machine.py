@@ -7,6 +7,7 @@ that ``project`` and the roofline take with ``--machine``.
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,14 @@ from dnnlens.errors import fail
 
 if TYPE_CHECKING:
     from dnnlens.analysis.machine import Machine
+
+
+class MachineFormat(StrEnum):
+    """Output formats of ``machine probe`` and ``machine show``."""
+
+    terminal = "terminal"
+    json = "json"
+
 
 machine_app = typer.Typer(
     name="machine",
@@ -49,7 +58,9 @@ def probe(
     seconds: float = typer.Option(
         3.0, "--seconds", min=0.2, max=60.0, help="Time budget of the measurements."
     ),
-    fmt: str = typer.Option("terminal", "--format", "-f", help="terminal or json."),
+    fmt: MachineFormat = typer.Option(
+        MachineFormat.terminal, "--format", "-f", help="Output format."
+    ),
 ) -> None:
     """Measure this machine: copy bandwidth and f32 GEMM rate (numpy), a few seconds."""
     from dnnlens.analysis.machine import probe_machine, save_machine
@@ -57,7 +68,7 @@ def probe(
     m = probe_machine(seconds)
     if output:
         save_machine(m, output)
-    if fmt == "json":
+    if fmt is MachineFormat.json:
         typer.echo(json.dumps(m.to_dict(), indent=2))
     else:
         _print(m)
@@ -69,7 +80,9 @@ def probe(
 def show(
     log: str | None = typer.Argument(None, help="A log: show the model of its header."),
     machine: Path | None = typer.Option(None, "--machine", help="A profile file to show."),
-    fmt: str = typer.Option("terminal", "--format", "-f", help="terminal or json."),
+    fmt: MachineFormat = typer.Option(
+        MachineFormat.terminal, "--format", "-f", help="Output format."
+    ),
 ) -> None:
     """Show a machine model: a profile file, a log header's, or this machine's (not probed)."""
 
@@ -89,7 +102,7 @@ def show(
             m = local_machine()
     except ValueError as exc:
         raise fail(str(exc)) from None
-    if fmt == "json":
+    if fmt is MachineFormat.json:
         typer.echo(json.dumps(m.to_dict(), indent=2))
     else:
         _print(m)
@@ -97,4 +110,8 @@ def show(
 
 def register(app: typer.Typer) -> None:
     """Add the ``machine`` command group to the command line."""
+    from dnnlens.cli import _last_resort
+
+    for command in machine_app.registered_commands:
+        command.callback = _last_resort(command.callback)
     app.add_typer(machine_app, name="machine")

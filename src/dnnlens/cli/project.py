@@ -17,7 +17,10 @@ from dnnlens.errors import fail
 def register(app: typer.Typer) -> None:
     """Add ``project`` to the command line."""
 
+    from dnnlens.cli import _last_resort
+
     @app.command()
+    @_last_resort
     def project(
         log: str = typer.Argument(..., help="The oneDNN verbose log to project from."),
         remove: list[str] = typer.Option(

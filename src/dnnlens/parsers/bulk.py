@@ -29,7 +29,7 @@ and over with different numbers. Per block of whole lines:
 4. Slow lines and header lines are classified in line order; the block's events and
    diagnostics are put in line order.
 
-Profiler tables printed inside the log (issue 3) are looked for in the slow lines only
+Profiler tables printed inside the log are looked for in the slow lines only
 (profiler markers are always slow lines), unless a table is open or a slow line holds
 ``---``: then the whole block is given to the finder line by line, as the line scanner's
 caller does.

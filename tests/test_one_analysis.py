@@ -1,0 +1,126 @@
+"""One analysis, one set of numbers: every view of a log shows the same figures.
+
+Every sample log is rendered through ``analyze`` (JSON, terminal, HTML), ``diff`` (against
+itself and, where it has one, its pair) and ``project``. The figures that appear in more
+than one view (the typical iteration, the steady and warm-up pass counts, the reorders'
+share of the typical iteration) must be equal in all of them; each JSON document must
+validate against the JSON Schema shipped in ``docs/schema`` (and those files must be what
+``python -m dnnlens.report.schema`` writes today).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from dnnlens.cli import app
+from dnnlens.fmt import ms, ms_cell, pct
+from dnnlens.report.schema import schema_texts
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_logs"
+LOGS = sorted(
+    str(p.relative_to(ROOT)) for p in [*SAMPLES.glob("*.log"), *SAMPLES.glob("legacy/*.log")]
+)
+#: Runs of the same model in two ways: each is diffed against the other too.
+PAIRS = {
+    "sample_logs/convnet_nchw_infer.log": "sample_logs/convnet_cl_infer.log",
+    "sample_logs/convnet_nchw_train.log": "sample_logs/convnet_cl_train.log",
+    "sample_logs/resnet18_nchw_train.log": "sample_logs/resnet18_cl_train.log",
+    "sample_logs/legacy/onednn-3.2.0.log": "sample_logs/legacy/onednn-3.2.0-timestamp.log",
+}
+runner = CliRunner()
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args), env={"COLUMNS": "200"})
+    return result.exit_code, result.stdout
+
+
+@cache
+def schema(name: str) -> dict:
+    return json.loads((ROOT / "docs" / "schema" / name).read_text(encoding="utf-8"))
+
+
+@cache
+def analyzed(log: str) -> dict:
+    code, out = run("analyze", str(ROOT / log), "-f", "json", "-q")
+    doc = json.loads(out)
+    # a log with no verbose line at all is an input error (2), reported all the same
+    assert code == (0 if any(i["parsed_lines"] for i in doc["inputs"]) else 2), out
+    jsonschema.validate(doc, schema("analyze.schema.json"))
+    return doc
+
+
+def has_execs(log: str) -> bool:
+    return analyzed(log)["summary"]["exec_count"] > 0
+
+
+def test_shipped_schemas_are_current() -> None:
+    for name, text in schema_texts().items():
+        shipped = (ROOT / "docs" / "schema" / name).read_text(encoding="utf-8")
+        assert shipped == text, f"docs/schema/{name} is stale: python -m dnnlens.report.schema"
+
+
+@pytest.mark.parametrize("log", LOGS)
+def test_views_agree(log: str, tmp_path: Path) -> None:
+    doc = analyzed(log)
+    s = doc["summary"]
+    typical, steady, warmup = (
+        s["typical_iteration_ms"],
+        s["steady_iterations"],
+        s["warmup_iterations"],
+    )
+    share = s["reorder_share_of_iteration"]
+    # the JSON's own parts add up: primitives' iter_ms, findings' shares
+    assert sum(p["iter_ms"] for p in doc["primitives"]) == pytest.approx(typical, abs=1e-9)
+    assert doc["iterations"]["steady"] == steady
+    for f in doc["findings"]:
+        if f["impact_ms_per_iteration"] is not None and typical > 0:
+            assert f["share_of_iteration"] == pytest.approx(f["impact_ms_per_iteration"] / typical)
+    impacts = [f["impact_ms_per_iteration"] for f in doc["findings"]]
+    timed = [i for i in impacts if i is not None]
+    assert timed == sorted(timed, reverse=True), "findings are not in report order"
+    if not has_execs(log):
+        return
+    # terminal
+    code, text = run("analyze", str(ROOT / log), "-q")
+    assert code == 0
+    assert f"typical iteration {ms(typical)}" in text
+    assert ms_cell(typical) in text  # the total row of the breakdown
+    if doc["iterations"]["found"]:
+        assert f"({warmup} warm-up)" in text
+    # HTML
+    page = tmp_path / "report.html"
+    code, _ = run("analyze", str(ROOT / log), "-q", "-f", "html", "-o", str(page))
+    assert code == 0
+    html = page.read_text(encoding="utf-8")
+    assert f'<div class="v">{ms(typical)}</div>' in html
+    assert f'<div class="v">{pct(share)}</div>' in html
+    if doc["iterations"]["found"]:
+        assert f"over {steady} steady of {s['iterations']} passes ({warmup} warm-up)" in html
+    # diff: against itself and its pair, each side is the analysis of its log
+    for other in {log, PAIRS.get(log, log)} | {k for k, v in PAIRS.items() if v == log}:
+        code, out = run("diff", str(ROOT / log), str(ROOT / other), "-f", "json", "-q")
+        assert code == 0, out
+        d = json.loads(out)
+        jsonschema.validate(d, schema("diff.schema.json"))
+        for side, name in ((d["base"], log), (d["new"], other)):
+            theirs = analyzed(name)["summary"]
+            assert side["typical_iteration_ms"] == theirs["typical_iteration_ms"]
+            assert side["steady_iterations"] == theirs["steady_iterations"]
+            assert side["warmup_iterations"] == theirs["warmup_iterations"]
+            assert side["reorder_share_of_iteration"] == theirs["reorder_share_of_iteration"]
+        assert d["total"]["base_typical_iteration_ms"] == typical
+    # project: the baseline is the typical iteration, to the last bit
+    code, out = run("project", str(ROOT / log), "-f", "json")
+    assert code == 0, out
+    p = json.loads(out)
+    jsonschema.validate(p, schema("project.schema.json"))
+    assert p["baseline"]["typical_iteration_ms"] == typical == p["baseline_ms"]
+    assert p["baseline"]["steady_iterations"] == steady
