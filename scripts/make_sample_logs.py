@@ -201,6 +201,13 @@ SCENARIOS: dict[str, Scenario] = {
             env={"ONEDNN_VERBOSE": "all", "ONEDNN_VERBOSE_TIMESTAMP": "1"},
         ),
         Scenario(
+            "dispatch_only_infer",
+            "NCHW fp32 inference with ONEDNN_VERBOSE=dispatch: oneDNN prints only why it "
+            "skipped implementations (create:dispatch lines), no create or exec line.",
+            timed=2,
+            env={"ONEDNN_VERBOSE": "dispatch"},
+        ),
+        Scenario(
             "isa_sse41_infer",
             "NCHW fp32 inference with ONEDNN_MAX_CPU_ISA=SSE41 on an AVX2 machine, capping the "
             "implementations oneDNN may dispatch.",

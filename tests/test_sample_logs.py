@@ -33,6 +33,7 @@ HAND_COUNTS = {
     "contended_infer.log": (938, 465, 399.352288, 465, 341, 256.960668),
     "convnet_bf16_autocast_infer.log": (1, 0, 0.0, 0, 0, 0.0),
     "convnet_cl_infer.log": (184, 88, 180.342063, 88, 44, 87.989787),
+    "dispatch_only_infer.log": (34, 0, 0.0, 0, 0, 0.0),
     "convnet_cl_train.log": (272, 132, 20.474365, 132, 66, 0.537842),
     "convnet_nchw_infer.log": (338, 165, 356.084723, 165, 121, 245.681646),
     "convnet_nchw_train.log": (512, 252, 40.978509, 252, 186, 19.908201),

@@ -269,6 +269,12 @@ def analyze(
         analysis = Analysis(
             log, AnalysisOptions(window_events=window or None, skip_iterations=skip)
         )
+        skipped = analysis.skipped
+        if skipped is not None and skipped.events_dropped >= len(log.events):
+            raise _fail(
+                f"--skip-iterations {skip}: the log has {skipped.found} passes, so nothing "
+                "is left to analyse"
+            )
     options = RuleOptions(
         rule_paths=list(rules),
         select=list(select),

@@ -32,13 +32,34 @@ class NoOnednnLines(Rule):
     defaults: dict = {}
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        ev = ctx.events
+        # every event the reader kept, not the analysis window or the passes left after
+        # --skip-iterations: the question is whether the input has any at all
+        ev = ctx.log.events
         with_events = set(str_values(ev["input"].drop_duplicates())) if len(ev) else set()
+        diag = ctx.log.diagnostics
+        diag_inputs = set(str_values(diag["input"].drop_duplicates())) if len(diag) else set()
         for scan in ctx.log.scans:
             if scan.path in with_events or scan.read_error:
                 continue
             h = scan.header
-            if h.version:
+            first_bad = (
+                f"line {scan.malformed_line[0]}: {ctx.log.reasons[scan.malformed_reason[0]]}"
+                if scan.malformed
+                else ""
+            )
+            if scan.path in diag_inputs:
+                why = (
+                    "oneDNN printed only diagnostics (create:dispatch/create:check lines: why "
+                    "it skipped implementations), the output of ONEDNN_VERBOSE=dispatch or "
+                    "check; set ONEDNN_VERBOSE=1 for exec lines with times, 2 for creations too"
+                )
+            elif scan.malformed:
+                why = (
+                    f"{scan.malformed} lines carry a verbose marker (so verbose was on) but "
+                    f"none parses (first at {first_bad}): a damaged log, or a format this "
+                    "version of dnnlens does not read"
+                )
+            elif h.version:
                 why = (
                     f"oneDNN {h.version} printed its header (verbose was on) but no "
                     "primitive ran: the framework used its own kernels, or the program "
@@ -56,7 +77,12 @@ class NoOnednnLines(Rule):
             msg = f"{scan.path}: no oneDNN primitive lines in {scan.lines} lines; {why}" + (
                 f" (first line: {example!r})" if example else ""
             )
-            evidence = [Evidence(scan.path, 1)] if scan.lines else []
+            first = (
+                [int(n) for n in diag["line"][str_values(diag["input"]) == scan.path][:1]]
+                if (scan.path in diag_inputs)
+                else list(scan.malformed_line[:1])
+            )
+            evidence = [Evidence(scan.path, first[0] if first else 1)] if scan.lines else []
             yield self.finding(
                 msg,
                 evidence,
@@ -66,6 +92,7 @@ class NoOnednnLines(Rule):
                     "header": bool(h.version),
                     "onednn_version": h.version,
                     "malformed_lines": scan.malformed,
+                    "diagnostic_only": scan.path in diag_inputs,
                     "foreign_lines": scan.foreign,
                 },
             )
