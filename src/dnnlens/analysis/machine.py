@@ -231,9 +231,7 @@ def machine_for_log(log: Any) -> Machine:
         isa = _isa_from_events(log)
         isa_src = "implementation names" if isa else "default"
     from_log = [
-        what
-        for what, found in (("ISA", isa_src == "header"), ("threads", threads))
-        if found
+        what for what, found in (("ISA", isa_src == "header"), ("threads", threads)) if found
     ]
     if from_log:
         name = f"from the log's header ({' and '.join(from_log)})"

@@ -69,6 +69,10 @@ class IsaBelowMachine(Rule):
             return
         low_ms = sum(r["typical_ms"] for r in low) / ctx.steady_iterations
         share = ratio(low_ms, ctx.typical_iteration_ms)
+        # under a cap, the cost is the time of every kernel that runs below the ISA it
+        # should have had (the header's own ISA is then the cap, so ``low`` is empty)
+        under_cap = self._below(ctx, machine or expected) if capped else []
+        capped_ms = sum(r["typical_ms"] for r in under_cap) / ctx.steady_iterations
         parts = []
         if capped:
             h = capped[0]
@@ -100,7 +104,7 @@ class IsaBelowMachine(Rule):
         yield self.finding(
             msg[0].upper() + msg[1:],
             ctx.record_evidence(evidence_records),
-            impact_ms=low_ms if low else None,
+            impact_ms=max(low_ms, capped_ms) if (low or under_cap) else None,
             data={
                 "header_isa": [h["isa"] for h in headers],
                 "compared_with": top,
@@ -108,6 +112,7 @@ class IsaBelowMachine(Rule):
                 "expected_isa": machine or expected,
                 "below": [{k: r[k] for k in ("kind", "impl", "isa", "typical_ms")} for r in low],
                 "share": share,
+                "capped_ms_per_iteration": capped_ms,
                 "kernel_isas": used,
             },
         )

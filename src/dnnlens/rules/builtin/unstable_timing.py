@@ -19,7 +19,8 @@ class UnstableTiming(Rule):
     cores, more threads than free cores (OMP_NUM_THREADS), frequency changes, page faults.
     The rule fires when such primitives' time above their medians is ``min_excess_share``
     of all exec time or more, so a verdict about layouts or kernels is not built on noise;
-    the other rules already use medians.
+    the other rules already use medians. Its cost per iteration is that time above the
+    typical runs per steady pass: wall time the noise adds on top of the typical iteration.
 
     Fix: measure on quiet, pinned cores (``taskset``/``numactl``, no other load), set
     ``OMP_NUM_THREADS`` to the physical cores available, run more iterations and compare
@@ -68,4 +69,5 @@ class UnstableTiming(Rule):
                 "typical_ms": float(st["typical_ms"].sum()),
                 "worst_ratio": float(worst["r"].max()),
             },
+            impact_ms=excess / ctx.steady_iterations,
         )

@@ -1,0 +1,99 @@
+"""The first finding of every sample log is the one a person reading the log names first.
+
+The findings are in report order: by the time per typical iteration they account for. For
+each sample log, the rule that comes first and why a reader of the log would say the same
+(the numbers are the log's own: pass sums and shares counted from its lines).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dnnlens.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent / "sample_logs"
+REORDERS_OF_NCHW = "reorder-overhead"
+
+#: log -> (first rule, why a reader names it first)
+FIRST = {
+    "convnet_nchw_infer.log": (
+        REORDERS_OF_NCHW,
+        "11 reorders per pass around 4 convolutions: a third of each steady pass",
+    ),
+    "all_timestamps_infer.log": (REORDERS_OF_NCHW, "the same NCHW net as convnet_nchw_infer"),
+    "profile_nchw_infer.log": (REORDERS_OF_NCHW, "the same NCHW net, profiled"),
+    "profile_combined_infer.log": (REORDERS_OF_NCHW, "the same NCHW net, 71% in reorders"),
+    "convnet_nchw_train.log": (REORDERS_OF_NCHW, "NCHW training: reorders around every conv"),
+    "convnet_bf16_autocast_train.log": (
+        REORDERS_OF_NCHW,
+        "bf16 autocast training: f32<->bf16 and layout reorders are 46% of a step",
+    ),
+    "resnet18_nchw_train.log": (
+        REORDERS_OF_NCHW,
+        "resnet18 training: weight reorders alone are about half of every step",
+    ),
+    "resnet18_cl_train.log": (REORDERS_OF_NCHW, "channels_last training still reorders weights"),
+    "contended_infer.log": (
+        "unstable-timing",
+        "two busy loops compete for the two cores: passes take many times their typical time",
+    ),
+    "convnet_cl_infer.log": (
+        "unstable-timing",
+        "steady passes take 1.0 to 63 ms for a 1.6 ms typical pass: the machine was busy",
+    ),
+    "lstm_infer.log": (
+        "unstable-timing",
+        "steady passes take 0.7 to 10.7 ms: noise is larger than anything else in the log",
+    ),
+    "isa_sse41_infer.log": (
+        "isa-below-machine",
+        "the header says isa:Intel SSE4.1 on an AVX2 machine: every kernel runs capped",
+    ),
+    "lstm_train.log": (
+        "reference-implementation",
+        "the LSTM runs ref rnn kernels: 91% of each training step",
+    ),
+    "profile_lstm_infer.log": (
+        "weight-reorder-per-iteration",
+        "the LSTM weights are reordered on every inference pass",
+    ),
+    "convnet_bf16_autocast_infer.log": ("no-onednn-lines", "one line: no oneDNN at all"),
+    "profile_bf16_train.log": ("no-onednn-lines", "three lines: no oneDNN at all"),
+    "dispatch_only_infer.log": ("no-onednn-lines", "ONEDNN_VERBOSE=dispatch: diagnostics only"),
+    "compile_freezing_infer.log": (None, "frozen and compiled: weights reordered once, fused"),
+    "legacy/onednn-2.0.0.log": (REORDERS_OF_NCHW, "the probe reorders to blocked layouts"),
+    "legacy/onednn-2.5.0.log": (REORDERS_OF_NCHW, "the probe reorders to blocked layouts"),
+    "legacy/onednn-2.6.0.log": (REORDERS_OF_NCHW, "the probe reorders to blocked layouts"),
+    "legacy/onednn-2.6.3-debian.log": (REORDERS_OF_NCHW, "the probe reorders to blocked layouts"),
+    "legacy/onednn-3.2.0.log": (REORDERS_OF_NCHW, "the probe reorders to blocked layouts"),
+}
+#: logs of the C++ probe where two causes cost about the same: either may come first
+EITHER = {
+    "legacy/onednn-2.2.0.log": {REORDERS_OF_NCHW, "missed-fusion"},
+    "legacy/onednn-2.2.0-timestamp.log": {REORDERS_OF_NCHW, "missed-fusion"},
+    "legacy/onednn-2.4.0.log": {REORDERS_OF_NCHW, "missed-fusion"},
+    "legacy/onednn-2.4.0-timestamp.log": {REORDERS_OF_NCHW, "missed-fusion"},
+    "legacy/onednn-3.0.0.log": {REORDERS_OF_NCHW, "low-efficiency"},
+    "legacy/onednn-3.2.0-timestamp.log": {REORDERS_OF_NCHW, "missed-fusion"},
+}
+
+
+def first_rule(log: str) -> str | None:
+    result = CliRunner().invoke(app, ["analyze", str(ROOT / log), "-f", "json", "-q"])
+    findings = json.loads(result.stdout)["findings"]
+    return findings[0]["rule"] if findings else None
+
+
+@pytest.mark.parametrize("log", sorted(FIRST), ids=sorted(FIRST))
+def test_first_finding(log: str) -> None:
+    rule, why = FIRST[log]
+    assert first_rule(log) == rule, why
+
+
+@pytest.mark.parametrize("log", sorted(EITHER), ids=sorted(EITHER))
+def test_first_finding_of_a_close_call(log: str) -> None:
+    assert first_rule(log) in EITHER[log]
