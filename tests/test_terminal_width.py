@@ -1,0 +1,66 @@
+"""The terminal report fits the width it is given, and never splits a word.
+
+Every sample log's report (``--details`` too) is rendered at ``COLUMNS=80``: no line may be
+longer than 80, and every word of it must be a word of the same report laid out 1,000
+columns wide (or a word cut with an ellipsis): a word broken across two lines ("reorde"
+then "r") is not one.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dnnlens.cli import app
+from dnnlens.report.text_layout import Grid, unique_suffixes, wrap
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = sorted(str(p) for p in [*(ROOT / "sample_logs").glob("*.log"),
+                               *(ROOT / "sample_logs").glob("legacy/*.log")])  # fmt: skip
+
+
+def report(log: str, columns: int, *extra: str) -> str:
+    result = CliRunner().invoke(app, ["analyze", log, "-q", *extra], env={"COLUMNS": str(columns)})
+    assert result.exit_code in (0, 2), result.output
+    return result.stdout
+
+
+def words(text: str) -> set[str]:
+    return set(re.findall(r"\S+", text))
+
+
+@pytest.mark.parametrize("log", LOGS, ids=[Path(p).name for p in LOGS])
+@pytest.mark.parametrize("details", [False, True], ids=["verdict", "details"])
+def test_eighty_columns(log: str, details: bool) -> None:
+    extra = ("--details",) if details else ()
+    narrow = report(log, 80, *extra)
+    wide = words(report(log, 1000, *extra))
+    for line in narrow.splitlines():
+        assert len(line) <= 80, line
+    for word in words(narrow):
+        assert word in wide or "…" in word, f"split or made-up word {word!r}"
+
+
+def test_unique_suffixes() -> None:
+    got = unique_suffixes(["runs/a/nchw/run.log", "runs/b/cl/run.log", "other.log"])
+    assert got == {"runs/a/nchw/run.log": "nchw/run.log", "runs/b/cl/run.log": "cl/run.log",
+                   "other.log": "other.log"}  # fmt: skip
+    assert unique_suffixes(["x/run.log", "y/x/run.log"])["x/run.log"] == "x/run.log"
+
+
+def test_wrap_never_splits_a_word() -> None:
+    text = "a " + "b" * 200 + " c"
+    lines = wrap(text, 40)
+    assert all(len(x) <= 40 for x in lines)
+    assert lines[1].endswith("…") and lines[1].startswith("bbb")
+
+
+def test_grid_keeps_numbers_and_cuts_text() -> None:
+    g = Grid("t", [("name", "flex"), ("ms", "right")])
+    g.add_row("x" * 100, "1,234.567")
+    lines = [t for t, _ in g.lines(30)]
+    assert all(len(x) <= 30 for x in lines)
+    assert lines[-1].endswith("1,234.567") and "…" in lines[-1]
