@@ -151,6 +151,16 @@ def report_doc(analysis: Analysis) -> s.ReportDoc:
     )
 
 
+def runs_doc(analyses: list[Analysis], runs: list[Any]) -> s.RunsDoc:
+    """The document of several runs: one report each, named."""
+    docs = []
+    for analysis, run in zip(analyses, runs, strict=True):
+        doc = report_doc(analysis)
+        doc.run_name, doc.run_inputs = run.name, run.how
+        docs.append(doc)
+    return s.RunsDoc(s.SCHEMA_VERSION, __version__, docs)
+
+
 def to_json_dict(analysis: Analysis) -> dict[str, Any]:
     """The whole report as plain data."""
     return s.to_plain(report_doc(analysis))

@@ -128,6 +128,30 @@ def render_analysis(
     chosen.write(analysis, output, RenderOptions(top=top, details=details, width=width))
 
 
+def render_runs(
+    analyses: list[Any],
+    runs: list[Any],
+    fmt: str,
+    output: Path | None,
+    top: int = 10,
+    details: bool = False,
+    width: int | None = None,
+) -> None:
+    """Several runs (:mod:`dnnlens.analysis.runs`) in one report, like
+    :func:`render_analysis` for one."""
+    from dnnlens.report.renderers import RenderOptions, renderer, write_runs
+
+    for a in analyses:
+        refuse_input(output, input_paths(a.log))
+    try:
+        chosen = renderer(fmt)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not chosen.to_terminal and output is None:
+        raise UsageError(f"--format {fmt} needs --output FILE")
+    write_runs(analyses, runs, fmt, output, RenderOptions(top=top, details=details, width=width))
+
+
 # -- standard output ------------------------------------------------------------------------
 
 

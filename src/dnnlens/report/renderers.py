@@ -105,3 +105,33 @@ def renderer(name: str) -> Renderer:
     except KeyError:
         known = ", ".join(RENDERERS)
         raise ValueError(f"--format {name}: expected one of {known}") from None
+
+
+def write_runs(
+    analyses: list[Analysis], runs: list, fmt: str, output: Path | None, options: RenderOptions
+) -> None:
+    """Several runs in one format: one document (JSON), page (HTML) or report (terminal)."""
+    import json
+
+    from dnnlens.report.output import FILE_WIDTH, emit_text, open_output
+
+    if fmt == "json":
+        from dnnlens.report.json_report import runs_doc
+        from dnnlens.report.schema import to_plain
+
+        emit_text(json.dumps(to_plain(runs_doc(analyses, runs)), indent=2) + "\n", output)
+    elif fmt == "html":
+        from dnnlens.report.html import render_runs
+
+        emit_text(render_runs(analyses, runs), output)
+    else:
+        from dnnlens.report.console import make_console
+        from dnnlens.report.terminal import render_runs as terminal_runs
+
+        if output is None:
+            terminal_runs(analyses, runs, make_console(width=options.width), options.top,
+                          options.details)  # fmt: skip
+            return
+        with open_output(output) as fh:
+            console = make_console(file=fh, width=options.width or FILE_WIDTH)
+            terminal_runs(analyses, runs, console, options.top, options.details)

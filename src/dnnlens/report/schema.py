@@ -264,6 +264,23 @@ class ReportDoc:
     framework_ops_without_onednn: list[Row] | None = None
     framework_link: FrameworkLinkDoc | None = None
     run: RunDoc | None = None
+    #: With several runs: the run's name and how its inputs make one run
+    #: (``file``, ``ranks``, ``rotated``, ``combined``).
+    run_name: str | None = None
+    run_inputs: str | None = None
+
+
+@dataclass
+class RunsDoc:
+    """``dnnlens analyze`` of inputs that are several runs: one report per run.
+
+    Inputs are several runs unless they are parts of one (ranks, rotated logs) or
+    ``--combine`` is given (:mod:`dnnlens.analysis.runs`).
+    """
+
+    schema_version: str
+    dnnlens_version: str
+    runs: list[ReportDoc]
 
 
 # ---------------------------------------------------------------------------------------
@@ -351,6 +368,7 @@ def documents() -> dict[str, tuple[type, str]]:
 
     return {
         "analyze.schema.json": (ReportDoc, "dnnlens analyze --format json"),
+        "analyze-runs.schema.json": (RunsDoc, "dnnlens analyze --format json, several runs"),
         "diff.schema.json": (DiffDoc, "dnnlens diff --format json"),
         "project.schema.json": (ProjectionDoc, "dnnlens project --format json"),
     }

@@ -358,3 +358,31 @@ def render_terminal(
             + (", framework ops" if a.log.framework is not None else "")
             + "; --format json or html for everything[/dim]"
         )
+
+
+def render_runs(
+    analyses: list[Analysis],
+    runs: list[Any],
+    console: Console,
+    top: int = 10,
+    details: bool = False,
+) -> None:
+    """Several runs: one line each (what to fix first), then each run's report."""
+    names = unique_suffixes([r.name for r in runs])
+    table = _table(
+        f"{len(runs)} runs (each input is a run unless it is part of one; --combine joins them)",
+        [("run", "flex"), ("inputs", "right"), ("ms/iter", "right"), ("fix first", "flex")],
+    )
+    for a, run in zip(analyses, runs, strict=True):
+        top_f = a.findings[0] if a.findings else None
+        first = (
+            f"{verdict_text.title(top_f)} ({verdict_text.cost(top_f, a) or top_f.severity})"
+            if top_f is not None
+            else "no finding"
+        )
+        table.add_row(names[run.name], str(len(run.paths)), ms_cell(a.typical_iteration_ms), first)
+    table.print(console)
+    for i, (a, run) in enumerate(zip(analyses, runs, strict=True), 1):
+        console.print()
+        console.rule(f"{i}. {safe(run.name)}", align="left")
+        render_terminal(a, console, top, details)
