@@ -34,8 +34,8 @@ _FIX = {
     ("weights", True): (
         "most reorder time moves weights, every training step (see weight-reorder-training): "
         "a larger batch per step amortises them, as their cost does not grow with the batch; "
-        "neither PyTorch nor TensorFlow keeps trainable weights in oneDNN's layout today and "
-        "channels_last does not remove them (Intel Extension for PyTorch's "
+        "neither PyTorch nor TensorFlow keeps trainable weights in oneDNN's layout today, "
+        "channels_last and torch.compile leave them (Intel Extension for PyTorch's "
         "`ipex.optimize(model, optimizer=optimizer)` did; it is end-of-life)."
     ),
     ("weights", False): (

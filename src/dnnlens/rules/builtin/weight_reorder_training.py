@@ -25,23 +25,25 @@ class WeightReorderTraining(Rule):
     """Weights are reordered on every training step.
 
     In training the weights change every step, and eager frameworks keep them in their own
-    plain layout (oihw, ohwi in channels_last, TensorFlow's hwio): each step oneDNN
-    reorders every weight into its blocked layout for the forward pass, again (transposed)
-    for the backward-data pass, and reorders each weight gradient from its blocked layout
-    back to the framework's. The op graph tells these apart by the slot and prop_kind of
-    the primitive each reorder feeds or reads. The cost is those reorders' part of the
-    typical step; a weight reorder costs the same whatever the batch, so it weighs most on
-    small batches.
+    plain layout (oihw, ohwi in channels_last, TensorFlow's hwio): each step oneDNN reorders
+    every weight into its blocked layout for the forward pass, again (transposed) for the
+    backward-data pass, and reorders each weight gradient from its blocked layout back to
+    the framework's. The op graph tells these apart by the slot and prop_kind of the
+    primitive each reorder feeds or reads. The cost is those reorders' part of the typical
+    step; a weight reorder costs the same whatever the batch, so it weighs most on small
+    batches.
 
     What keeps weights in oneDNN's layout across steps, checked in the frameworks' own
-    source. PyTorch (2.13, 2.14): nothing, for trainable weights. ``torch.compile``
-    prepacks weights only when freezing, and freezes only without grad
+    source. PyTorch (2.13, 2.14): nothing, for trainable weights. ``torch.compile`` prepacks
+    weights only when freezing, and freezes only without grad
     (``torch/_inductor/compile_fx.py``: ``if config.freezing and not
     torch.is_grad_enabled()``; ``torch/_inductor/config.py``: "After freezing, weights can
     no longer be updated"); ``torch.utils.mkldnn.to_mkldnn`` makes the weights buffers
     (``torch/utils/mkldnn.py``), for inference; channels_last still reorders every weight
-    (from ohwi) and every gradient (back to oihw). TensorFlow 2.21: its oneDNN kernels
-    cache a reordered weight only when it is a constant (``CacheWeight`` under
+    (from ohwi) and every gradient (back to oihw), and so does a ``torch.compile``d training
+    step (torch 2.13.0, inductor, ``ONEDNN_VERBOSE=1``: every step reorders each convolution
+    weight for forward and backward-data and its gradient back). TensorFlow 2.21: its oneDNN
+    kernels cache a reordered weight only when it is a constant (``CacheWeight`` under
     ``is_weight_const_``, set from the ``is_filter_const`` attribute, in
     ``tensorflow/core/kernels/mkl/mkl_matmul_ops_common.h``), which a trained variable is
     not. Intel Extension for PyTorch did it: ``ipex.optimize(model, optimizer=optimizer)``
@@ -54,10 +56,10 @@ class WeightReorderTraining(Rule):
     allows it (the reorders cost the same, the compute grows with the batch); gradient
     accumulation does not help, every micro-batch's forward and backward reorder again.
     Neither PyTorch nor TensorFlow keeps trainable weights in oneDNN's layout today:
-    channels_last leaves these reorders, and freezing, ``to_mkldnn`` or a frozen graph
-    stop the weights from training. Intel Extension for PyTorch's ``ipex.optimize(model,
-    optimizer=optimizer)`` kept them blocked across steps, but it is end-of-life: use it
-    only on a PyTorch version it supports.
+    channels_last and ``torch.compile`` leave these reorders, and freezing, ``to_mkldnn`` or
+    a frozen graph stop the weights from training. Intel Extension for PyTorch's
+    ``ipex.optimize(model, optimizer=optimizer)`` kept them blocked across steps, but it is
+    end-of-life: use it only on a PyTorch version it supports.
     """
 
     name = "weight-reorder-training"
