@@ -65,6 +65,14 @@ FIRST = {
     "profile_bf16_train.log": ("no-onednn-lines", "three lines: no oneDNN at all"),
     "dispatch_only_infer.log": ("no-onednn-lines", "ONEDNN_VERBOSE=dispatch: diagnostics only"),
     "compile_freezing_infer.log": (None, "frozen and compiled: weights reordered once, fused"),
+    "keras_cnn_train.log": (
+        "weight-reorder-training",
+        "Keras reorders both weights from HWIO every step: 9% of a step, nothing else",
+    ),
+    "convnet_cl_train.log": (
+        "weight-reorder-training",
+        "channels_last training: no activation reorder left, the weights still every step",
+    ),
     "legacy/onednn-2.0.0.log": (REORDERS_OF_NCHW, "the probe reorders to blocked layouts"),
     "legacy/onednn-2.5.0.log": (REORDERS_OF_NCHW, "the probe reorders to blocked layouts"),
     "legacy/onednn-2.6.0.log": (REORDERS_OF_NCHW, "the probe reorders to blocked layouts"),

@@ -44,6 +44,7 @@ from dnnlens.model.stats import stats_from_events
 if TYPE_CHECKING:
     from dnnlens.analysis.graph import OpGraph
     from dnnlens.analysis.machine import Machine
+    from dnnlens.analysis.training import TrainingStep
 
 __all__ = [
     "DEFAULT_WINDOW_EVENTS",
@@ -62,7 +63,7 @@ DEFAULT_WINDOW_EVENTS = 200_000
 #: typical run of its line; ``per_iteration`` = steady_count / steady passes; ``iter_ms``
 #: its part of the typical iteration; ``steady`` whether it runs in every steady pass.
 REORDER_COLUMNS = (
-    "node", "record", "steady", "tensor", "converts", "round_trip", "count", "time_ms",
+    "node", "record", "steady", "tensor", "role", "converts", "round_trip", "count", "time_ms",
     "p50_ms", "steady_count", "typical_ms", "per_iteration", "iter_ms", "dims",
     "src_layout", "dst_layout", "src_dtype", "dst_dtype", "producer", "consumer",
     "consumer_kind", "round_trip_with", "impl", "path", "line",
@@ -363,18 +364,44 @@ class Analysis:
         terms = self.typical.terms
         reo = terms[terms["kind"] == "reorder"] if len(terms) else terms
         by_tensor: dict[str, float] = {}
+        by_role: dict[str, float] = {}
+        count_by_role: dict[str, float] = {}
         r = self.reorders
         if len(r):
             by_tensor = {str(k): float(v) for k, v in r.groupby("tensor")["iter_ms"].sum().items()}
+            roles = r.groupby("role")[["iter_ms", "per_iteration"]].sum()
+            by_role = {str(k): float(v) for k, v in roles["iter_ms"].items()}
+            count_by_role = {str(k): float(v) for k, v in roles["per_iteration"].items()}
         raw = next((k for k in self.summary.by_kind if k["kind"] == "reorder"), None)
         return ReorderPart(
             ms=float(reo["iter_ms"].sum()) if len(reo) else 0.0,
             per_iteration=float(reo["per_iteration"].sum()) if len(reo) else 0.0,
             iteration_ms=self.typical.ms,
             by_tensor=by_tensor,
+            by_role=by_role,
+            count_by_role=count_by_role,
             raw_ms=float(raw["time_ms"]) if raw else 0.0,
             raw_count=int(raw["count"]) if raw else 0,
             total_ms=self.summary.total_time_ms,
+        )
+
+    @fact
+    def training(self) -> TrainingStep | None:
+        """The typical step by pass and reorder role (:mod:`dnnlens.analysis.training`);
+        ``None`` for a log without a backward pass."""
+        if not self.is_training:
+            return None
+        from dnnlens.analysis.training import training_step
+
+        nodes = self.graph.nodes
+        part = self.reorder_part
+        return training_step(
+            terms=self.typical.terms,
+            prop_of_node=dict(zip(nodes["node"], nodes["prop_kind"].astype(str), strict=True)),
+            reorder_ms_by_role=part.by_role,
+            reorder_count_by_role=part.count_by_role,
+            step_ms=self.typical_iteration_ms,
+            steady_steps=self.steady.divisor,
         )
 
     # -- everything at once ----------------------------------------------------------------
@@ -394,6 +421,9 @@ class ReorderPart:
     per_iteration: float
     iteration_ms: float
     by_tensor: dict[str, float] = field(default_factory=dict)
+    #: ms and executions per typical iteration by the op graph's reorder ``role``.
+    by_role: dict[str, float] = field(default_factory=dict)
+    count_by_role: dict[str, float] = field(default_factory=dict)
     raw_ms: float = 0.0
     raw_count: int = 0
     total_ms: float = 0.0

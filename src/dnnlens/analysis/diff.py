@@ -26,6 +26,7 @@ from typing import Any
 
 from dnnlens.analysis.analysis import Analysis
 from dnnlens.analysis.layouts import flow_label, md_layouts
+from dnnlens.analysis.training import TrainingStep
 
 BASES = ("typical", "mean")
 
@@ -57,6 +58,8 @@ class Side:
     steady_flags: list[bool]
     typical_by_kind: dict[str, float] = field(default_factory=dict)
     reorder_share: float = 0.0
+    #: The typical training step by part (``None`` for a log without a backward pass).
+    training: TrainingStep | None = None
 
     @property
     def mean_ms(self) -> float | None:
@@ -89,6 +92,7 @@ def side_of(analysis: Analysis) -> Side:
         steady_flags=[bool(x) for x in times["steady"]],
         typical_by_kind=analysis.typical.by_kind(),
         reorder_share=analysis.reorder_part.share,
+        training=analysis.training,
     )
 
 

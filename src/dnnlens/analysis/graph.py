@@ -28,6 +28,18 @@
   where a later reorder, reached downstream through non-reorder ops only, converts the
   tensor back (its source layout/type is the first one's destination and vice versa), e.g.
   plain->blocked, convolution, blocked->plain.
+* ``role`` says what the reorder does in the step, from the edges: which slot of which
+  primitive, with which prop_kind, it feeds or reads (:data:`REORDER_ROLES`). A weight
+  reorder that reads a weight-gradient output (``diff_wei*``/``diff_bia*``, or ``wei`` of a
+  ``backward_weights`` primitive) is ``weight_gradient``: the gradient going back to the
+  framework's layout (tested first: a gradient's layout can also match a weight slot of a
+  later primitive). One that feeds a ``wei``/``bia`` slot is ``weight_forward`` when its
+  first such consumer runs a forward prop_kind, ``weight_backward_data`` when it runs
+  ``backward_data`` or ``backward`` (rnn: data and weight gradients in one call, the weights
+  read for the data gradient); ``weight`` when the pass is not told (a consumer with prop
+  kind ``undef``, or a weight found by its dims alone). Activation reorders are
+  ``activation_round_trip`` (``round_trip``), ``activation_copy`` (same layout and data
+  type: ``converts == "none"``) or ``activation_one_way`` (a conversion nothing undoes).
 
 ``OpGraph.reorders`` (read by the rules engine) has one row per reorder node with exactly
 the columns of :data:`REORDER_COLUMNS`:
@@ -52,6 +64,7 @@ src_dtype        source data type
 dst_dtype        destination data type
 converts         layout, dtype, both or none
 tensor           weight or activation
+role             what it does in the step (:data:`REORDER_ROLES`)
 round_trip       True when a later reorder converts the tensor back (or this one undoes one)
 round_trip_with  comma-joined ids of the partner reorders of those round trips
 producer         comma-joined ids of the nodes whose output it reads ('' if none seen)
@@ -91,13 +104,22 @@ from dnnlens.parsers.fields import parse_attrs, parse_aux, parse_mds, parse_prob
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["NODE_COLUMNS", "REORDER_COLUMNS", "OpGraph", "Tensor", "build_graph", "op_tensors"]
+__all__ = [
+    "NODE_COLUMNS",
+    "REORDER_COLUMNS",
+    "REORDER_ROLES",
+    "WEIGHT_ROLES",
+    "OpGraph",
+    "Tensor",
+    "build_graph",
+    "op_tensors",
+]
 
 REORDER_COLUMNS: tuple[str, ...] = (
     "node", "position", "steady", "count", "steady_count", "iterations", "time_ms", "mean_ms",
     "p50_ms",
     "p95_ms", "dims", "src_layout", "dst_layout", "src_dtype", "dst_dtype", "converts",
-    "tensor", "round_trip", "round_trip_with", "producer", "consumer", "consumer_kind",
+    "tensor", "role", "round_trip", "round_trip_with", "producer", "consumer", "consumer_kind",
     "consumer_arg", "impl", "example", "record",
 )  # fmt: skip
 NODE_COLUMNS: tuple[str, ...] = (
@@ -107,6 +129,13 @@ NODE_COLUMNS: tuple[str, ...] = (
     "problem", "mds", "example", "record",
 )  # fmt: skip
 
+#: Values of the reorders' ``role`` column (see the module docstring), weights first.
+REORDER_ROLES: tuple[str, ...] = (
+    "weight_forward", "weight_backward_data", "weight_gradient", "weight",
+    "activation_round_trip", "activation_one_way", "activation_copy",
+)  # fmt: skip
+#: The roles of reorders that move weights (or their gradients).
+WEIGHT_ROLES = frozenset(r for r in REORDER_ROLES if r.startswith("weight"))
 #: A template longer than this (an input that never repeats) gets one node per distinct line.
 MAX_POSITION_NODES = 20_000
 #: Irregular iterations scanned for edges (besides one steady iteration).
@@ -590,6 +619,24 @@ def _converts(src: Tensor | None, dst: Tensor | None) -> str:
     return "both" if layout and dtype else "layout" if layout else "dtype" if dtype else "none"
 
 
+def _weight_role(reads_gradient: bool, consumer_prop: str) -> str:
+    """The role of a weight reorder: gradient back, or weights for a pass."""
+    if reads_gradient:
+        return "weight_gradient"
+    if consumer_prop.startswith("forward"):
+        return "weight_forward"
+    if consumer_prop in ("backward_data", "backward"):
+        return "weight_backward_data"
+    return "weight"
+
+
+def _activation_role(round_trip: bool, converts: str) -> str:
+    """The role of an activation reorder: round trip, plain copy or one-way conversion."""
+    if round_trip:
+        return "activation_round_trip"
+    return "activation_copy" if converts == "none" else "activation_one_way"
+
+
 def _classify_reorders(
     graph: Digraph,
     names: list[str],
@@ -612,11 +659,12 @@ def _classify_reorders(
         src, dst = (ins[0] if ins else None), (outs[0] if outs else None)
         succ = list(graph.successors(name))
         pred = list(graph.predecessors(name))
-        feeds_weight = any(
-            str(graph.edge(name, s)["dst_arg"]).startswith(("wei", "bia"))
-            and _kind(str(graph.node(s)["kind"])) in WEIGHTED_KINDS
+        weight_consumers = [
+            s
             for s in succ
-        )
+            if str(graph.edge(name, s)["dst_arg"]).startswith(("wei", "bia"))
+            and _kind(str(graph.node(s)["kind"])) in WEIGHTED_KINDS
+        ]
         reads_weight = any(
             str(graph.edge(p_, name)["src_arg"]).removeprefix("diff_").startswith(("wei", "bia"))
             for p_ in pred
@@ -624,10 +672,15 @@ def _classify_reorders(
         dims = (src or dst).dims if (src or dst) else None
         looks_weight = not succ and dims is not None and dims in weight_dims
         first_consumer = succ[0] if succ else ""
+        is_weight = bool(weight_consumers) or reads_weight or looks_weight
+        consumer_prop = (
+            str(graph.node(weight_consumers[0])["prop_kind"]) if weight_consumers else ""
+        )
         info[i] = {
             "src": src,
             "dst": dst,
-            "tensor": "weight" if feeds_weight or reads_weight or looks_weight else "activation",
+            "tensor": "weight" if is_weight else "activation",
+            "weight_role": _weight_role(reads_weight, consumer_prop) if is_weight else "",
             "converts": _converts(src, dst),
             "producer": ",".join(pred),
             "consumer": ",".join(succ),
@@ -659,6 +712,7 @@ def _classify_reorders(
         a, rec = info[i], records[i]
         src, dst = a["src"], a["dst"]
         partners = sorted(a["partners"], key=lambda n: index[n])  # type: ignore[arg-type]
+        role = str(a["weight_role"]) or _activation_role(bool(partners), str(a["converts"]))
         row = {
             "node": rec["node"], "position": rec["position"], "steady": rec["steady"],
             "count": rec["count"], "steady_count": rec["steady_count"],
@@ -669,7 +723,8 @@ def _classify_reorders(
             "dst_layout": dst.layout if isinstance(dst, Tensor) else "",
             "src_dtype": src.dtype if isinstance(src, Tensor) else "",
             "dst_dtype": dst.dtype if isinstance(dst, Tensor) else "",
-            "converts": a["converts"], "tensor": a["tensor"], "round_trip": bool(partners),
+            "converts": a["converts"], "tensor": a["tensor"], "role": role,
+            "round_trip": bool(partners),
             "round_trip_with": ",".join(partners), "producer": a["producer"],
             "consumer": a["consumer"], "consumer_kind": a["consumer_kind"],
             "consumer_arg": a["consumer_arg"], "impl": rec["impl"], "example": rec["example"],
@@ -677,7 +732,7 @@ def _classify_reorders(
         }  # fmt: skip
         rows.append(row)
         graph.node(str(rec["node"])).update(
-            reorder_tensor=row["tensor"], reorder_converts=row["converts"],
+            reorder_tensor=row["tensor"], reorder_role=role, reorder_converts=row["converts"],
             reorder_round_trip=row["round_trip"], reorder_round_trip_with=row["round_trip_with"],
         )  # fmt: skip
     df = pd.DataFrame(rows, columns=list(REORDER_COLUMNS))

@@ -12,8 +12,10 @@ from typing import Any
 
 from dnnlens._version import __version__
 from dnnlens.analysis.diff import Diff, Side
+from dnnlens.analysis.training import TrainingStep
 from dnnlens.fmt import ms, ms_cell, pct_cell, speed
-from dnnlens.report.schema import SCHEMA_VERSION, Row, to_plain
+from dnnlens.report.json_report import training_doc
+from dnnlens.report.schema import SCHEMA_VERSION, Row, TrainingDoc, to_plain
 
 
 @dataclass
@@ -30,6 +32,7 @@ class DiffSideDoc:
     mean_iteration_ms: float | None
     steady_median_ms: float | None
     reorder_share_of_iteration: float
+    training: TrainingDoc | None = None
 
 
 @dataclass
@@ -88,6 +91,7 @@ def _side_doc(side: Side) -> DiffSideDoc:
         mean_iteration_ms=side.mean_ms,
         steady_median_ms=side.steady_median_ms,
         reorder_share_of_iteration=side.reorder_share,
+        training=training_doc(side.training),
     )
 
 
@@ -238,6 +242,9 @@ def sections(d: Diff, top: int) -> list[tuple[str, list[str], list[list[str]], s
         if len(items) > top:
             cap += f"; {len(items) - top} more in --format json"
         out.append((title, phead, prim_rows(items, side), cap))
+    training = _training_section(d)
+    if training is not None:
+        out.append(training)
     changes = d.with_status("changed")
     rows = [
         [
@@ -298,6 +305,45 @@ def sections(d: Diff, top: int) -> list[tuple[str, list[str], list[list[str]], s
     return out
 
 
+def _training_section(d: Diff) -> tuple[str, list[str], list[list[str]], str] | None:
+    """The training step of both sides, part by part (when either side trains)."""
+    from dnnlens.analysis.training import PARTS
+
+    b, n = d.base.training, d.new.training
+    if b is None and n is None:
+        return None
+
+    def cell(step: TrainingStep | None, name: str) -> tuple[float | None, float | None]:
+        if step is None:
+            return None, None
+        part = step.part(name)
+        return part.ms, step.share(part.ms)
+
+    rows = []
+    for name, _, label in PARTS:
+        (bm, bs), (nm, ns) = cell(b, name), cell(n, name)
+        if not (bm or nm):
+            continue
+        rows.append(
+            [label, f"{ms_cell(bm)} -> {ms_cell(nm)}", _delta(bm, nm),
+             f"{pct_cell(bs)} -> {pct_cell(ns)}"]
+        )  # fmt: skip
+    bt = b.step_ms if b is not None else None
+    nt = n.step_ms if n is not None else None
+    whole = " -> ".join("100.0%" if x is not None else "-" for x in (b, n))
+    rows.append(["step", f"{ms_cell(bt)} -> {ms_cell(nt)}", _delta(bt, nt), whole])
+    ratios = [
+        f"{s.backward_forward_ratio:.2f}" if s and s.backward_forward_ratio is not None else "-"
+        for s in (b, n)
+    ]
+    rows.append(["backward/forward (compute)", " -> ".join(ratios), "", ""])
+    cap = (
+        "each side's typical steady step by pass and reorder role (parts of its typical "
+        "iteration); - for a side without a backward pass"
+    )
+    return ("Training step", ["part", "ms/step", "change", "share"], rows, cap)
+
+
 def render_markdown(d: Diff, top: int = 15) -> str:
     """GitHub-flavoured markdown (a PR comment)."""
     from dnnlens.textsafe import markdown_cell as cell
@@ -347,7 +393,7 @@ def render_terminal(d: Diff, console: Any, top: int = 15) -> None:
     for title, head, rows, cap in sections(d, top):
         if not rows and title.startswith("Unchanged"):
             continue
-        numeric = {"count", "total ms", "change", "base ms", "new ms", "pass"}
+        numeric = {"count", "total ms", "change", "base ms", "new ms", "pass", "ms/step"}
         FLEX = {"shape", "impl", "layouts", "impl/layouts"}  # noqa: N806
         grid = Grid(
             title,

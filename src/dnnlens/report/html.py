@@ -31,7 +31,7 @@ from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.layouts import flow_label, md_layouts
 from dnnlens.fmt import ms, ms_cell, pct, pct_cell
 from dnnlens.io.inputs import InputSource, ReadStats, iter_lines
-from dnnlens.report import verdict_text
+from dnnlens.report import training_view, verdict_text
 from dnnlens.report.svg_charts import (
     Bar,
     Column,
@@ -644,6 +644,7 @@ def _body(a: Analysis) -> list[str]:
     sections = [
         ("findings", "Findings", _findings(a)),
         ("time", "Where the time went", _time_section(a)),
+        ("training", training_view.TITLE, training_view.html_section(a)),
         ("framework", "Framework ops", _framework(a)),
         ("iteration", "One iteration", _iteration_strip(a) if has_execs else ""),
         ("passes", "Time per pass", _passes(a) if has_execs else ""),

@@ -13,6 +13,7 @@ from typing import Any
 from dnnlens._version import __version__
 from dnnlens.analysis.analysis import Analysis
 from dnnlens.analysis.findings import Finding
+from dnnlens.analysis.training import TrainingStep
 from dnnlens.parsers.scanner import InputScan
 from dnnlens.report import schema as s
 
@@ -118,6 +119,25 @@ def iterations_doc(analysis: Analysis) -> s.IterationsDoc:
     )
 
 
+def training_doc(step: TrainingStep | None) -> s.TrainingDoc | None:
+    """``training``: the typical step by pass and reorder role, or ``None``."""
+    if step is None:
+        return None
+    return s.TrainingDoc(
+        step_ms=step.step_ms,
+        steady_steps=step.steady_steps,
+        forward_ms=step.forward_ms,
+        backward_ms=step.backward_ms,
+        weight_reorder_ms=step.weight_reorder_ms,
+        weight_reorder_share=step.share(step.weight_reorder_ms),
+        backward_forward_ratio=step.backward_forward_ratio,
+        parts=[
+            s.TrainingPartDoc(p.name, p.group, p.label, p.ms, step.share(p.ms), p.per_step)
+            for p in step.parts
+        ],
+    )
+
+
 def report_doc(analysis: Analysis) -> s.ReportDoc:
     """The whole ``analyze`` document of one analysis."""
     log = analysis.log
@@ -148,6 +168,7 @@ def report_doc(analysis: Analysis) -> s.ReportDoc:
         framework_ops_without_onednn=links.get("framework_ops_without_onednn"),
         framework_link=s.FrameworkLinkDoc(**link) if link is not None else None,
         run=s.RunDoc(**analysis.run_info) if analysis.run_info is not None else None,
+        training=training_doc(analysis.training),
     )
 
 

@@ -245,6 +245,40 @@ class RunDoc:
 
 
 @dataclass
+class TrainingPartDoc:
+    """One part of the typical training step: ms, share of the step, executions per step."""
+
+    part: str
+    group: str
+    label: str
+    ms: float
+    share: float
+    per_step: float
+
+
+@dataclass
+class TrainingDoc:
+    """The typical steady training step (:mod:`dnnlens.analysis.training`), absent for a
+    log without a backward pass.
+
+    ``parts`` (forward, backward_data, backward_weights, backward, the reorders by role:
+    weights for forward, for backward-data, weight gradients going back, weights of an
+    untold pass, activations; other) are terms of the typical iteration, so their ``ms``
+    add up to ``step_ms`` = ``summary.typical_iteration_ms``. ``backward_forward_ratio``:
+    backward compute over forward compute, reorders left out.
+    """
+
+    step_ms: float
+    steady_steps: int
+    forward_ms: float
+    backward_ms: float
+    weight_reorder_ms: float
+    weight_reorder_share: float
+    backward_forward_ratio: float | None
+    parts: list[TrainingPartDoc]
+
+
+@dataclass
 class ReportDoc:
     """The ``dnnlens analyze --format json`` document."""
 
@@ -268,6 +302,7 @@ class ReportDoc:
     #: (``file``, ``ranks``, ``rotated``, ``combined``).
     run_name: str | None = None
     run_inputs: str | None = None
+    training: TrainingDoc | None = None
 
 
 @dataclass

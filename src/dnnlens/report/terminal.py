@@ -19,7 +19,7 @@ from rich.console import Console
 
 from dnnlens.analysis.analysis import Analysis
 from dnnlens.fmt import ms, ms_cell, pct, pct_cell
-from dnnlens.report import verdict_text
+from dnnlens.report import training_view, verdict_text
 from dnnlens.report.text_layout import Grid, prose, unique_suffixes
 from dnnlens.textsafe import safe
 
@@ -346,6 +346,7 @@ def render_terminal(
     _inputs(console, a, names)
     _findings(console, a, names)
     _breakdown(console, a)
+    training_view.terminal_lines(a, console)
     if a.log.framework is not None and not details:
         console.print()
         _framework(console, a, min(top, 5))

@@ -5,10 +5,29 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
+import pandas as pd
+
 from dnnlens.analysis.findings import Evidence, Finding
 from dnnlens.rules.base import Rule
+from dnnlens.rules.builtin._reorder_causes import causes_of, count_value
 from dnnlens.rules.builtin._util import ms, pct, ratio
 from dnnlens.rules.context import RuleContext
+
+ROUND_TRIP_FIX = (
+    "run the model and its input in channels_last "
+    "(`model.to(memory_format=torch.channels_last)`, "
+    "`x.contiguous(memory_format=torch.channels_last)`) so oneDNN reads and writes the "
+    "framework's layout directly, or keep the blocked layout between ops with layout "
+    "propagation (torch.compile with freezing, IPEX, oneDNN Graph)."
+)
+ONE_WAY_FIX = (
+    "most of it converts activations one way, where the framework takes a tensor back into "
+    "its own layout for an op oneDNN does not run (or hands one over in a layout the "
+    "kernel does not use): run the model and its input in channels_last "
+    "(`model.to(memory_format=torch.channels_last)`, "
+    "`x.contiguous(memory_format=torch.channels_last)`) so the framework's ops and "
+    "oneDNN's kernels share one layout."
+)
 
 
 class LayoutRoundTrip(Rule):
@@ -17,9 +36,12 @@ class LayoutRoundTrip(Rule):
     oneDNN's fastest convolution kernels want a blocked layout (aBcd8b, aBcd16b) or
     channels-last; a framework tensor in plain NCHW (abcd) is reordered into it before each
     convolution and back after it, so every activation is copied twice per op, on every
-    pass. The op graph tells activations from weights and finds the reorders that a later
-    reorder undoes. The cost is the activation reorders' median time x runs per steady
-    iteration, against a typical iteration computed the same way.
+    pass. The op graph tells activations from weights and gives each activation reorder a
+    role: in a round trip (a later reorder undoes it), a one-way conversion, or a copy
+    into the same layout. The message counts each role (the counts every reorder finding
+    uses) and follows the one that costs more: round trips or one-way reorders. The cost
+    is the activation reorders that change the layout or copy, per typical iteration;
+    pure data-type conversions are dtype-conversion's.
 
     Fix: run the model and its input in channels_last
     (``model.to(memory_format=torch.channels_last)``,
@@ -37,13 +59,10 @@ class LayoutRoundTrip(Rule):
         r = ctx.reorders
         if r.empty:
             return
-        act = r[
-            (r["tensor"] == "activation")
-            & r["steady"].astype(bool)
-            & r["converts"].isin(["layout", "both"])
-        ]
-        trips = act[act["round_trip"].astype(bool)]
-        if trips.empty:
+        activation = r[r["role"].astype(str).str.startswith("activation")]
+        act = activation[activation["converts"] != "dtype"]
+        trips = act[act["role"] == "activation_round_trip"]
+        if trips.empty or not trips["steady"].astype(bool).any():
             return
         per_iter = float(act["iter_ms"].sum())
         trip_ms = float(trips["iter_ms"].sum())
@@ -51,6 +70,8 @@ class LayoutRoundTrip(Rule):
         share = ratio(per_iter, iteration)
         if share < self.options["min_share"]:
             return
+        causes = causes_of(ctx.analysis.reorder_part)
+        dtype_only = activation[activation["converts"] == "dtype"]
         pairs = Counter(
             tuple(sorted((a, b)))
             for a, b in zip(trips["src_layout"], trips["dst_layout"], strict=True)
@@ -58,27 +79,59 @@ class LayoutRoundTrip(Rule):
         (lay_a, lay_b), _ = pairs.most_common(1)[0]
         ops = Counter(k for k in act["consumer_kind"] if k and k != "reorder")
         around = ", ".join(f"{n} {k}" for k, n in ops.most_common(2)) or "ops"
+        one_way = act[act["role"] != "activation_round_trip"]
+        one_way_ms = per_iter - trip_ms
+        dtype_count = float(dtype_only["per_iteration"].sum())
+        left_out = (
+            f"; {dtype_count:g} of them convert the data type only, left to dtype-conversion"
+            if dtype_count > 0
+            else ""
+        )
+        if one_way_ms > trip_ms:
+            top = one_way.sort_values("iter_ms", ascending=False, kind="stable").iloc[0]
+            head = (
+                f"activations are converted one way more than in round trips (largest "
+                f"{top['src_layout']}->{top['dst_layout']} {top['dims']} {ms(top['iter_ms'])}); "
+                f"round trips between {lay_a} and {lay_b} around the ops ({around} inputs)"
+            )
+            fix = ONE_WAY_FIX[0].upper() + ONE_WAY_FIX[1:]
+            shown = pd.concat([one_way.sort_values("iter_ms", ascending=False), trips])
+        else:
+            head = (
+                f"activations are reordered between {lay_a} and {lay_b} around the ops "
+                f"({around} inputs)"
+            )
+            fix = ""
+            shown = trips
         msg = (
-            f"activations are reordered between {lay_a} and {lay_b} around the ops "
-            f"({around} inputs): {len(act)} activation reorders per iteration, {len(trips)} "
-            f"of them in round trips, cost {ms(per_iter)} of a typical {ms(iteration)} "
-            f"iteration ({pct(share)})"
+            f"{head}: {causes.activation_count:g} activation reorders per iteration "
+            f"({causes.activation_split()}{left_out}), cost {ms(per_iter)} of a typical "
+            f"{ms(iteration)} iteration ({pct(share)})"
         )
         evidence = [
             Evidence(str(p), int(n))
-            for p, n in zip(trips["path"].head(4), trips["line"].head(4), strict=True)
+            for p, n in zip(shown["path"].head(4), shown["line"].head(4), strict=True)
         ]
         yield self.finding(
             msg,
             evidence,
+            fix=fix,
             impact_ms=per_iter,
             data={
                 "share": share,
                 "activation_reorder_ms_per_iteration": per_iter,
                 "round_trip_ms_per_iteration": trip_ms,
+                "one_way_ms_per_iteration": one_way_ms,
                 "iteration_ms": iteration,
-                "activation_reorders": int(len(act)),
-                "round_trip_reorders": int(len(trips)),
+                "activation_reorders": count_value(causes.activation_count),
+                "round_trip_reorders": count_value(float(trips["per_iteration"].sum())),
+                "dtype_only_reorders": count_value(dtype_count),
+                "by_role_per_iteration": {
+                    k: v
+                    for k, v in ctx.analysis.reorder_part.count_by_role.items()
+                    if k.startswith("activation")
+                },
+                "dominant": "one-way" if one_way_ms > trip_ms else "round trips",
                 "layouts": [lay_a, lay_b],
                 "nodes": [str(n) for n in trips["node"]],
             },

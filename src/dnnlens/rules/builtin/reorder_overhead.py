@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
 from dnnlens.rules.base import Rule
+from dnnlens.rules.builtin._reorder_causes import causes_of
 from dnnlens.rules.builtin._util import ms, pct, top_records
 from dnnlens.rules.context import RuleContext
 
@@ -17,13 +18,18 @@ class ReorderOverhead(Rule):
     every millisecond in reorders is overhead. The share is taken per steady-state
     iteration from each primitive's median time (executions per iteration x median), so a
     few noisy executions cannot make reorders look expensive; the share of the summed raw
-    times, over the whole log, is in ``data`` beside it. Reorders of activations and of
-    weights are told apart using the op graph. A log of reorders only (a reorder benchmark,
-    a fragment) is not judged.
+    times, over the whole log, is in ``data`` beside it. The op graph tells what each
+    reorder does (its role): weights converted for a pass or gradients going back,
+    activations in round trips, converted one way or copied; the message counts each, and
+    the fix is the one for the cause that holds the most reorder time. A log of reorders
+    only (a reorder benchmark, a fragment) is not judged.
 
-    Fix: look at the layout-round-trip and weight-reorder-per-iteration findings for the
-    cause: run the model in channels_last, keep blocked layouts between ops (torch.compile,
-    IPEX, oneDNN Graph), freeze or prepack weights for inference.
+    Fix: the one for the dominant cause. Weights in training: see weight-reorder-training
+    (a larger batch per step; no stock framework keeps trainable weights blocked).
+    Weights at inference: freeze or prepack them (weight-reorder-per-iteration).
+    Activation round trips: run the model in channels_last or keep blocked layouts
+    between ops (layout-round-trip). One-way conversions: keep tensors in the layout and
+    data type the kernels use (layout-round-trip, dtype-conversion).
     """
 
     name = "reorder-overhead"
@@ -51,18 +57,24 @@ class ReorderOverhead(Rule):
             if ctx.iterations.found
             else ("medians; no repeating iteration found, so the whole log is one")
         )
-        parts = ", ".join(f"{k}s {ms(v)}" for k, v in sorted(by_tensor.items()) if v > 0)
+        causes = causes_of(part)
+        parts = causes.words()
         msg = (
             f"reorders take {pct(share)} of a typical iteration ({ms(per_iter)} of "
             f"{ms(iteration)}, {calls:.0f} reorders per iteration; {where})"
             + (f": {parts}" if parts else "")
-            + f". Summed raw times say {pct(raw_share)} ({ms(raw_ms)} of {ms(total_ms)})."
+            + f". Most of it ({pct(causes.dominant_share)}) is {causes.dominant}."
+            + f" Summed raw times say {pct(raw_share)} ({ms(raw_ms)} of {ms(total_ms)})."
         )
         yield self.finding(
             msg,
             ctx.record_evidence(top_records(reo, "typical_ms")),
+            fix=causes.fix(ctx.is_training),
             impact_ms=per_iter,
             data={
+                "dominant_cause": causes.dominant,
+                "by_role_ms_per_iteration": dict(part.by_role),
+                "reorders_by_role_per_iteration": dict(part.count_by_role),
                 "share": share,
                 "reorder_ms_per_iteration": per_iter,
                 "iteration_ms": iteration,

@@ -18,7 +18,7 @@ class WeightReorderPerIteration(Rule):
     them into its blocked layout on every call. The op graph tells weights from
     activations; a weight reorder that runs in every steady-state iteration is pure
     repeated work. Training logs (any backward primitive) are skipped: there the weights
-    change every step.
+    change every step, and weight-reorder-training judges their reorders.
 
     Fix: freeze the model so weights are prepacked once: ``torch.jit.freeze``,
     ``torch.compile`` with ``torch._inductor.config.freezing = True``, IPEX

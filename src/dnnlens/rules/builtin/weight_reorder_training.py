@@ -1,0 +1,134 @@
+"""DL013 weight-reorder-training."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pandas as pd
+
+from dnnlens.analysis.findings import Evidence, Finding
+from dnnlens.rules.base import Rule
+from dnnlens.rules.builtin._util import ms, pct
+from dnnlens.rules.context import RuleContext
+
+#: Weight roles of the op graph's reorders, the step part that holds each, and its words.
+ROLES = (
+    ("weight_forward", "reorder_weight_forward", "for forward"),
+    ("weight_backward_data", "reorder_weight_backward_data", "for backward-data"),
+    ("weight_gradient", "reorder_weight_gradient", "gradients back to the framework's layout"),
+    ("weight", "reorder_weight", "for a pass the log does not tell"),
+)
+EVIDENCE_SHOWN = 4
+
+
+class WeightReorderTraining(Rule):
+    """Weights are reordered on every training step.
+
+    In training the weights change every step, and eager frameworks keep them in their own
+    plain layout (oihw, ohwi in channels_last, TensorFlow's hwio): each step oneDNN reorders
+    every weight into its blocked layout for the forward pass, again (transposed) for the
+    backward-data pass, and reorders each weight gradient from its blocked layout back to
+    the framework's. The op graph tells these apart by the slot and prop_kind of the
+    primitive each reorder feeds or reads. The cost is those reorders' part of the typical
+    step; a weight reorder costs the same whatever the batch, so it weighs most on small
+    batches.
+
+    What keeps weights in oneDNN's layout across steps, checked in the frameworks' own
+    source. PyTorch (2.13, 2.14): nothing, for trainable weights. ``torch.compile`` prepacks
+    weights only when freezing, and freezes only without grad
+    (``torch/_inductor/compile_fx.py``: ``if config.freezing and not
+    torch.is_grad_enabled()``; ``torch/_inductor/config.py``: "After freezing, weights can
+    no longer be updated"); ``torch.utils.mkldnn.to_mkldnn`` makes the weights buffers
+    (``torch/utils/mkldnn.py``), for inference; channels_last still reorders every weight
+    (from ohwi) and every gradient (back to oihw), and so does a ``torch.compile``d training
+    step (torch 2.13.0, inductor, ``ONEDNN_VERBOSE=1``: every step reorders each convolution
+    weight for forward and backward-data and its gradient back). TensorFlow 2.21: its oneDNN
+    kernels cache a reordered weight only when it is a constant (``CacheWeight`` under
+    ``is_weight_const_``, set from the ``is_filter_const`` attribute, in
+    ``tensorflow/core/kernels/mkl/mkl_matmul_ops_common.h``), which a trained variable is
+    not. Intel Extension for PyTorch did it: ``ipex.optimize(model, optimizer=optimizer)``
+    with ``weights_prepack`` ("weight prepack for convolution and linear to avoid oneDNN
+    weights reorder", ``intel_extension_for_pytorch/frontend.py``) packed the weights
+    together with the optimizer's parameters and state (``weight_prepack_with_ipex(model,
+    optimizer, ...)``), so the update ran on the blocked weights; IPEX is end-of-life.
+
+    Fix: give each step more work per weight: a larger batch per step, where the training
+    allows it (the reorders cost the same, the compute grows with the batch); gradient
+    accumulation does not help, every micro-batch's forward and backward reorder again.
+    Neither PyTorch nor TensorFlow keeps trainable weights in oneDNN's layout today:
+    channels_last and ``torch.compile`` leave these reorders, and freezing, ``to_mkldnn`` or
+    a frozen graph stop the weights from training. Intel Extension for PyTorch's
+    ``ipex.optimize(model, optimizer=optimizer)`` kept them blocked across steps, but it is
+    end-of-life: use it only on a PyTorch version it supports.
+    """
+
+    name = "weight-reorder-training"
+    code = "DL013"
+    severity = "warning"
+    defaults = {"min_share": 0.01}
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        step = ctx.analysis.training
+        if step is None or not ctx.iterations.found:
+            return
+        per_step = step.weight_reorder_ms
+        share = step.share(per_step)
+        if per_step <= 0 or share < self.options["min_share"]:
+            return
+        parts = [(role, step.part(part), words) for role, part, words in ROLES]
+        present = [(role, p, words) for role, p, words in parts if p.per_step > 0]
+        count = sum(p.per_step for _, p, _ in present)
+        r = ctx.reorders
+        rows = r[r["role"].isin([role for role, _, _ in ROLES]) & (r["iter_ms"] > 0)]
+        split = ", ".join(
+            f"{p.per_step:g} {words} ({ms(p.ms)}{_largest(rows, role)})"
+            for role, p, words in present
+        )
+        msg = (
+            f"{count:g} weight reorders in every steady training step (over "
+            f"{step.steady_steps} steps): {split}; {ms(per_step)} of a typical "
+            f"{ms(step.step_ms)} step ({pct(share)})"
+        )
+        yield self.finding(
+            msg,
+            _evidence(rows, [role for role, _, _ in present]),
+            impact_ms=per_step,
+            data={
+                "share": share,
+                "weight_reorder_ms_per_step": per_step,
+                "step_ms": step.step_ms,
+                "weight_reorders_per_step": count,
+                "steps": step.steady_steps,
+                "by_role": {
+                    role: {"per_step": p.per_step, "ms": p.ms, "share": step.share(p.ms)}
+                    for role, p, _ in present
+                },
+                "reorders": [
+                    {
+                        "role": str(x.role),
+                        "dims": str(x.dims),
+                        "layouts": f"{x.src_layout}->{x.dst_layout}",
+                        "ms_per_step": float(x.iter_ms),
+                        "line": f"{x.path}:{int(x.line)}",
+                    }
+                    for x in rows.itertuples(index=False)
+                ],
+            },
+        )
+
+
+def _largest(rows: pd.DataFrame, role: str) -> str:
+    """``; largest 512x512x3x3 abcd->ABcd16b16a 0.54 ms`` for the costliest reorder of a role."""
+    mine = rows[rows["role"] == role]
+    if mine.empty:
+        return ""
+    top = mine.sort_values("iter_ms", ascending=False, kind="stable").iloc[0]
+    return f"; largest {top['dims']} {top['src_layout']}->{top['dst_layout']} {ms(top['iter_ms'])}"
+
+
+def _evidence(rows: pd.DataFrame, roles: list[str]) -> list[Evidence]:
+    """The costliest reorder line of each role first, then the next costliest."""
+    ranked = rows.sort_values("iter_ms", ascending=False, kind="stable")
+    firsts = [ranked[ranked["role"] == role].head(1) for role in roles]
+    order = pd.concat([*firsts, ranked]).drop_duplicates("node").head(EVIDENCE_SHOWN)
+    return [Evidence(str(p), int(n)) for p, n in zip(order["path"], order["line"], strict=True)]
