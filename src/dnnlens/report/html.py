@@ -445,7 +445,7 @@ def _reorder_section(a: Analysis) -> str:
             label="reorder flow",
         ),
         legend([("activation reorders", "#d62728"), ("weight reorders", WEIGHT_COLOR)]),
-        "<table><tr><th class=n>#</th><th>from → to</th><th>dims</th><th>tensor</th>"
+        "<table><tr><th class=n>#</th><th>from → to</th><th>dims</th><th>role</th>"
         "<th>round trip</th><th>after</th><th>before</th><th class=n>per pass</th>"
         "<th class=n>median</th><th class=n>per iteration</th><th class=n>share</th>"
         "<th class=n>raw count</th><th class=n>raw time</th><th>first at</th></tr>",
@@ -462,7 +462,8 @@ def _reorder_section(a: Analysis) -> str:
         body.append(
             f"<tr class=reorder><td class=n>{pos if pos >= 0 else 'extra'}</td>"
             f"<td class='mono nw'>{esc(flow)}</td><td class='mono nw'>{esc(x['dims'])}</td>"
-            f"<td>{esc(x['tensor'])}</td><td>{'yes' if x['round_trip'] else ''}</td>"
+            f"<td>{esc(str(x.get('role') or x['tensor']).replace('_', ' '))}</td>"
+            f"<td>{'yes' if x['round_trip'] else ''}</td>"
             f"<td class=mono>{esc(_node_desc(nodes, str(x['producer'])))}</td>"
             f"<td class=mono>{esc(_node_desc(nodes, str(x['consumer'])))}</td>"
             f"<td class=n>{x['per_iteration']:g}</td><td class=n>{esc(ms_cell(x['p50_ms']))}</td>"

@@ -57,6 +57,7 @@ TABLES: dict[str, dict[str, str]] = {
         "record": NUM,
         "steady": BOOL,
         "tensor": STR,
+        "role": STR,
         "converts": STR,
         "round_trip": BOOL,
         "count": NUM,
