@@ -109,8 +109,11 @@ class _Execs:
 
     @classmethod
     def of(cls, log: ParsedLog) -> _Execs:
-        ev = log.events
-        ev = ev[ev["operation"] == "exec"]
+        return cls.of_events(log.events)
+
+    @classmethod
+    def of_events(cls, events: pd.DataFrame) -> _Execs:
+        ev = events[events["operation"] == "exec"]
         return cls(
             index=ev.index.to_numpy(),
             input=_texts(ev["input"]),
@@ -683,10 +686,24 @@ def _without_onednn(ops: pd.DataFrame, linked: set[int], have_log: bool) -> list
 
 def link_trace(log: ParsedLog, trace: TraceData) -> LinkResult:
     """Link the exec events of ``log`` to the ops of ``trace``."""
-    execs = _Execs.of(log)
+    markers = log.framework.markers if log.framework is not None else {}
+    return link_trace_events(log.events, trace, markers, have_log=bool(log.scans))
+
+
+def link_trace_events(
+    events: pd.DataFrame,
+    trace: TraceData,
+    markers: dict[str, list[tuple[int, str]]],
+    have_log: bool = True,
+) -> LinkResult:
+    """Link the exec rows of an event table to the ops of ``trace``.
+
+    ``markers`` are the profiler_start/stop lines per input; ``have_log`` says whether a
+    verbose log was given at all (for the notes).
+    """
+    execs = _Execs.of_events(events)
     ops = _op_frame(trace)
     notes: list[str] = []
-    markers = log.framework.markers if log.framework is not None else {}
     links: dict[int, tuple[int, str]] = {}
     window: list[int] = []
     method = ""
@@ -717,14 +734,14 @@ def link_trace(log: ParsedLog, trace: TraceData) -> LinkResult:
         pairs, window = _by_sequence(execs, trace, ops, markers, notes)
         links = _attach_helpers(execs, window, pairs, ops)
         method = "shape" if any(m == "shape" for _, m in pairs.values()) else "order"
-    if not len(execs) and log.scans:
+    if not len(execs) and have_log:
         notes.append("the verbose log holds no primitive executions")
     elif len(execs) and not window:
         notes.append("no primitive execution of the log falls inside the profiled window")
     frame = _links_frame(execs, links, ops)
     instances = _instances(frame, ops)
     rows = _op_rows(frame, instances, ops, trace.path)
-    without = _without_onednn(ops, set(frame["op"].tolist()), bool(log.scans))
+    without = _without_onednn(ops, set(frame["op"].tolist()), have_log)
     fallbacks = [r for r in without if r["reason"] == "native fallback"]
     if fallbacks:
         names = ", ".join(f"{r['name']} x{r['calls']}" for r in fallbacks[:4])
@@ -733,7 +750,7 @@ def link_trace(log: ParsedLog, trace: TraceData) -> LinkResult:
             "on a CPU without avx512_bf16 / avx_ne_convert, or with "
             "torch.backends.mkldnn disabled)"
         )
-    if not log.scans:
+    if not have_log:
         notes.append("no verbose log among the inputs: nothing to link the ops to")
     window_lines = execs.line[np.array(window, dtype=np.int64)] if window else []
     info = {
@@ -759,7 +776,11 @@ def table_region_start(markers: list[tuple[int, str]], table_line: int) -> int |
 
 
 def _table_window(
-    log: ParsedLog, execs: _Execs, table: ProfilerTable, since: int, notes: list[str]
+    markers: dict[str, list[tuple[int, str]]],
+    execs: _Execs,
+    table: ProfilerTable,
+    since: int,
+    notes: list[str],
 ) -> list[int]:
     """Exec positions the table's profiled window covers.
 
@@ -769,7 +790,6 @@ def _table_window(
     profiler_start/stop lines, when they have them). Only the window's own execs are
     touched, so many tables cost what their windows hold.
     """
-    markers = log.framework.markers if log.framework is not None else {}
     sources = [table.source] if table.source in execs.by_source else sorted(execs.by_source)
     window: list[int] = []
     for source in sources:
@@ -801,10 +821,22 @@ def link_table(
     CPU total among the matching names); helpers go to the op before or after them.
     ``since`` is the line of the previous table of the same log (see :func:`_table_window`).
     """
-    execs = _Execs.of(log) if execs is None else execs
+    markers = log.framework.markers if log.framework is not None else {}
+    return link_table_events(log.events, table, markers, execs, since)
+
+
+def link_table_events(
+    events: pd.DataFrame,
+    table: ProfilerTable,
+    markers: dict[str, list[tuple[int, str]]],
+    execs: _Execs | None = None,
+    since: int = 0,
+) -> LinkResult:
+    """:func:`link_table` on an event table and the logs' profiler_start/stop lines."""
+    execs = _Execs.of_events(events) if execs is None else execs
     notes: list[str] = []
     rows_df = table.rows
-    window = _table_window(log, execs, table, since, notes)
+    window = _table_window(markers, execs, table, since, notes)
     window_sources = {execs.input[p] for p in window}
     if not window:
         notes.append(f"{table.source}:{table.line}: no primitive execution to link the table to")
