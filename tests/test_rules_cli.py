@@ -95,7 +95,7 @@ def test_rules_list_and_json() -> None:
     result = invoke("rules", "list")
     assert result.exit_code == 0
     codes = re.findall(r"^(DL\d{3})\s+(\S+)", result.stdout, re.M)
-    assert len(codes) == 12 and codes[0] == ("DL001", "reorder-overhead")
+    assert len(codes) == 18 and codes[0] == ("DL001", "reorder-overhead")  # 12 + 6 framework
     data = json.loads(invoke("rules", "list", "--json").stdout)
     assert {d["name"] for d in data} >= {"no-onednn-lines", "low-efficiency"}
     assert data[0]["options"] == {"share": 0.1}

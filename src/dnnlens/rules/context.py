@@ -137,6 +137,13 @@ class RuleContext:
         return float(self.stats["typical_ms"].sum()) if len(self.stats) else 0.0
 
     @cached_property
+    def framework(self):  # the framework view, or None without a trace or table
+        from dnnlens.analysis.framework import analyze_framework
+
+        data = self.log.framework
+        return analyze_framework(data, self.events, self.log.records) if data is not None else None
+
+    @cached_property
     def is_training(self) -> bool:
         """Whether any primitive ran a backward pass."""
         return bool((self.execs["direction"] == "backward").any())

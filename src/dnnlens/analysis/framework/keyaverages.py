@@ -32,12 +32,9 @@ def pick_table(tables: list[ProfilerTable]) -> tuple[ProfilerTable, list[str]]:
 
 
 def _grouped(rows: pd.DataFrame) -> pd.DataFrame:
-    cols = {
-        "calls": ("calls", "sum"),
-        "self": ("self_cpu_ms", "sum"),
-        "total": ("cpu_total_ms", "sum"),
-    }
-    return rows.groupby("name", sort=False).agg(**cols)
+    """Calls, self and total CPU ms by op name (a name can have several rows)."""
+    sums = rows.groupby("name", sort=False)[["calls", "self_cpu_ms", "cpu_total_ms"]].sum()
+    return sums.rename(columns={"self_cpu_ms": "own", "cpu_total_ms": "total"})
 
 
 def table_view(table: ProfilerTable) -> dict:
@@ -56,7 +53,7 @@ def table_view(table: ProfilerTable) -> dict:
     step_names = [n for n in names if n.startswith(STEP_PREFIX)]
     count = max(len(step_names), 1)
     step_ms = [float(g.at[n, "total"]) for n in step_names]
-    busy = float(table.totals_ms.get("self_cpu_time_total_ms", g["self"].sum()))
+    busy = float(table.totals_ms.get("self_cpu_time_total_ms", g["own"].sum()))
     typical_step = (sum(step_ms) if step_names else busy) / count
     phase_ms = dict.fromkeys(PHASES, 0.0)
     for n in names:
@@ -65,7 +62,7 @@ def table_view(table: ProfilerTable) -> dict:
             phase_ms[phase] += float(g.at[n, "total"]) / count
     # the steps' own self time (untracked) and other annotations' ("name#...") self time
     annotations = [n for n in names if marker_phase(n) is None and "#" in n]
-    phase_ms["other"] = sum(float(g.at[n, "self"]) for n in annotations) / count
+    phase_ms["other"] = sum(float(g.at[n, "own"]) for n in annotations) / count
     known = sum(v for k, v in phase_ms.items() if k != "forward")
     phase_ms["forward"] = max(typical_step - known, 0.0)
     phases = pd.DataFrame(
@@ -81,7 +78,7 @@ def table_view(table: ProfilerTable) -> dict:
         {
             "name": ops_names,
             "calls_per_step": [float(g.at[n, "calls"]) / count for n in ops_names],
-            "self_ms_per_step": [float(g.at[n, "self"]) / count for n in ops_names],
+            "self_ms_per_step": [float(g.at[n, "own"]) / count for n in ops_names],
             "total_ms_per_step": [float(g.at[n, "total"]) / count for n in ops_names],
         }
     )

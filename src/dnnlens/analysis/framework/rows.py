@@ -31,6 +31,7 @@ from dnnlens.analysis.framework.names import (
     STEP_PREFIX,
     marker_phase,
 )
+from dnnlens.analysis.framework.typical import compose, occurrences
 from dnnlens.parsers.torch_trace import TraceData
 
 OTHER = PHASES.index("other")
@@ -96,6 +97,24 @@ class OpRows:
     phase: np.ndarray
     module: np.ndarray
     step: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    #: which occurrence of its (name, shapes) in its step a row is (set with the steps)
+    occurrence: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def number_occurrences(self) -> None:
+        """Set :attr:`occurrence` from :attr:`step` (see :mod:`.typical`)."""
+        code = self.name.astype(np.int64) * (len(self.dims_names) + 1) + self.dims
+        self.occurrence = occurrences(self.step, code, self.ts)
+
+    def key(self, at: np.ndarray, *leading: tuple[np.ndarray, int]) -> np.ndarray:
+        """The grouping key of rows ``at`` for the typical statistic: the ``leading``
+        (codes, size) parts, then name, input shapes and occurrence in the step."""
+        occ = self.occurrence[at]
+        return compose(
+            *leading,
+            (self.name[at], len(self.names)),
+            (self.dims[at], len(self.dims_names)),
+            (occ, int(occ.max(initial=0)) + 1),
+        )
 
     def __len__(self) -> int:
         return len(self.ts)

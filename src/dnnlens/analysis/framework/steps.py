@@ -79,6 +79,7 @@ def find_steps(rows: OpRows) -> Steps:
     steps.notes = notes + steps.notes
     steps.partial = np.zeros(len(steps), dtype=bool)
     _assign(rows, steps)
+    rows.number_occurrences()
     _flag_warmup(rows, steps)
     return steps
 

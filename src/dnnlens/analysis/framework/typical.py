@@ -1,9 +1,11 @@
 """The typical cost per steady step: per-op medians times calls per step, additive.
 
 The statistic, as on the oneDNN side (``typical_ms`` = executions x median): group the
-rows of the steady steps by what they run (op name and input shapes, and the phase they
-belong to), take each group's *median* time per call and multiply by its calls per steady
-step (calls / steady steps). A scheduler spike inflates one call, never the median, and the
+rows of the steady steps by what they run (op name, input shapes, the phase they belong to
+and which occurrence of that name and shapes in its step they are: the third
+``ToCopyBackward0`` of a step is one thing, the fourth another, even without shapes), take
+each group's *median* time and multiply by its calls per steady step (calls / steady
+steps). A scheduler spike inflates one call, never the median, and the
 parts add up: the typical step is the sum of its segments' typical times plus the median
 untracked time (the time between segments: Python, the profiler), so the phases, which
 partition the segments, add up to the step exactly.
@@ -60,3 +62,20 @@ def split(key: np.ndarray, *sizes: int) -> list[np.ndarray]:
         out.append(rest % (int(size) + 1))
         rest = rest // (int(size) + 1)
     return out[::-1]
+
+
+def occurrences(step: np.ndarray, codes: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """Per row, which occurrence (0, 1, ...) of its code it is within its step, in time
+    order (rows outside every step, ``step`` -1, count among themselves)."""
+    n = len(step)
+    out = np.zeros(n, dtype=np.int64)
+    if not n:
+        return out
+    order = np.lexsort((ts, codes, step))
+    s, c = step[order], codes[order]
+    starts = np.ones(n, dtype=bool)
+    starts[1:] = (s[1:] != s[:-1]) | (c[1:] != c[:-1])
+    first = np.flatnonzero(starts)
+    group_start = first[np.cumsum(starts) - 1]
+    out[order] = np.arange(n) - group_start
+    return out

@@ -20,7 +20,7 @@ from dnnlens.analysis.framework.joined import Joined, join
 from dnnlens.analysis.framework.names import PHASES
 from dnnlens.analysis.framework.rows import OpRows, op_rows
 from dnnlens.analysis.framework.steps import WARMUP_SLOWER, Steps, find_steps
-from dnnlens.analysis.framework.typical import compose, typical_ms
+from dnnlens.analysis.framework.typical import typical_ms
 from dnnlens.analysis.linking import ANCHORS
 from dnnlens.parsers.torch_table import ProfilerTable
 from dnnlens.parsers.torch_trace import FrameworkData, TraceData
@@ -111,15 +111,26 @@ class FrameworkAnalysis:
         if rows is None or not self.steady_count:
             return 0.0
         at = np.flatnonzero(self.steady_rows(mask))
-        key = compose((rows.name[at], len(rows.names)), (rows.dims[at], len(rows.dims_names)))
         values = rows.self_us[at] if value == "self" else rows.dur[at]
-        return typical_ms(key, values, self.steady_count)
+        return typical_ms(rows.key(at), values, self.steady_count)
 
     def calls_per_step(self, mask: np.ndarray) -> float:
         """Steady calls per step of the rows in ``mask``."""
         if self.rows is None or not self.steady_count:
             return 0.0
         return float(self.steady_rows(mask).sum()) / self.steady_count
+
+    def calls_by_name(self, mask: np.ndarray) -> dict[str, float]:
+        """Steady calls per step of the rows in ``mask``, by op name, most called first."""
+        rows = self.rows
+        if rows is None or not self.steady_count:
+            return {}
+        at = np.flatnonzero(self.steady_rows(mask))
+        counts = np.bincount(rows.name[at], minlength=len(rows.names))
+        order = np.argsort(-counts, kind="stable")
+        return {
+            str(rows.names[i]): float(counts[i]) / self.steady_count for i in order if counts[i]
+        }
 
     def first_steady_step(self) -> int:
         """Index of the first steady step (-1 without one)."""

@@ -57,10 +57,10 @@ def segments(rows: OpRows, steps: Steps, steady: np.ndarray) -> tuple[pd.DataFra
     own = rows.main & steady & (rows.segment == np.arange(len(rows)))
     at = np.flatnonzero(own)
     n = len(steps.steady)
-    sizes = (len(PHASES), len(rows.names), len(rows.dims_names))
-    key = compose((rows.phase[at], sizes[0]), (rows.name[at], sizes[1]), (rows.dims[at], sizes[2]))
-    table = typical(key, rows.dur[at], n)
-    phase, name, dims = split(table["key"].to_numpy(), *sizes)
+    occ = int(rows.occurrence[at].max(initial=0)) + 1
+    sizes = (len(PHASES), len(rows.names), len(rows.dims_names), occ)
+    table = typical(rows.key(at, (rows.phase[at], sizes[0])), rows.dur[at], n)
+    phase, name, dims, _ = split(table["key"].to_numpy(), *sizes)
     frame = pd.DataFrame(
         {
             "phase": [PHASES[i] for i in phase],
@@ -96,11 +96,12 @@ def op_atoms(rows: OpRows, steps: Steps, steady: np.ndarray) -> pd.DataFrame:
     """Self and total typical time of every (phase, name, shapes) of the main thread."""
     at = np.flatnonzero(rows.main & steady & ~rows.python & ~rows.is_step)
     n = len(steps.steady)
-    sizes = (len(PHASES), len(rows.names), len(rows.dims_names))
-    key = compose((rows.phase[at], sizes[0]), (rows.name[at], sizes[1]), (rows.dims[at], sizes[2]))
+    occ = int(rows.occurrence[at].max(initial=0)) + 1
+    sizes = (len(PHASES), len(rows.names), len(rows.dims_names), occ)
+    key = rows.key(at, (rows.phase[at], sizes[0]))
     own = typical(key, rows.self_us[at], n)
     total = typical(key, rows.dur[at], n)
-    phase, name, dims = split(own["key"].to_numpy(), *sizes)
+    phase, name, dims, _ = split(own["key"].to_numpy(), *sizes)
     return pd.DataFrame(
         {
             "phase": [PHASES[i] for i in phase],
@@ -170,13 +171,21 @@ def modules(rows: OpRows, steps: Steps, steady: np.ndarray, step_ms: float) -> p
     code = {p: i for i, p in enumerate(distinct)}
     n = len(steps.steady)
     frame_codes = np.array([code[paths[r]] for r in frames.tolist()], dtype=np.int64)
-    total = typical(frame_codes, rows.dur[frames], n).set_index("key")
+    frame_key = compose(
+        (frame_codes, len(distinct)),
+        (rows.occurrence[frames], int(rows.occurrence[frames].max()) + 1),
+    )
+    by_frame = typical(frame_key, rows.dur[frames], n)
+    path_of = split(
+        by_frame["key"].to_numpy(), len(distinct), int(rows.occurrence[frames].max()) + 1
+    )[0]
+    total = by_frame.groupby(path_of)[["calls_per_step", "ms_per_step"]].sum()
     inside = np.flatnonzero(rows.main & steady & ~rows.python & (rows.module >= 0))
     inside = inside[np.isin(rows.module[inside], frames)]
     owner = np.array([code[paths[r]] for r in rows.module[inside].tolist()], dtype=np.int64)
-    sizes = (len(distinct), len(rows.names), len(rows.dims_names))
-    key = compose((owner, sizes[0]), (rows.name[inside], sizes[1]), (rows.dims[inside], sizes[2]))
-    own = typical(key, rows.self_us[inside], n)
+    occ = int(rows.occurrence[inside].max(initial=0)) + 1
+    sizes = (len(distinct), len(rows.names), len(rows.dims_names), occ)
+    own = typical(rows.key(inside, (owner, sizes[0])), rows.self_us[inside], n)
     own_by_path = (
         pd.Series(own["ms_per_step"].to_numpy())
         .groupby(split(own["key"].to_numpy(), *sizes)[0])
