@@ -39,6 +39,7 @@ import gzip
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -388,19 +389,37 @@ def run_child(name: str, out_dir: Path) -> None:
 # parent side
 
 
-def _versions() -> dict[str, str]:
-    code = "import torch; print(torch.__version__); print(torch.backends.mkldnn.version())"
+def _versions(out_dir: Path) -> dict[str, str]:
+    """Python, torch, oneDNN (from a recorded log's header) and the machine."""
+    code = "import torch; print(torch.__version__)"
     try:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-        torch_version, onednn = (out.stdout.strip().splitlines() + ["", ""])[:2]
+        torch_version = out.stdout.strip()
     except OSError:
-        torch_version, onednn = "", ""
+        torch_version = ""
+    onednn = ""
+    for log in sorted(out_dir.glob("*.log")):
+        m = re.search(r"oneDNN (v\S+)", log.read_text(errors="replace"))
+        if m:
+            onednn = m.group(1)
+            break
+    flags = _cpu_flags()
     return {
         "python": platform.python_version(),
         "torch": torch_version,
         "onednn": onednn,
         "machine": platform.machine(),
+        "cpu_flags": " ".join(f for f in ("avx512f", "avx512_bf16", "amx_bf16") if f in flags),
     }
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    m = re.search(r"^flags\s*:(.*)$", text, re.M)
+    return set(m.group(1).split()) if m else set()
 
 
 def run_scenario(sc: Scenario, out_dir: Path) -> dict:
@@ -425,7 +444,7 @@ def run_scenario(sc: Scenario, out_dir: Path) -> dict:
         "files": files,
         "steps": {"wait": WAIT, "warmup": WARMUP, "active": ACTIVE},
         "command": (shown + " " if shown else "")
-        + shlex.join(cmd[:1] + [cmd[1], "--child", sc.name]),
+        + shlex.join(["python", "scripts/make_traces.py", "--child", sc.name, "--out", "DIR"]),
         "seconds": round(time.perf_counter() - started, 1),
     }
 
@@ -443,19 +462,20 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [BY_NAME[n] for n in args.only] if args.only else SCENARIOS
     manifest_path = args.out / "MANIFEST.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
-    manifest.update(
-        generator="scripts/make_traces.py",
-        versions=_versions(),
-        seed=SEED,
-        schedule={"wait": WAIT, "warmup": WARMUP, "active": ACTIVE},
-        notes="Each trace holds the ACTIVE profiled steps (ProfilerStep#N spans); "
-        "record_shapes=True. Logs are the child's stdout and stderr with ONEDNN_VERBOSE=1 "
-        "and ONEDNN_VERBOSE_TIMESTAMP=1 (every step, warm-up too).",
-    )
     scenarios = manifest.setdefault("scenarios", {})
     for sc in chosen:
         print(f"recording {sc.name} ...", flush=True)
         scenarios[sc.name] = run_scenario(sc, args.out)
+    manifest.update(
+        generator="scripts/make_traces.py",
+        versions=_versions(args.out),
+        seed=SEED,
+        schedule={"wait": WAIT, "warmup": WARMUP, "active": ACTIVE},
+        threads=1,
+        notes="Each trace holds the ACTIVE profiled steps (ProfilerStep#N spans); "
+        "record_shapes=True; one intra-op thread. Logs are the child's stdout and stderr "
+        "with ONEDNN_VERBOSE=1 and ONEDNN_VERBOSE_TIMESTAMP=1 (every step, warm-up too).",
+    )
     manifest["scenarios"] = dict(sorted(scenarios.items()))
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
     return 0

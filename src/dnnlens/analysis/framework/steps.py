@@ -10,12 +10,13 @@ the trace starts; segments before the first full period form a warm-up step when
 at least half a period long and are left out otherwise, like an incomplete last period
 (a note says so). Without a pattern, the whole trace is one step.
 
-**Warm-up** (the same idea as the oneDNN side's iterations): the leading steps whose op
-sequence (every op of the main thread in the step, by name and input shapes, in order)
-differs from the most common one (when one occurs twice at least), then the leading
+**Warm-up** (the same idea as the oneDNN side's iterations): the leading steps whose ops
+(every op of the main thread in the step, by name and input shapes, counted: the order
+of independent autograd nodes may change from step to step) differ from the most common
+set (when one occurs twice at least), then the leading
 steps that last more than :data:`WARMUP_SLOWER` times the median of the others (first
-calls that build kernels, allocate, warm caches). Trailing steps whose op sequence
-differs are *partial* (cut by the end of the profile) and left out too. At least one step
+calls that build kernels, allocate, warm caches). Trailing steps whose ops differ are
+*partial* (cut by the end of the profile) and left out too. At least one step
 is always steady.
 """
 
@@ -212,11 +213,14 @@ def _assign(rows: OpRows, steps: Steps) -> None:
 
 
 def _signatures(rows: OpRows, count: int) -> list[bytes]:
-    """Per step, a digest of its main-thread ops in order (name and shapes)."""
-    keep = np.flatnonzero(rows.main & ~rows.python & (rows.step >= 0))
-    keep = keep[np.lexsort((rows.ts[keep], rows.step[keep]))]
-    step = rows.step[keep]
+    """Per step, a digest of the multiset of its main-thread ops (name and shapes): the
+    autograd engine may run independent nodes in another order from one step to the
+    next, so the order is not part of it."""
+    keep = np.flatnonzero(rows.main & ~rows.python & ~rows.is_step & (rows.step >= 0))
     codes = rows.name[keep].astype(np.int64) * (len(rows.dims_names) + 1) + rows.dims[keep]
+    order = np.lexsort((codes, rows.step[keep]))
+    keep, codes = keep[order], codes[order]
+    step = rows.step[keep]
     cuts = np.searchsorted(step, np.arange(count + 1))
     return [
         hashlib.blake2b(codes[cuts[i] : cuts[i + 1]].tobytes(), digest_size=16).digest()

@@ -33,9 +33,9 @@ STATISTIC = (
     "spikes, and its parts (phases, segments) add up to it"
 )
 WARMUP_RULE = (
-    "leading steps whose op sequence differs from the most common one, then leading steps "
-    f"longer than {WARMUP_SLOWER:g}x the median step; trailing steps whose op sequence "
-    "differs are partial; at least one step is steady"
+    "leading steps whose ops (name and input shapes, counted) differ from the most common "
+    f"set, then leading steps longer than {WARMUP_SLOWER:g}x the median step; trailing "
+    "steps whose ops differ are partial; at least one step is steady"
 )
 #: Every oneDNN-calling op name pattern of the linking, as one test.
 _ONEDNN_OPS = [p for p in ANCHORS.values()]

@@ -224,16 +224,17 @@ def _busy_before(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndar
 
 def threads(rows: OpRows, steps: Steps) -> pd.DataFrame:
     """Per CPU thread of the trace: busy and idle time per steady step (medians), where
-    busy is the union of its top-level ops within the step's wall time."""
+    busy is the union of its outermost framework events (ops and annotations, not Python
+    frames, not the step spans) within the step's wall time."""
     out = []
     steady = steps.steady
     if not len(steady):
         return pd.DataFrame({c: [] for c in THREAD_COLUMNS})
     s, e = steps.start[steady], steps.end[steady]
     wall = e - s
-    top = rows.depth == 0
+    top = rows.outermost(~rows.python & ~rows.is_step)
     for code, (pid, tid) in enumerate(rows.threads):
-        at = np.flatnonzero(top & (rows.thread == code) & ~rows.is_step)
+        at = np.flatnonzero(top & (rows.thread == code))
         if not len(at):
             continue
         at = at[np.argsort(rows.ts[at], kind="stable")]
