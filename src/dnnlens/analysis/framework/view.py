@@ -171,6 +171,19 @@ class FrameworkAnalysis:
                 break
         return out
 
+    def first_line(self, name: str) -> int:
+        """Line of the first event named ``name`` in the first steady step (in any step
+        without one there; the table's line for a key_averages table; 0 if none)."""
+        if self.rows is None:
+            return self.table.line if self.table is not None else 0
+        codes = np.flatnonzero(self.rows.names == name)
+        if not len(codes):
+            return 0
+        hits = np.flatnonzero(self.rows.name == codes[0])
+        first = hits[self.rows.step[hits] == self.first_steady_step()]
+        at = first if len(first) else hits
+        return int(self.rows.trace.ops["line"].to_numpy()[at[np.argmin(self.rows.ts[at])]])
+
     def table_evidence(self, names: list[str], limit: int = 3) -> list[Evidence]:
         """file:line of a key_averages table for its rows named ``names``."""
         if self.table is None:
