@@ -28,7 +28,7 @@ import math
 import re
 from bisect import bisect_left
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -248,26 +248,52 @@ def shape_fits(kind: str, problem: str, dims_json: str) -> bool | None:
 
 def _op_frame(trace: TraceData) -> pd.DataFrame:
     ops = trace.ops
-    return ops[ops["cat"].astype(str).isin(OP_CATEGORIES)]
+    return ops[ops["cat"].isin(OP_CATEGORIES).to_numpy()]
+
+
+def _matches(column: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
+    """``pattern.search`` on each row of a text column, tried once per distinct value."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        cats = [bool(pattern.search(str(c))) for c in column.cat.categories] + [False]
+        return np.array(cats, dtype=bool)[column.cat.codes.to_numpy()]
+    return np.array([bool(pattern.search(str(n))) for n in column], dtype=bool)
 
 
 def _innermost_matching(ops: pd.DataFrame, pattern: re.Pattern[str]) -> np.ndarray:
-    """Row labels of ops matching ``pattern`` with no matching descendant, in time order."""
-    names = ops["name"].astype(str).to_numpy()
-    hit = np.array([bool(pattern.search(n)) for n in names], dtype=bool)
+    """Row labels of ops matching ``pattern`` with no matching descendant, in time order.
+
+    Labels are rows of the trace's op table; the walk up from each match stops at an
+    ancestor outside ``ops`` (a Python frame) or one already marked.
+    """
+    hit = _matches(ops["name"], pattern)
     if not hit.any():
         return np.zeros(0, dtype=np.int64)
-    parent = ops["parent"].to_numpy()
-    pos = {label: i for i, label in enumerate(ops.index.to_numpy())}
-    has_hit_below = np.zeros(len(ops), dtype=bool)
-    for i in np.flatnonzero(hit):
-        p = parent[i]
-        while p >= 0 and p in pos and not has_hit_below[pos[p]]:
-            has_hit_below[pos[p]] = True
-            p = parent[pos[p]]
-    keep = hit & ~has_hit_below
+    labels = ops.index.to_numpy()
+    parents = ops["parent"].to_numpy()
+    size = int(max(labels.max(), parents.max())) + 1  # parents may lie outside ops
+    member = np.zeros(size, dtype=bool)
+    member[labels] = True
+    parent_of = np.full(size, -1, dtype=np.int64)
+    parent_of[labels] = parents
+    below = np.zeros(size, dtype=bool)  # has a match below it
+    cur = parent_of[labels[hit]]
+    while len(cur):
+        cur = cur[(cur >= 0)]
+        cur = cur[member[cur] & ~below[cur]]
+        below[np.unique(cur)] = True
+        cur = parent_of[cur]
+    keep = hit & ~below[labels]
     chosen = ops[keep]
     return chosen.sort_values("ts_us", kind="stable").index.to_numpy()
+
+
+def _text_at(column: pd.Series) -> Callable[[int], str]:
+    """``label -> text`` for a (categorical) text column, without a text copy per row."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        cats = [str(c) for c in column.cat.categories] + [""]
+        codes = pd.Series(column.cat.codes.to_numpy(), index=column.index)
+        return lambda label: cats[codes.at[label]]
+    return lambda label: str(column.at[label])
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,10 +310,11 @@ def _by_timestamp(
     inside = np.flatnonzero((execs.stamp >= lo) & (mid <= hi))
     starts = trace.epoch_ms(ops["ts_us"].to_numpy())
     ends = trace.epoch_ms(ops["end_us"].to_numpy())
-    thread = (ops["pid"].astype(str) + "/" + ops["tid"].astype(str)).to_numpy()
+    pid = ops["pid"].cat.codes.to_numpy().astype(np.int64)
+    thread = pid * (len(ops["tid"].cat.categories) + 1) + ops["tid"].cat.codes.to_numpy()
     labels = ops.index.to_numpy()
     order = np.lexsort((-(ends - starts), starts))
-    stacks: dict[str, list[int]] = defaultdict(list)
+    stacks: dict[int, list[int]] = defaultdict(list)
     result: dict[int, int] = {}
     j = 0
     for pos in inside[np.argsort(mid[inside], kind="stable")]:
@@ -329,7 +356,7 @@ def _walk(
     execs: _Execs, positions: list[int], anchors: dict[str, np.ndarray], ops: pd.DataFrame
 ) -> _Walk:
     """Pair the anchor execs at ``positions`` (in order) with anchor ops, greedily."""
-    dims = ops["input_dims"].astype(str)
+    dims_of = _text_at(ops["input_dims"])
     pointer = dict.fromkeys(anchors, 0)
     used: dict[int, set[str]] = defaultdict(set)
     walk = _Walk()
@@ -346,7 +373,7 @@ def _walk(
             label = int(labels[jj])
             if execs.prop[pos] in used[label]:
                 continue
-            fits = shape_fits(kind, execs.problem[pos], dims.at[label])
+            fits = shape_fits(kind, execs.problem[pos], dims_of(label))
             if fits is False:
                 continue
             found, method = jj, "shape" if fits else "order"
@@ -513,7 +540,7 @@ def _links_frame(
             "problem": execs.problem[pos],
             "time_ms": execs.time[pos],
             "op": op,
-            "op_name": ops["name"].astype(str).reindex(op).to_numpy() if len(op) else [],
+            "op_name": ops["name"].reindex(op).astype(str).to_numpy() if len(op) else [],
             "method": [links[p][1] for p in pos.tolist()],
         }
     )
@@ -622,21 +649,23 @@ def _kind_rows(group: pd.DataFrame) -> list[dict[str, Any]]:
 def _op_rows(
     links: pd.DataFrame, instances: pd.DataFrame, ops: pd.DataFrame, source: str
 ) -> list[dict[str, Any]]:
-    names = ops["name"].astype(str)
+    wanted = set(links["op_name"].astype(str)) if len(links) else set()
+    named = ops[ops["name"].isin(wanted).to_numpy()] if wanted else ops.iloc[:0]
+    per_name = named.groupby(named["name"].astype(str))[["dur_us", "self_us"]].agg(["size", "sum"])
     rows = []
     for name, group in links.groupby("op_name", sort=False):
-        calls = ops[names == name]
+        count = int(per_name.at[name, ("dur_us", "size")])
         inst = instances[instances["name"] == name]
-        time_ms = float(calls["dur_us"].sum()) / 1e3
+        time_ms = float(per_name.at[name, ("dur_us", "sum")]) / 1e3
         onednn_ms = float(group["time_ms"].sum())
         reorder = group["kind"] == "reorder"
         main = inst["method"]
         rows.append(
             {
                 "name": str(name),
-                "calls": int(len(calls)),
+                "calls": count,
                 "time_ms": time_ms,
-                "self_ms": float(calls["self_us"].sum()) / 1e3,
+                "self_ms": float(per_name.at[name, ("self_us", "sum")]) / 1e3,
                 "onednn": _kind_rows(group),
                 "link": _weakest(main),
                 "onednn_time_ms": onednn_ms,

@@ -51,13 +51,14 @@ def propagate(
     """For each row, the row of the outermost (or innermost) ancestor-or-self where
     ``seed`` holds, -1 if none: computed level by level of the nesting."""
     n = len(parent)
-    out = np.full(n, -1, dtype=np.int64)
+    index = np.int32 if n < (1 << 31) else np.int64  # row numbers, compact
+    out = np.full(n, -1, dtype=index)
     if not n:
         return out
     order = np.argsort(depth, kind="stable")
     levels = depth[order]
     cuts = np.flatnonzero(np.diff(levels)) + 1
-    own = np.arange(n, dtype=np.int64)
+    own = np.arange(n, dtype=index)
     for rows in np.split(order, cuts):
         p = parent[rows]
         above = np.where(p >= 0, out[np.maximum(p, 0)], -1)
@@ -157,8 +158,8 @@ def op_rows(trace: TraceData) -> OpRows:
     threads = [(str(pids[k // (len(tids) + 1)]), str(tids[k % (len(tids) + 1)])) for k in keys]
     ts = ops["ts_us"].to_numpy(dtype=np.float64)
     dur = ops["dur_us"].to_numpy(dtype=np.float64)
-    parent = ops["parent"].to_numpy().astype(np.int64)
-    depth = ops["depth"].to_numpy().astype(np.int64)
+    parent = ops["parent"].to_numpy()
+    depth = ops["depth"].to_numpy()
     cpu = np.array([c in CPU_CATEGORIES for c in cats], dtype=bool)[cat] if len(cats) else cat > 0
     python = (cats == PYTHON_CATEGORY)[cat] if len(cats) else np.zeros(len(ts), bool)
     dispatched = (

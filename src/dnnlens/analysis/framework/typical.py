@@ -68,7 +68,7 @@ def occurrences(step: np.ndarray, codes: np.ndarray, ts: np.ndarray) -> np.ndarr
     """Per row, which occurrence (0, 1, ...) of its code it is within its step, in time
     order (rows outside every step, ``step`` -1, count among themselves)."""
     n = len(step)
-    out = np.zeros(n, dtype=np.int64)
+    out = np.zeros(n, dtype=np.int32)
     if not n:
         return out
     order = np.lexsort((ts, codes, step))
