@@ -174,6 +174,18 @@ def _convnet(nn, cin: int = 3, width: int = 16):  # noqa: ANN001, ANN202
     )
 
 
+def _fused_sgd_step(torch, F, model, x, y):  # noqa: ANN001, ANN202, N803
+    """One training step: cross entropy, backward, SGD(fused=True)."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, fused=True)
+
+    def step() -> None:
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    return step
+
+
 def _scenario_step(name: str):  # noqa: C901, ANN202 - one small model per scenario
     import torch
     from torch import nn
@@ -261,14 +273,7 @@ def _scenario_step(name: str):  # noqa: C901, ANN202 - one small model per scena
             cin = 8
         model = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10))
         x, y = torch.randn(4, 3, 128, 128), torch.randint(0, 10, (4,))
-        opt = torch.optim.SGD(model.parameters(), lr=0.01, fused=True)
-
-        def step() -> None:
-            opt.zero_grad()
-            F.cross_entropy(model(x), y).backward()
-            opt.step()
-
-        return step
+        return _fused_sgd_step(torch, F, model, x, y)
 
     if family == "autocast":
         model = nn.Sequential(
@@ -306,14 +311,7 @@ def _scenario_step(name: str):  # noqa: C901, ANN202 - one small model per scena
         x, y = torch.randn(8, 3, 224, 224), torch.randint(0, 10, (8,))
         if not bad:
             x = x.contiguous(memory_format=torch.channels_last)
-        opt = torch.optim.SGD(model.parameters(), lr=0.01, fused=True)
-
-        def step() -> None:
-            opt.zero_grad()
-            F.cross_entropy(model(x), y).backward()
-            opt.step()
-
-        return step
+        return _fused_sgd_step(torch, F, model, x, y)
 
     if family == "dataloader":
         samples = 64

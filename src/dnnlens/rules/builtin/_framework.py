@@ -7,9 +7,14 @@ step it accounts for), ``share_of_step`` (that over the typical step) and
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
+from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.framework import FrameworkAnalysis
+from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._util import ms, pct
 from dnnlens.rules.context import RuleContext
 
@@ -45,3 +50,21 @@ def counted(names: list[str], calls: list[float]) -> str:
     """``add_ x32, mul_ x16`` (largest first, ``aten::`` left out)."""
     pairs = sorted(zip(names, calls, strict=True), key=lambda p: -p[1])
     return ", ".join(f"{n.removeprefix('aten::')} x{c:g}" for n, c in pairs)
+
+
+def masked_finding(
+    rule: Rule, fw: FrameworkAnalysis, mask: np.ndarray, what: str, count_key: str
+) -> Iterator[Finding]:
+    """The finding of a rule that blames the rows of ``mask``: their typical time per step,
+    when it reaches the rule's ``min_share``, with their calls per step by op name."""
+    total = fw.typical_ms(mask)
+    if not total or fw.share(total) < rule.options["min_share"]:
+        return
+    calls = fw.calls_by_name(mask)
+    count = sum(calls.values())
+    yield rule.finding(
+        f"{count:g} {what} per step ({counted(list(calls), list(calls.values()))}): "
+        f"{cost(fw, total)}",
+        fw.evidence(mask, 3),
+        data=impact(fw, total, **{count_key: count}, ops_per_step=calls),
+    )

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.framework.patterns import layout_changes
 from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._framework import cost, counted, impact, trace_view
+from dnnlens.rules.builtin._framework import masked_finding, trace_view
 from dnnlens.rules.context import RuleContext
 
 
@@ -37,14 +37,6 @@ class AtenLayoutCopies(Rule):
         fw = trace_view(ctx)
         if fw is None:
             return
-        mask = layout_changes(fw)
-        total = fw.typical_ms(mask)
-        if not total or fw.share(total) < self.options["min_share"]:
-            return
-        calls = fw.calls_by_name(mask)
-        yield self.finding(
-            f"{sum(calls.values()):g} memory-format conversions per step "
-            f"({counted(list(calls), list(calls.values()))}): {cost(fw, total)}",
-            fw.evidence(mask, 3),
-            data=impact(fw, total, conversions_per_step=sum(calls.values()), ops_per_step=calls),
+        yield from masked_finding(
+            self, fw, layout_changes(fw), "memory-format conversions", "conversions_per_step"
         )
