@@ -239,3 +239,32 @@ def test_reorder_direction():
     assert reorder_direction("src:f32::blocked:abcd::f0 dst:f32::blocked:aBcd8b::f0") == "in"
     assert reorder_direction("src:f32::blocked:aBcd8b::f0 dst:f32::blocked:abcd::f0") == "out"
     assert reorder_direction("src:f32::blocked:abcd::f0 dst:f32::blocked:acdb::f0") == "other"
+
+
+def test_each_table_of_a_log_links_to_the_stretch_since_the_table_before_it(tmp_path, monkeypatch):
+    """profile_combined_infer.log without its profiler_start/stop lines, written three times
+    one after the other: three tables, each linked to the 60 exec lines (``grep -c ,exec,
+    sample_logs/profile_combined_infer.log``) printed since the table before it, and the
+    event table is read into the linking's arrays once for all of them."""
+    from dnnlens.analysis import linking
+
+    text = (SAMPLES / "profile_combined_infer.log").read_text()
+    one = "".join(x for x in text.splitlines(keepends=True) if "profiler_st" not in x)
+    path = tmp_path / "three_runs.log"
+    path.write_text(one * 3)
+    log = load([str(path)])
+    assert len(log.framework.tables) == 3
+    reads = []
+    real = linking._Execs.of_events.__func__
+
+    def counted(cls, events):
+        reads.append(len(events))
+        return real(cls, events)
+
+    monkeypatch.setattr(linking._Execs, "of_events", classmethod(counted))
+    results = link_framework(log)
+    assert len(reads) == 1
+    assert [r.info["primitives_in_window"] for r in results] == [60, 60, 60]
+    assert [r.info["outside_window"] for r in results] == [120, 120, 120]
+    notes = framework_extras(log)["framework_link"]["notes"]
+    assert sum("since the table before it" in n for n in notes) == 1  # said once

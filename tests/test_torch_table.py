@@ -258,3 +258,22 @@ def test_arbitrary_text_never_crashes(text):
     except TableParseError:
         pass
     find_tables(text.splitlines())
+
+
+def test_a_table_printed_again_and_again_is_split_once_per_distinct_line():
+    """The same profile printed five times in a log: the grammar parses its head once, each
+    distinct row line is split once (34 rows: ``grep -c '^ *aten::'
+    sample_logs/profile_nchw_infer.table.txt``), and every table has every row."""
+    from dnnlens.parsers import torch_table
+
+    table = (SAMPLES / "profile_nchw_infer.table.txt").read_text()
+    rows = len(parse_table(table).rows)
+    torch_table._cells.cache_clear()
+    torch_table._head.cache_clear()
+    lines = ("onednn_verbose,v1,info,x\n" + table) * 5
+    tables = find_tables(lines.splitlines(keepends=True), source="five.log")
+    assert rows == 34 and [len(t.rows) for t in tables] == [rows] * 5
+    assert [t.line for t in tables] == [2 + k * (len(table.splitlines()) + 1) for k in range(5)]
+    assert torch_table._head.cache_info().misses == 1
+    cells = torch_table._cells.cache_info()
+    assert cells.misses == rows and cells.hits == 4 * rows

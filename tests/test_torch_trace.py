@@ -213,3 +213,106 @@ def test_json_that_is_no_trace_is_read_as_lines(tmp_path):
     (scan,) = log.scans
     assert (scan.lines, scan.foreign) == (5, 5)
     assert "looks like JSON" in input_problems(log).errors[0]
+
+
+# --------------------------------------------------------------------------------------------
+# hostile and unusual content: never an exception, the bad part skipped and named
+
+GOOD = (
+    '{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0}'
+)
+DEEP_ARRAYS = "[" * 100_000 + "]" * 100_000
+DEEP_OBJECTS = '{"a":' * 100_000 + "1" + "}" * 100_000
+LONG_TS = '{"ph": "X", "name": "a", "ts": ' + "7" * 5000 + ', "dur": 1}'
+
+
+@pytest.mark.parametrize(
+    "bad, reason",
+    [
+        (DEEP_ARRAYS, "nested deeper"),
+        (DEEP_OBJECTS, "nested deeper"),
+        (LONG_TS, "number too long"),
+        ('{"ph": "X", "name": "a", "ts": 1e999, "dur": 1}', "without a finite ts"),
+        ('{"ph": "X", "name": ["a"], "ts": 1, "dur": 1}', "fields of the wrong type"),
+        ('{"ph": "X", "name": "a", "ts": 1, "dur": 1, "args": {"Input Dims": {}}}', None),
+        ('{"ph": "X", "name": "a", "ts": "soon", "dur": 1}', "without a finite ts"),
+        ("17", "not a JSON object"),
+    ],
+)
+def test_a_hostile_event_is_skipped_and_named(bad, reason):
+    text = '{"traceEvents": [\n' + GOOD + ",\n" + bad + ",\n" + GOOD + "\n]}"
+    t = parse_trace_json(text, "h.json")
+    assert t.error is None
+    if reason is None:  # odd but usable: the dims become text
+        assert list(t.ops["input_dims"]) == ["", "{}", ""]
+        return
+    assert list(t.ops["name"]) == ["aten::add", "aten::add"]
+    assert list(t.ops["line"]) == [2, 4]
+    (problem,) = t.problems
+    assert problem.startswith("h.json:3: 1 x ") and reason in problem
+
+
+def test_a_trace_that_is_all_hostile_is_an_error_not_an_exception(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text(DEEP_ARRAYS)
+    t = read_trace(str(path))
+    assert len(t.ops) == 0
+    assert t.error.startswith(f"{path}: no usable event: 1 x a value nested deeper")
+    meta = parse_trace_json(
+        '{"deviceProperties": ' + DEEP_ARRAYS + ', "traceEvents": [' + GOOD + "]}"
+    )
+    assert len(meta.ops) == 1 and meta.error is None
+    assert "metadata key 'deviceProperties'" in meta.problems[0]
+    cut = parse_trace_json('{"traceEvents": [' + GOOD + ", " + DEEP_ARRAYS[:50_000])
+    assert len(cut.ops) == 1 and "ends early" in cut.error
+
+
+def test_a_hostile_trace_beside_a_good_log_leaves_the_log_reported(tmp_path):
+    """The good log is read and analysed; the trace's problem is said, with its line."""
+    bad = tmp_path / "hostile.json"
+    bad.write_text('{"traceEvents": [\n' + DEEP_OBJECTS + ",\n" + LONG_TS + "\n]}")
+    log = load([str(SAMPLES / "convnet_nchw_infer.log"), str(bad)])
+    assert [s.path for s in log.scans] == [str(SAMPLES / "convnet_nchw_infer.log")]
+    assert len(log.events) > 0
+    (trace,) = log.framework.traces
+    assert trace.error.startswith(f"{bad}: no usable event")
+    assert trace.error in log.input_errors
+    assert any(e.startswith(f"{bad}:2: 1 x a value nested") for e in log.framework.errors)
+    assert any(e.startswith(f"{bad}:3: 1 x a number too long") for e in log.framework.errors)
+
+
+def test_a_trace_with_a_byte_order_mark(tmp_path, nchw):
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + NCHW.read_bytes())
+    t = read_trace(str(path))
+    assert t.error is None and t.ops.equals(nchw.ops)
+    gz = tmp_path / "bom.json.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    assert load([str(gz)]).framework.traces[0].ops.equals(nchw.ops)
+
+
+def test_a_verbose_log_named_json_is_read_as_lines(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_bytes((SAMPLES / "convnet_nchw_infer.log").read_bytes())
+    log = load([str(path)])
+    assert log.framework is None
+    (scan,) = log.scans
+    assert scan.parsed > 0 and len(log.events) > 0
+    ranked = tmp_path / "ranked.json"  # '[rank0]: ...' opens with a bracket, not JSON
+    ranked.write_text("[rank0]: " + GOOD + "\n")
+    assert load([str(ranked)]).framework is None
+
+
+def test_lines_of_the_events_are_the_lines_of_the_file(nchw):
+    """Each op's ``line`` is where its ``{`` stands in the file (kineto writes one key per
+    line), so evidence points into the trace."""
+    lines = NCHW.read_text().splitlines()
+    for row in nchw.ops.iloc[[0, 100, 524]].itertuples():
+        assert lines[row.line - 1].strip() == "{"
+        assert f'"name": "{row.name}"' in lines[row.line + 2]
+
+
+@pytest.mark.parametrize("chunk", [7, 1000])
+def test_lines_survive_small_chunks(monkeypatch, nchw, chunk):
+    monkeypatch.setattr(torch_trace, "CHUNK_CHARS", chunk)
+    assert read_trace(str(NCHW)).ops["line"].equals(nchw.ops["line"])

@@ -42,6 +42,7 @@ from dnnlens.model import ParsedLog
 from dnnlens.model.stats import stats_from_events
 
 if TYPE_CHECKING:
+    from dnnlens.analysis.framework import FrameworkAnalysis
     from dnnlens.analysis.graph import OpGraph
     from dnnlens.analysis.machine import Machine
     from dnnlens.analysis.training import TrainingStep
@@ -331,6 +332,16 @@ class Analysis:
                 if "outside_window" in run:
                     run["outside_window"] += gone
         return links
+
+    @fact
+    def framework(self) -> FrameworkAnalysis | None:
+        """The framework view of a profiler trace or table, joined with every event
+        (:mod:`dnnlens.analysis.framework`); ``None`` without one."""
+        if self.log.framework is None:
+            return None
+        from dnnlens.analysis.framework import analyze_framework
+
+        return analyze_framework(self.log.framework, self.all_events, self.log.records)
 
     @fact
     def machine(self) -> Machine:

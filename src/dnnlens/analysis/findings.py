@@ -15,10 +15,26 @@ def severity_rank(severity: str) -> int:
 
 @dataclass(frozen=True)
 class Evidence:
-    """One log line that shows the problem."""
+    """One log line that shows the problem.
+
+    Evidence in a profiler trace also names the framework op, the step and the op's start
+    (trace microseconds); ``line`` is then the line of the event in the trace file.
+    """
 
     path: str
     line: int
+    op: str | None = None
+    step: str | None = None
+    ts_us: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"path", "line"}`` plus ``op``, ``step``, ``ts_us`` when they are known."""
+        out: dict[str, Any] = {"path": self.path, "line": self.line}
+        for key in ("op", "step", "ts_us"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
 
 
 @dataclass
@@ -48,7 +64,7 @@ class Finding:
             "code": self.code,
             "severity": self.severity,
             "message": self.message,
-            "evidence": [{"path": e.path, "line": e.line} for e in self.evidence],
+            "evidence": [e.to_json() for e in self.evidence],
             "data": self.data,
             "fix": self.fix,
             "impact_ms_per_iteration": self.impact_ms_per_iteration,

@@ -26,10 +26,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from bisect import bisect_left
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -108,16 +109,19 @@ class _Execs:
 
     @classmethod
     def of(cls, log: ParsedLog) -> _Execs:
-        ev = log.events
-        ev = ev[ev["operation"] == "exec"]
+        return cls.of_events(log.events)
+
+    @classmethod
+    def of_events(cls, events: pd.DataFrame) -> _Execs:
+        ev = events[events["operation"] == "exec"]
         return cls(
             index=ev.index.to_numpy(),
-            input=ev["input"].astype(str).to_numpy(),
+            input=_texts(ev["input"]),
             line=ev["line"].to_numpy(),
-            kind=ev["kind"].astype(str).to_numpy(),
-            prop=ev["prop_kind"].astype(str).to_numpy(),
-            problem=ev["problem"].astype(str).to_numpy(),
-            mds=ev["mds"].astype(str).to_numpy(),
+            kind=_texts(ev["kind"]),
+            prop=_texts(ev["prop_kind"]),
+            problem=_texts(ev["problem"]),
+            mds=_texts(ev["mds"]),
             time=np.nan_to_num(ev["time_ms"].to_numpy(dtype=np.float64)),
             stamp=ev["timestamp_ms"].to_numpy(dtype=np.float64),
         )
@@ -125,7 +129,38 @@ class _Execs:
     def __len__(self) -> int:
         return len(self.index)
 
+    @cached_property
+    def by_source(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per input, its exec positions and their lines (in log order), found once."""
+        if not len(self.input):
+            return {}
+        order = np.argsort(self.input, kind="stable")
+        names, first = np.unique(self.input[order], return_index=True)
+        bounds = [*first.tolist(), len(order)]
+        out = {}
+        for i, name in enumerate(names.tolist()):
+            pos = order[bounds[i] : bounds[i + 1]]
+            out[str(name)] = (pos, self.line[pos])
+        return out
 
+    def between(self, source: str, after: int, before: int) -> np.ndarray:
+        """Positions of the execs of ``source`` on lines strictly between the two."""
+        pos, lines = self.by_source.get(source, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+        lo = np.searchsorted(lines, after, side="right")
+        hi = np.searchsorted(lines, before, side="left")
+        return pos[lo:hi]
+
+
+def _texts(column: pd.Series) -> np.ndarray:
+    """A text column as an object array; a categorical one shares its category strings
+    (one pointer per row, not one string object per row)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        names = np.array([str(c) for c in column.cat.categories] + ["nan"], dtype=object)
+        return names[column.cat.codes.to_numpy()]  # code -1 (missing) takes the last: "nan"
+    return column.astype(str).to_numpy()
+
+
+@lru_cache(maxsize=4096)
 def reorder_direction(mds: str) -> str:
     """``in`` (plain -> blocked), ``out`` (blocked -> plain) or ``other``."""
     tags = {md.arg: md.tag for md in parse_mds(mds).mds}
@@ -213,26 +248,52 @@ def shape_fits(kind: str, problem: str, dims_json: str) -> bool | None:
 
 def _op_frame(trace: TraceData) -> pd.DataFrame:
     ops = trace.ops
-    return ops[ops["cat"].astype(str).isin(OP_CATEGORIES)]
+    return ops[ops["cat"].isin(OP_CATEGORIES).to_numpy()]
+
+
+def _matches(column: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
+    """``pattern.search`` on each row of a text column, tried once per distinct value."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        cats = [bool(pattern.search(str(c))) for c in column.cat.categories] + [False]
+        return np.array(cats, dtype=bool)[column.cat.codes.to_numpy()]
+    return np.array([bool(pattern.search(str(n))) for n in column], dtype=bool)
 
 
 def _innermost_matching(ops: pd.DataFrame, pattern: re.Pattern[str]) -> np.ndarray:
-    """Row labels of ops matching ``pattern`` with no matching descendant, in time order."""
-    names = ops["name"].astype(str).to_numpy()
-    hit = np.array([bool(pattern.search(n)) for n in names], dtype=bool)
+    """Row labels of ops matching ``pattern`` with no matching descendant, in time order.
+
+    Labels are rows of the trace's op table; the walk up from each match stops at an
+    ancestor outside ``ops`` (a Python frame) or one already marked.
+    """
+    hit = _matches(ops["name"], pattern)
     if not hit.any():
         return np.zeros(0, dtype=np.int64)
-    parent = ops["parent"].to_numpy()
-    pos = {label: i for i, label in enumerate(ops.index.to_numpy())}
-    has_hit_below = np.zeros(len(ops), dtype=bool)
-    for i in np.flatnonzero(hit):
-        p = parent[i]
-        while p >= 0 and p in pos and not has_hit_below[pos[p]]:
-            has_hit_below[pos[p]] = True
-            p = parent[pos[p]]
-    keep = hit & ~has_hit_below
+    labels = ops.index.to_numpy()
+    parents = ops["parent"].to_numpy()
+    size = int(max(labels.max(), parents.max())) + 1  # parents may lie outside ops
+    member = np.zeros(size, dtype=bool)
+    member[labels] = True
+    parent_of = np.full(size, -1, dtype=np.int64)
+    parent_of[labels] = parents
+    below = np.zeros(size, dtype=bool)  # has a match below it
+    cur = parent_of[labels[hit]]
+    while len(cur):
+        cur = cur[(cur >= 0)]
+        cur = cur[member[cur] & ~below[cur]]
+        below[np.unique(cur)] = True
+        cur = parent_of[cur]
+    keep = hit & ~below[labels]
     chosen = ops[keep]
     return chosen.sort_values("ts_us", kind="stable").index.to_numpy()
+
+
+def _text_at(column: pd.Series) -> Callable[[int], str]:
+    """``label -> text`` for a (categorical) text column, without a text copy per row."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        cats = [str(c) for c in column.cat.categories] + [""]
+        codes = pd.Series(column.cat.codes.to_numpy(), index=column.index)
+        return lambda label: cats[codes.at[label]]
+    return lambda label: str(column.at[label])
 
 
 # --------------------------------------------------------------------------------------------
@@ -249,10 +310,11 @@ def _by_timestamp(
     inside = np.flatnonzero((execs.stamp >= lo) & (mid <= hi))
     starts = trace.epoch_ms(ops["ts_us"].to_numpy())
     ends = trace.epoch_ms(ops["end_us"].to_numpy())
-    thread = (ops["pid"].astype(str) + "/" + ops["tid"].astype(str)).to_numpy()
+    pid = ops["pid"].cat.codes.to_numpy().astype(np.int64)
+    thread = pid * (len(ops["tid"].cat.categories) + 1) + ops["tid"].cat.codes.to_numpy()
     labels = ops.index.to_numpy()
     order = np.lexsort((-(ends - starts), starts))
-    stacks: dict[str, list[int]] = defaultdict(list)
+    stacks: dict[int, list[int]] = defaultdict(list)
     result: dict[int, int] = {}
     j = 0
     for pos in inside[np.argsort(mid[inside], kind="stable")]:
@@ -294,7 +356,7 @@ def _walk(
     execs: _Execs, positions: list[int], anchors: dict[str, np.ndarray], ops: pd.DataFrame
 ) -> _Walk:
     """Pair the anchor execs at ``positions`` (in order) with anchor ops, greedily."""
-    dims = ops["input_dims"].astype(str)
+    dims_of = _text_at(ops["input_dims"])
     pointer = dict.fromkeys(anchors, 0)
     used: dict[int, set[str]] = defaultdict(set)
     walk = _Walk()
@@ -311,7 +373,7 @@ def _walk(
             label = int(labels[jj])
             if execs.prop[pos] in used[label]:
                 continue
-            fits = shape_fits(kind, execs.problem[pos], dims.at[label])
+            fits = shape_fits(kind, execs.problem[pos], dims_of(label))
             if fits is False:
                 continue
             found, method = jj, "shape" if fits else "order"
@@ -440,6 +502,8 @@ def _attach_helpers(
     if not paired:
         return out
     idx = {p: i for i, p in enumerate(window)}
+    dims = ops["input_dims"]
+    shapes: dict[int, set[str]] = {}  # op label -> its input shapes as problem text
     k = 0
     for p in window:
         if p in pairs:
@@ -451,9 +515,9 @@ def _attach_helpers(
         direction = reorder_direction(execs.mds[p]) if execs.kind[p] == "reorder" else "out"
         target = nxt if (direction == "in" and nxt is not None) or prev is None else prev
         assert target is not None
-        fits = execs.problem[p].replace("x", ",") in {
-            ",".join(map(str, t)) for t in _tensors(str(ops.at[target, "input_dims"]))
-        }
+        if target not in shapes:
+            shapes[target] = {",".join(map(str, t)) for t in _tensors(str(dims.at[target]))}
+        fits = execs.problem[p].replace("x", ",") in shapes[target]
         out[p] = (target, "shape" if fits else "order")
     return out
 
@@ -476,7 +540,7 @@ def _links_frame(
             "problem": execs.problem[pos],
             "time_ms": execs.time[pos],
             "op": op,
-            "op_name": ops["name"].astype(str).reindex(op).to_numpy() if len(op) else [],
+            "op_name": ops["name"].reindex(op).astype(str).to_numpy() if len(op) else [],
             "method": [links[p][1] for p in pos.tolist()],
         }
     )
@@ -553,6 +617,26 @@ def _instances(links: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _by_op(execs: _Execs, links: dict[int, tuple[int, str]]) -> dict[int, list[int]]:
+    """Op label -> its linked exec positions, in log order, ops in order of first link."""
+    out: dict[int, list[int]] = {}
+    for p in sorted(links):
+        out.setdefault(links[p][0], []).append(p)
+    return out
+
+
+def _kind_list(execs: _Execs, positions: list[int]) -> list[dict[str, Any]]:
+    """Count and time per primitive kind (as :func:`_kind_rows`), from positions."""
+    count: Counter = Counter()
+    time: dict[str, float] = defaultdict(float)
+    for p in positions:
+        kind = str(execs.kind[p])
+        count[kind] += 1
+        time[kind] += float(execs.time[p])
+    ranked = sorted(count, key=lambda k: -time[k])
+    return [{"kind": k, "count": int(count[k]), "time_ms": float(time[k])} for k in ranked]
+
+
 def _kind_rows(group: pd.DataFrame) -> list[dict[str, Any]]:
     by_kind = group.groupby("kind", sort=False)["time_ms"].agg(["count", "sum"])
     by_kind = by_kind.sort_values("sum", ascending=False)
@@ -565,21 +649,23 @@ def _kind_rows(group: pd.DataFrame) -> list[dict[str, Any]]:
 def _op_rows(
     links: pd.DataFrame, instances: pd.DataFrame, ops: pd.DataFrame, source: str
 ) -> list[dict[str, Any]]:
-    names = ops["name"].astype(str)
+    wanted = set(links["op_name"].astype(str)) if len(links) else set()
+    named = ops[ops["name"].isin(wanted).to_numpy()] if wanted else ops.iloc[:0]
+    per_name = named.groupby(named["name"].astype(str))[["dur_us", "self_us"]].agg(["size", "sum"])
     rows = []
     for name, group in links.groupby("op_name", sort=False):
-        calls = ops[names == name]
+        count = int(per_name.at[name, ("dur_us", "size")])
         inst = instances[instances["name"] == name]
-        time_ms = float(calls["dur_us"].sum()) / 1e3
+        time_ms = float(per_name.at[name, ("dur_us", "sum")]) / 1e3
         onednn_ms = float(group["time_ms"].sum())
         reorder = group["kind"] == "reorder"
         main = inst["method"]
         rows.append(
             {
                 "name": str(name),
-                "calls": int(len(calls)),
+                "calls": count,
                 "time_ms": time_ms,
-                "self_ms": float(calls["self_us"].sum()) / 1e3,
+                "self_ms": float(per_name.at[name, ("self_us", "sum")]) / 1e3,
                 "onednn": _kind_rows(group),
                 "link": _weakest(main),
                 "onednn_time_ms": onednn_ms,
@@ -629,10 +715,24 @@ def _without_onednn(ops: pd.DataFrame, linked: set[int], have_log: bool) -> list
 
 def link_trace(log: ParsedLog, trace: TraceData) -> LinkResult:
     """Link the exec events of ``log`` to the ops of ``trace``."""
-    execs = _Execs.of(log)
+    markers = log.framework.markers if log.framework is not None else {}
+    return link_trace_events(log.events, trace, markers, have_log=bool(log.scans))
+
+
+def link_trace_events(
+    events: pd.DataFrame,
+    trace: TraceData,
+    markers: dict[str, list[tuple[int, str]]],
+    have_log: bool = True,
+) -> LinkResult:
+    """Link the exec rows of an event table to the ops of ``trace``.
+
+    ``markers`` are the profiler_start/stop lines per input; ``have_log`` says whether a
+    verbose log was given at all (for the notes).
+    """
+    execs = _Execs.of_events(events)
     ops = _op_frame(trace)
     notes: list[str] = []
-    markers = log.framework.markers if log.framework is not None else {}
     links: dict[int, tuple[int, str]] = {}
     window: list[int] = []
     method = ""
@@ -663,14 +763,14 @@ def link_trace(log: ParsedLog, trace: TraceData) -> LinkResult:
         pairs, window = _by_sequence(execs, trace, ops, markers, notes)
         links = _attach_helpers(execs, window, pairs, ops)
         method = "shape" if any(m == "shape" for _, m in pairs.values()) else "order"
-    if not len(execs) and log.scans:
+    if not len(execs) and have_log:
         notes.append("the verbose log holds no primitive executions")
     elif len(execs) and not window:
         notes.append("no primitive execution of the log falls inside the profiled window")
     frame = _links_frame(execs, links, ops)
     instances = _instances(frame, ops)
     rows = _op_rows(frame, instances, ops, trace.path)
-    without = _without_onednn(ops, set(frame["op"].tolist()), bool(log.scans))
+    without = _without_onednn(ops, set(frame["op"].tolist()), have_log)
     fallbacks = [r for r in without if r["reason"] == "native fallback"]
     if fallbacks:
         names = ", ".join(f"{r['name']} x{r['calls']}" for r in fallbacks[:4])
@@ -679,7 +779,7 @@ def link_trace(log: ParsedLog, trace: TraceData) -> LinkResult:
             "on a CPU without avx512_bf16 / avx_ne_convert, or with "
             "torch.backends.mkldnn disabled)"
         )
-    if not log.scans:
+    if not have_log:
         notes.append("no verbose log among the inputs: nothing to link the ops to")
     window_lines = execs.line[np.array(window, dtype=np.int64)] if window else []
     info = {
@@ -705,46 +805,67 @@ def table_region_start(markers: list[tuple[int, str]], table_line: int) -> int |
 
 
 def _table_window(
-    log: ParsedLog, execs: _Execs, table: ProfilerTable, notes: list[str]
+    markers: dict[str, list[tuple[int, str]]],
+    execs: _Execs,
+    table: ProfilerTable,
+    since: int,
+    notes: list[str],
 ) -> list[int]:
     """Exec positions the table's profiled window covers.
 
-    A table inside a log covers that log before it (between the last profiler_start/stop
-    pair before it, when the log has them); a table file covers the other inputs (between
-    their profiler_start/stop lines, when they have them).
+    A table inside a log covers that log before it: between the last profiler_start/stop
+    pair before it when the log has them, else since the line ``since`` (the previous
+    table of the log, or its start). A table file covers the other inputs (between their
+    profiler_start/stop lines, when they have them). Only the window's own execs are
+    touched, so many tables cost what their windows hold.
     """
-    markers = log.framework.markers if log.framework is not None else {}
-    own = execs.input == table.source
-    sources = [table.source] if own.any() else sorted(set(execs.input.tolist()))
+    sources = [table.source] if table.source in execs.by_source else sorted(execs.by_source)
     window: list[int] = []
     for source in sources:
-        pos = np.flatnonzero(execs.input == source)
-        lines = execs.line[pos]
-        limit = table.line if source == table.source else 1 << 62
+        own = source == table.source
+        limit = table.line if own else 1 << 62
         ranges = [r for r in _marker_ranges(markers.get(source, [])) if r[1] <= limit]
         if ranges:
             a, b = ranges[-1]
-            window += pos[(lines > a) & (lines < b)].tolist()
+            window += execs.between(source, a, b).tolist()
         else:
-            window += pos[lines < limit].tolist()
+            window += execs.between(source, since if own else 0, limit).tolist()
             notes.append(
-                f"{source}: no profiler_start/stop lines; the table "
-                f"{table.source}:{table.line} was linked to all its primitives"
-                + (" before the table" if source == table.source else "")
+                f"{source}: no profiler_start/stop lines; "
+                + (
+                    "each table was linked to the primitives since the table before it"
+                    if own
+                    else f"the table {table.source}:{table.line} was linked to all its primitives"
+                )
             )
     return window
 
 
-def link_table(log: ParsedLog, table: ProfilerTable) -> LinkResult:
+def link_table(
+    log: ParsedLog, table: ProfilerTable, execs: _Execs | None = None, since: int = 0
+) -> LinkResult:
     """Link a key_averages table (no per-call data) to the primitives of its profiled window.
 
     Each primitive kind goes to the innermost table op that calls it (the one with the least
     CPU total among the matching names); helpers go to the op before or after them.
+    ``since`` is the line of the previous table of the same log (see :func:`_table_window`).
     """
-    execs = _Execs.of(log)
+    markers = log.framework.markers if log.framework is not None else {}
+    return link_table_events(log.events, table, markers, execs, since)
+
+
+def link_table_events(
+    events: pd.DataFrame,
+    table: ProfilerTable,
+    markers: dict[str, list[tuple[int, str]]],
+    execs: _Execs | None = None,
+    since: int = 0,
+) -> LinkResult:
+    """:func:`link_table` on an event table and the logs' profiler_start/stop lines."""
+    execs = _Execs.of_events(events) if execs is None else execs
     notes: list[str] = []
     rows_df = table.rows
-    window = _table_window(log, execs, table, notes)
+    window = _table_window(markers, execs, table, since, notes)
     window_sources = {execs.input[p] for p in window}
     if not window:
         notes.append(f"{table.source}:{table.line}: no primitive execution to link the table to")
@@ -755,52 +876,63 @@ def link_table(log: ParsedLog, table: ProfilerTable) -> LinkResult:
             f"{sorted(needed - set(rows_df.columns))}; not linked"
         )
         return LinkResult(pd.DataFrame(), pd.DataFrame(), [], [], {}, notes)
-    grouped = rows_df.groupby("name", sort=False).agg(
-        calls=("calls", "sum"), time_ms=("cpu_total_ms", "sum"), self_ms=("self_cpu_ms", "sum")
-    )
-    owner: dict[str, str] = {}
+    grouped: dict[str, list[float]] = {}  # name -> [calls, CPU total, self CPU]
+    for name, calls, total, own in zip(
+        rows_df["name"].tolist(),
+        rows_df["calls"].tolist(),
+        rows_df["cpu_total_ms"].tolist(),
+        rows_df["self_cpu_ms"].tolist(),
+        strict=True,
+    ):
+        acc = grouped.setdefault(name, [0, 0.0, 0.0])
+        acc[0] += calls
+        acc[1] += total
+        acc[2] += own
+    names = list(grouped)
+    owner: dict[str, int] = {}
     for kind in set(execs.kind[window].tolist()) if window else ():
         if kind not in ANCHORS:
             continue
-        names = [n for n in grouped.index if ANCHORS[kind].search(str(n))]
-        if names:
-            owner[kind] = min(names, key=lambda n: grouped.at[n, "time_ms"])
-    fake_ops = pd.DataFrame({"name": list(grouped.index), "input_dims": ""})
-    label = {n: i for i, n in enumerate(grouped.index)}
-    pairs = {p: (label[owner[execs.kind[p]]], "order") for p in window if execs.kind[p] in owner}
+        hits = [i for i, n in enumerate(names) if ANCHORS[kind].search(str(n))]
+        if hits:
+            owner[kind] = min(hits, key=lambda i: grouped[names[i]][1])
+    fake_ops = pd.DataFrame({"name": names, "input_dims": ""})
+    pairs = {p: (owner[execs.kind[p]], "order") for p in window if execs.kind[p] in owner}
     links = _attach_helpers(execs, window, pairs, fake_ops)
     frame = _links_frame(execs, links, fake_ops)
     out = []
-    for name, group in frame.groupby("op_name", sort=False):
-        reorder = group["kind"] == "reorder"
-        time_ms = float(grouped.at[name, "time_ms"])
-        onednn_ms = float(group["time_ms"].sum())
+    for label, linked in _by_op(execs, links).items():
+        name = names[label]
+        calls, time_ms, self_ms = grouped[name]
+        onednn_ms = sum(execs.time[p] for p in linked)
+        reorders = [p for p in linked if execs.kind[p] == "reorder"]
         out.append(
             {
                 "name": str(name),
-                "calls": int(grouped.at[name, "calls"]),
-                "time_ms": time_ms,
-                "self_ms": float(grouped.at[name, "self_ms"]),
-                "onednn": _kind_rows(group),
+                "calls": int(calls),
+                "time_ms": float(time_ms),
+                "self_ms": float(self_ms),
+                "onednn": _kind_list(execs, linked),
                 "link": "order",
-                "onednn_time_ms": onednn_ms,
+                "onednn_time_ms": float(onednn_ms),
                 "onednn_share": onednn_ms / time_ms if time_ms > 0 else None,
                 "calls_with_onednn": None,
-                "primitive_count": int((~reorder).sum()),
-                "reorder_count": int(reorder.sum()),
-                "reorder_time_ms": float(group.loc[reorder, "time_ms"].sum()),
-                "links": {"order": int(len(group))},
+                "primitive_count": len(linked) - len(reorders),
+                "reorder_count": len(reorders),
+                "reorder_time_ms": float(sum(execs.time[p] for p in reorders)),
+                "links": {"order": len(linked)},
                 "source": f"{table.source}:{table.line}",
             }
         )
     out.sort(key=lambda r: -r["onednn_time_ms"])
+    in_sources = sum(len(execs.by_source[s][0]) for s in window_sources)
     info = {
         "table": f"{table.source}:{table.line}",
         "method": "order" if links else None,
         "primitives_in_window": len(window),
         "primitives_linked": len(links),
         "unlinked_in_window": len(window) - len(links),
-        "outside_window": int(np.isin(execs.input, list(window_sources)).sum() - len(window)),
+        "outside_window": int(in_sources - len(window)),
         "by_method": {"order": len(links)} if links else {},
     }
     return LinkResult(frame, pd.DataFrame(), out, [], info, notes)
@@ -814,7 +946,17 @@ def link_framework(log: ParsedLog) -> list[LinkResult]:
     if fw.traces:
         return [link_trace(log, t) for t in fw.traces]
     plain = [t for t in fw.tables if not t.by_input_shape] or fw.tables
-    return [link_table(log, t) for t in plain]
+    execs = _Execs.of(log)  # once for every table: each then costs what its window holds
+    lines: dict[str, list[int]] = defaultdict(list)
+    for t in plain:
+        lines[t.source].append(t.line)
+    for v in lines.values():
+        v.sort()
+    results = []
+    for t in plain:
+        before = lines[t.source][: bisect_left(lines[t.source], t.line)]
+        results.append(link_table(log, t, execs, before[-1] if before else 0))
+    return results
 
 
 def framework_extras(log: ParsedLog) -> dict[str, Any]:
@@ -834,7 +976,7 @@ def framework_extras(log: ParsedLog) -> dict[str, Any]:
             if r["name"] in rows.index:
                 r["table_calls"] = int(rows.at[r["name"], "calls"])
                 r["table_time_ms"] = float(rows.at[r["name"], "time_ms"])
-    notes = [n for r in results for n in r.notes]
+    notes = list(dict.fromkeys(n for r in results for n in r.notes))  # once each, in order
     if log.framework is not None:
         notes = list(log.framework.errors) + notes
     return {

@@ -1,8 +1,11 @@
 """Parse the text of torch.profiler's ``key_averages().table()`` into a DataFrame.
 
-The frame of the table goes through ``grammars/torch_table.lark`` (LALR, transformer passed
-in); each cell is put under its column by its position against the dashes of the rule line,
-so any column set works (with or without ``group_by_input_shape``, CUDA, memory, FLOPs or
+The head of the table (rule, header, rule) goes through ``grammars/torch_table.lark``
+(LALR, transformer passed in) once per distinct head; row lines are split into cells with
+the grammar's CELL pattern once per distinct line (memoised), so a log that prints the same
+profile every few steps pays for each table's own lines, never lark per line. Each cell is
+put under its column by its position against the dashes of the rule line, so any column
+set works (with or without ``group_by_input_shape``, CUDA, memory, FLOPs or
 ``Source Location`` columns), in any sort order, with names cut short by ``...``.
 
 Known columns get fixed names; times are converted to milliseconds:
@@ -82,6 +85,9 @@ MAIN_COLUMNS = (
 )
 
 
+Spans = tuple[tuple[int, int], ...]
+
+
 class TableParseError(ValueError):
     """The text is not a profiler table; the message says where and why."""
 
@@ -102,53 +108,73 @@ class ProfilerTable:
         return "input_shapes" in self.rows.columns
 
 
-@dataclass
-class _Frame:
-    """What the grammar saw: the rule's column spans, the header and the rows as cells."""
-
-    spans: list[tuple[int, int]]
-    header: list[Token]
-    rows: list[list[Token]]
-    footers: list[str]
-
-
-class _TableTransformer(Transformer):
-    """Keeps tokens (with their columns) and collects the frame of the table."""
+class _HeadTransformer(Transformer):
+    """The head of a table: the column spans of its rule and each header's text."""
 
     def header(self, c: list[Token]) -> list[Token]:
         return c
 
-    def row(self, c: list[Token]) -> list[Token]:
-        return c
-
-    def footer(self, c: list[Token]) -> str:
-        return str(c[0])
-
-    def start(self, c: list[Any]) -> _Frame:
+    def head(self, c: list[Any]) -> tuple[Spans, tuple[str, ...]]:
         rule, header = c[0], c[1]
-        rows = [x for x in c[2:] if isinstance(x, list)]
-        footers = [x for x in c if isinstance(x, str) and not isinstance(x, Token)]
         offset = rule.column - 1
-        spans = [(offset + m.start(), offset + m.end()) for m in _DASHES.finditer(str(rule))]
-        return _Frame(spans, header, rows, footers)
+        spans = tuple((offset + m.start(), offset + m.end()) for m in _DASHES.finditer(str(rule)))
+        headers = [""] * len(spans)
+        for tok in header:
+            i = _column_of(tok.column - 1, tok.end_column - 1, spans)
+            headers[i] = f"{headers[i]} {tok}".strip()
+        return spans, tuple(headers)
 
 
 @lru_cache(maxsize=1)
 def table_parser() -> Lark:
-    """The LALR parser of the table grammar, with its transformer passed in."""
+    """The LALR parser of a table's head (rule, header, rule), with its transformer."""
     grammar = (files("dnnlens.parsers") / "grammars" / "torch_table.lark").read_text()
-    return Lark(grammar, parser="lalr", transformer=_TableTransformer(), cache=False)
+    return Lark(
+        grammar,
+        parser="lalr",
+        start=["head", "start"],  # ``start`` keeps the row and footer terminals defined
+        transformer=_HeadTransformer(),
+        cache=False,
+    )
 
 
-def _column_of(token: Token, spans: list[tuple[int, int]]) -> int:
-    """Index of the span that overlaps ``token`` most (cells are right or left aligned)."""
-    start, end = token.column - 1, token.end_column - 1
+@lru_cache(maxsize=1)
+def _terminals() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The grammar's CELL and FOOTER patterns, for splitting row and footer lines."""
+    parser = table_parser()
+    cell, footer = (parser.get_terminal(n).pattern.to_regexp() for n in ("CELL", "FOOTER"))
+    return re.compile(cell), re.compile(footer)
+
+
+@lru_cache(maxsize=4096)
+def _head(rule: str, header: str) -> tuple[Spans, tuple[str, ...]]:
+    """Column spans and headers of a table head (each distinct head parsed once)."""
+    try:
+        return table_parser().parse(f"{rule}\n{header}\n{rule}\n", start="head")
+    except LarkError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TableParseError(first) from None
+
+
+@lru_cache(maxsize=1 << 16)
+def _cells(line: str, spans: Spans) -> tuple[str | None, ...]:
+    """The cells of a row line under their columns (each distinct line split once)."""
+    row: list[str | None] = [None] * len(spans)
+    for m in _terminals()[0].finditer(line):
+        i = _column_of(m.start(), m.end(), spans)
+        row[i] = m.group() if row[i] is None else f"{row[i]} {m.group()}"
+    return tuple(row)
+
+
+def _column_of(start: int, end: int, spans: Spans) -> int:
+    """Index of the span that overlaps ``[start, end)`` most (cells are right or left
+    aligned); in a gap, the nearest span."""
     best, best_overlap = -1, 0
     for i, (a, b) in enumerate(spans):
         overlap = min(end, b) - max(start, a)
         if overlap > best_overlap:
             best, best_overlap = i, overlap
-    if best < 0:  # in a gap: the nearest span
+    if best < 0:
         best = min(
             range(len(spans)), key=lambda i: min(abs(spans[i][0] - end), abs(spans[i][1] - start))
         )
@@ -210,40 +236,70 @@ def _footer(text: str) -> tuple[str, float]:
     return _snake(label) + "_ms", time_ms(value)
 
 
-def _to_table(frame: _Frame, source: str, line: int) -> ProfilerTable:
-    spans = frame.spans
-    headers: list[str] = [""] * len(spans)
-    for tok in frame.header:
-        i = _column_of(tok, spans)
-        headers[i] = f"{headers[i]} {tok}".strip()
+def table_from_lines(lines: list[str], source: str = "<table>", line: int = 1) -> ProfilerTable:
+    """Build a table from its lines: rule, header, rule, rows, closing rule, footers.
+
+    The head goes through the grammar once per distinct head, each row line is split into
+    cells once per distinct line: the cost is that of the table's own lines.
+    """
+    if len(lines) < 4:
+        raise TableParseError(f"{source}:{line}: not a profiler table (too few lines)")
+    try:
+        spans, head = _head(lines[0].rstrip(), lines[1].rstrip())
+    except TableParseError as exc:
+        raise TableParseError(f"{source}:{line}: not a profiler table ({exc})") from None
+    headers = list(head)
     name_col = headers.index("Name") if "Name" in headers else 0
+    footer = _terminals()[1]
     cells: list[list[str | None]] = []
-    for toks in frame.rows:
-        row: list[str | None] = [None] * len(spans)
-        for tok in toks:
-            i = _column_of(tok, spans)
-            row[i] = str(tok) if row[i] is None else f"{row[i]} {tok}"
+    footers: list[str] = []
+    closed = False
+    for text in lines[3:]:
+        if closed:
+            m = footer.search(text)
+            if m:
+                footers.append(m.group())
+            continue
+        if text[:3] == "---" and _RULE_LINE.fullmatch(text):
+            closed = True
+            continue
+        row = _cells(text, spans)
+        if all(v is None for v in row):
+            continue  # a blank line
         if row[name_col] is None and cells:  # continuation line of a multi-line cell
             prev = cells[-1]
             for i, value in enumerate(row):
                 if value is not None:
                     prev[i] = value if prev[i] is None else f"{prev[i]}\n{value}"
             continue
-        cells.append(row)
+        cells.append(list(row))
+    return _build(headers, cells, footers, source, line)
+
+
+def _build(
+    headers: list[str],
+    cells: list[list[str | None]],
+    footers: list[str],
+    source: str,
+    line: int,
+) -> ProfilerTable:
     named = _column_names(headers, cells)
-    data: dict[str, pd.Series] = {}
+    data: dict[str, Any] = {}
     for i, (name, kind) in enumerate(named):
         while name in data:
             name += "_"
-        data[name] = pd.Series(
-            [_value(kind, row[i]) for row in cells], dtype=object if kind == "text" else np.float64
+        values = [_value(kind, row[i]) for row in cells]
+        data[name] = (
+            np.array(values, dtype=object) if kind == "text" else np.array(values, np.float64)
         )
-    rows = pd.DataFrame(data)
-    if "name" in rows.columns:
-        rows["truncated"] = rows["name"].fillna("").astype(str).str.endswith("...")
-    if "calls" in rows.columns and rows["calls"].notna().all():
-        rows["calls"] = rows["calls"].astype("int64")
-    totals = dict(_footer(f) for f in frame.footers)
+    if "name" in data:
+        data["truncated"] = np.array(
+            [isinstance(v, str) and v.endswith("...") for v in data["name"]], dtype=bool
+        )
+    if "calls" in data and not np.isnan(data["calls"]).any():
+        data["calls"] = data["calls"].astype(np.int64)
+    rows = pd.DataFrame(data, index=pd.RangeIndex(len(cells)), copy=False)
+    totals = dict(_footer(f) for f in footers)
     return ProfilerTable(rows=rows, headers=headers, totals_ms=totals, source=source, line=line)
 
 
@@ -252,13 +308,15 @@ def parse_table(text: str, source: str = "<table>", line: int = 1) -> ProfilerTa
 
     ``source`` and ``line`` say where the table came from (for messages and reports).
     """
-    body = text if text.endswith("\n") else text + "\n"
-    try:
-        frame = table_parser().parse(body)
-    except LarkError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise TableParseError(f"{source}:{line}: not a profiler table ({first})") from None
-    return _to_table(frame, source, line)
+    finder = TableFinder(source)
+    finder.feed(text.splitlines())
+    finder.close()
+    if finder.tables:
+        table = finder.tables[0]
+        table.line += line - 1
+        return table
+    why = finder.errors[0].split(": ", 1)[1] if finder.errors else "no rule, header, rule lines"
+    raise TableParseError(f"{source}:{line}: not a profiler table ({why})")
 
 
 def read_table_file(path: str) -> ProfilerTable:
@@ -320,15 +378,30 @@ class TableFinder:
         self._lineno = lines_seen
 
     def feed(self, lines: list[str]) -> None:
-        """Look at the next lines (with or without their line ends)."""
+        """Look at the next lines (with or without their line ends).
+
+        While no table is being read only lines holding ``---`` or ``profiler_st`` can
+        matter: the others are counted, not looked at one by one.
+        """
         if not self._state:
             text = "".join(lines)
             if "---" not in text and "profiler_st" not in text:
                 self._lineno += len(lines)
                 return
-        for line in lines:
-            self._lineno += 1
-            self._line(line.rstrip("\r\n"))
+        hits = [i for i, line in enumerate(lines) if "---" in line or "profiler_st" in line]
+        start = self._lineno
+        i, n, h = 0, len(lines), 0
+        while i < n:
+            if not self._state:  # jump to the next line that can start a table or mark
+                while h < len(hits) and hits[h] < i:
+                    h += 1
+                if h == len(hits):
+                    break
+                i = hits[h]
+            self._lineno = start + i + 1
+            self._line(lines[i].rstrip("\r\n"))
+            i += 1
+        self._lineno = start + n
 
     def close(self) -> None:
         """End of input: finish a table still being read."""
@@ -384,7 +457,7 @@ class TableFinder:
             )
             self._block.append(self._block[0])
         try:
-            self.tables.append(parse_table("\n".join(self._block), self.source, self._block_line))
+            self.tables.append(table_from_lines(self._block, self.source, self._block_line))
         except TableParseError as exc:
             self.errors.append(str(exc))
 

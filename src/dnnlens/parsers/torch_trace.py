@@ -1,11 +1,18 @@
 """Read PyTorch profiler chrome traces into a table of framework ops, streaming.
 
 ``prof.export_chrome_trace()`` and ``tensorboard_trace_handler`` write one JSON object
-(``.json`` or ``.json.gz``; gzip is recognised by content) whose ``traceEvents`` array can
-hold millions of events. The file is read in chunks and each event is decoded on its own
-with :meth:`json.JSONDecoder.raw_decode` over a sliding buffer, so memory holds the op
-table, not the JSON. A file that ends early (a crashed run, a copy cut short) keeps every
-complete event read before the cut and reports one clear error.
+(``.json`` or ``.json.gz``; gzip is recognised by content, a UTF-8 byte order mark is
+allowed) whose ``traceEvents`` array can hold millions of events. The file is read in
+chunks and each event is decoded on its own with :meth:`json.JSONDecoder.raw_decode` over a
+sliding buffer, so memory holds the op table, not the JSON: each op costs one code into a
+table of distinct (name, category, thread, shapes ...) signatures plus its numbers, a few
+tens of bytes however large its JSON. A file that ends early (a crashed run, a copy cut
+short) keeps every complete event read before the cut and reports one clear error.
+
+Hostile content never ends the read: a value nested deeper than the JSON decoder allows,
+a number with more digits than Python converts, an event without a finite time are each
+skipped (found by an iterative scan, never by recursion), counted in
+:attr:`TraceData.skipped` and named with their line in :attr:`TraceData.problems`.
 
 ``ops`` has one row per complete (``"ph": "X"``) event, in file order:
 
@@ -19,12 +26,18 @@ ts_us, dur_us   start and duration in the trace's microseconds
 end_us          ``ts_us + dur_us``
 input_dims      ``args["Input Dims"]`` as the table prints them, ``[[4, 3, 64, 64], [16, 3,
                 3, 3], []]`` (valid JSON; needs ``record_shapes=True``), or ""
+input_types     ``args["Input type"]`` as JSON (``["float", "Scalar"]``), or ""; kept for
+                the ops that copy or convert tensors (:data:`ARG_OPS`) only
+input_strides   ``args["Input Strides"]`` as JSON, or ""; :data:`ARG_OPS` only
+concrete_inputs ``args["Concrete Inputs"]`` as JSON (``["", "15", "False"]``: scalar
+                arguments such as a dtype or memory format), or ""; :data:`ARG_OPS` only
 stack           ``args["Call stack"]`` (``with_stack=True`` on older torch), or ""
 external_id     ``args["External id"]``, -1 without one
 sequence        ``args["Sequence number"]`` (forward/backward pairing), -1 without one
 parent          row of the innermost op enclosing this one on its thread, -1 for none
 depth           nesting depth on its thread (0 for a top-level op)
 self_us         ``dur_us`` minus the time of the direct children
+line            line of the file (of the decompressed text) where the event starts
 =============== ==========================================================================
 
 Timestamps: torch >= 2.0 (kineto) writes ``ts`` relative to ``baseTimeNanoseconds`` (a
@@ -36,6 +49,7 @@ the timestamps are that large, otherwise :attr:`TraceData.base_time_ms` is None.
 
 from __future__ import annotations
 
+import ast
 import gzip
 import io
 import json
@@ -44,7 +58,6 @@ import re
 import zlib
 from array import array
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -61,6 +74,11 @@ MAX_VALUE_CHARS = 256 << 20
 EPOCH_US_THRESHOLD = 1e15
 _WS = re.compile(r"[ \t\n\r]*")
 TRACE_SUFFIXES = (".json", ".json.gz")
+#: Ops whose input types, strides and scalar arguments are kept: the ones that copy or
+#: convert tensors (dtype casts, memory-format changes). Other ops keep their dims only.
+ARG_OPS = frozenset(
+    {"aten::to", "aten::_to_copy", "aten::copy_", "aten::contiguous", "aten::clone"}
+)
 
 OP_COLUMNS = (
     "name",
@@ -71,17 +89,28 @@ OP_COLUMNS = (
     "dur_us",
     "end_us",
     "input_dims",
+    "input_types",
+    "input_strides",
+    "concrete_inputs",
     "stack",
     "external_id",
     "sequence",
     "parent",
     "depth",
     "self_us",
+    "line",
 )
+#: The text fields of an event's signature, in order (one categorical column each).
+_SIGNATURE_FIELDS = ("name", "cat", "pid", "tid", "input_dims", "extra", "stack")
 
 
 class TraceError(Exception):
     """The input is not a readable chrome trace (message is one readable line)."""
+
+
+class _Hostile(Exception):
+    """A JSON value the decoder refuses although it may be well-formed (too deep, a
+    number too long); the reader skips it."""
 
 
 @dataclass
@@ -95,8 +124,13 @@ class TraceData:
     #: profiled span (start, end) in trace microseconds, from the profiler's span event
     window_us: tuple[float, float] | None = None
     events: int = 0
+    #: events not in ``ops``: by ``ph`` (``M``, ``i``, ``s`` ...) or by what was wrong
     skipped: Counter = field(default_factory=Counter)
     error: str | None = None
+    #: one line per kind of skipped malformed content, with the first line it was seen at
+    problems: list[str] = field(default_factory=list)
+    #: (pid, tid) as printed -> the thread's name from the ``thread_name`` metadata events
+    thread_names: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def epoch_ms(self, ts_us: Any) -> Any:
         """Trace microseconds -> milliseconds since the epoch (NaN without a base time)."""
@@ -129,13 +163,19 @@ def has_trace_suffix(path: str) -> bool:
 
 
 def starts_like_json(head: bytes) -> bool:
-    """True if ``head`` (the first bytes, gunzipped if need be) opens a JSON object."""
-    text = head.lstrip(b" \t\r\n\xef\xbb\xbf")
+    """True if ``head`` (the first bytes, gunzipped if need be) opens a JSON object or an
+    array of objects (after blanks and a UTF-8 byte order mark); ``[rank0]: ...`` does not."""
+    text = head.lstrip(b" \t\r\n")
+    if text.startswith(b"\xef\xbb\xbf"):
+        text = text[3:].lstrip(b" \t\r\n")
+    if text[:1] == b"[":
+        rest = text[1:].lstrip(b" \t\r\n")
+        return rest[:1] in (b"{", b"]", b"")
     return text[:1] == b"{"
 
 
 def sniff(raw: BinaryIO) -> bool:
-    """Peek at a buffered binary stream (not consuming it): does it hold a JSON object?"""
+    """Peek at a buffered binary stream (not consuming it): does it hold JSON?"""
     peek = getattr(raw, "peek", None)
     if peek is None:
         return False
@@ -151,9 +191,17 @@ def sniff(raw: BinaryIO) -> bool:
 # --------------------------------------------------------------------------------------------
 # the streaming JSON reader
 
+#: One token of the iterative skip over a value: a string, a bracket, or a run of the rest.
+_SKIP_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]|[^\[\]{}"]+', re.S)
+_SCALAR = re.compile(r"[^,\]}\s]+")
+
 
 class _Reader:
-    """A sliding window over a text stream with raw_decode of one value at a time."""
+    """A sliding window over a text stream with raw_decode of one value at a time.
+
+    It also counts lines: :meth:`line_at` gives the line of a position of the buffer, for
+    positions that only move forward.
+    """
 
     def __init__(self, text: io.TextIOBase) -> None:
         self._text = text
@@ -162,10 +210,19 @@ class _Reader:
         self.eof = False
         self.consumed = 0  # characters dropped from the front of buf
         self._decoder = json.JSONDecoder()
+        self._line = 1  # the line of buf[_line_pos]
+        self._line_pos = 0
 
     def offset(self) -> int:
         """Characters read before the current position."""
         return self.consumed + self.pos
+
+    def line_at(self, pos: int) -> int:
+        """The line of ``buf[pos]`` (``pos`` never behind the previous call's)."""
+        if pos > self._line_pos:
+            self._line += self.buf.count("\n", self._line_pos, pos)
+            self._line_pos = pos
+        return self._line
 
     def _fill(self) -> bool:
         if self.eof:
@@ -174,9 +231,12 @@ class _Reader:
         if not data:
             self.eof = True
             return False
-        self.consumed += self.pos
-        self.buf = self.buf[self.pos :] + data
-        self.pos = 0
+        self.line_at(self.pos)
+        keep = min(self.pos, self._line_pos)  # the counted line stays inside the buffer
+        self.consumed += keep
+        self.buf = self.buf[keep:] + data
+        self.pos -= keep
+        self._line_pos -= keep
         return True
 
     def peek(self) -> str:
@@ -196,7 +256,8 @@ class _Reader:
         return False
 
     def value(self) -> Any:
-        """Decode the next JSON value; raise TraceError when it is cut off or invalid."""
+        """Decode the next JSON value; raise TraceError when it is cut off or invalid,
+        _Hostile (after skipping it) when the decoder refuses a well-formed value."""
         self.peek()
         while True:
             try:
@@ -208,170 +269,286 @@ class _Reader:
                 if self.eof and (exc.pos >= len(self.buf) - 1 or "Unterminated" in exc.msg):
                     raise TraceError(f"the trace ends early (character {at:,})") from None
                 raise TraceError(f"invalid JSON at character {at:,}: {exc.msg}") from None
+            except (RecursionError, ValueError) as exc:
+                raise _Hostile(self.skip_value(exc)) from None
             if end == len(self.buf) and self._fill():  # a number may go on in the next chunk
                 continue
             self.pos = end
             return value
 
-
-class _Codes:
-    """A categorical column being filled: one int code per row, each distinct value once."""
-
-    def __init__(self) -> None:
-        self.codes = array("i")
-        self.index: dict[str, int] = {}
-
-    def add(self, value: str) -> None:
-        code = self.index.get(value)
-        if code is None:
-            code = self.index[value] = len(self.index)
-        self.codes.append(code)
-
-    def categorical(self) -> pd.Categorical:
-        values = list(self.index)
-        codes = (
-            np.frombuffer(self.codes, dtype=np.int32)
-            if len(self.codes)
-            else np.zeros(0, dtype=np.int32)
+    def skip_value(self, cause: BaseException) -> str:
+        """Move past the value at ``pos`` without decoding it (an iterative scan of its
+        strings and brackets: no recursion, whatever the nesting); say why it was refused."""
+        reason = (
+            "a value nested deeper than the JSON decoder allows"
+            if isinstance(cause, RecursionError)
+            else "a number too long to convert"
+            if "digits" in str(cause)
+            else f"a value the JSON decoder refused ({cause})"
         )
-        if not values:
-            return pd.Categorical.from_codes(codes, categories=[])
-        # categories in sorted order, like pd.Categorical(list) gives
-        order = np.argsort(np.array(values, dtype=object))
-        remap = np.empty(len(values), dtype=np.int32)
-        remap[order] = np.arange(len(values), dtype=np.int32)
-        return pd.Categorical.from_codes(remap[codes], categories=[values[i] for i in order])
+        self.peek()
+        start = self.pos
+        if self.buf[self.pos] not in "[{":
+            pattern = _SKIP_TOKEN if self.buf[self.pos] == '"' else _SCALAR
+            while True:
+                m = pattern.match(self.buf, self.pos)
+                if m and (m.end() < len(self.buf) or self.eof):
+                    self.pos = m.end()
+                    return reason
+                if self.consumed + len(self.buf) - start > MAX_VALUE_CHARS or not self._fill():
+                    raise TraceError("the trace ends early, inside a refused value")
+        depth = 0
+        while True:
+            m = _SKIP_TOKEN.match(self.buf, self.pos)
+            if m is None or (m.end() == len(self.buf) and not self.eof):
+                if self.offset() - start > MAX_VALUE_CHARS or not self._fill():
+                    raise TraceError("the trace ends early, inside a refused value")
+                continue
+            token = m.group()
+            self.pos = m.end()
+            if token in ("[", "{"):
+                depth += 1
+            elif token in ("]", "}"):
+                depth -= 1
+                if depth == 0:
+                    return reason
 
 
 class _OpColumns:
-    """The complete events as compact columns (codes and machine numbers, not objects),
-    so memory grows by tens of bytes per op however large the JSON of each event is."""
+    """The complete events as compact columns: per event one signature code (into the
+    distinct tuples of its text fields) and its numbers in machine arrays, so memory grows
+    by about 44 bytes per op however large the JSON of each event is."""
 
     def __init__(self) -> None:
-        self.name, self.cat, self.pid, self.tid = _Codes(), _Codes(), _Codes(), _Codes()
-        self.dims, self.stack = _Codes(), _Codes()
+        self.index: dict[tuple[Any, ...], int] = {}
+        self.keys: list[tuple[Any, ...]] = []
+        self.sig = array("i")
         self.ts, self.dur = array("d"), array("d")
         self.external, self.sequence = array("q"), array("q")
+        self.line = array("q")
 
-    def add(self, ev: dict[str, Any]) -> None:
+    def add(self, ev: dict[str, Any], line: int) -> None:
+        """Add one ``X`` event (TypeError, OverflowError or RecursionError: malformed)."""
         get = ev.get
-        args = get("args") or _NO_ARGS
-        self.name.add(_text(get("name")))
-        self.cat.add(_text(get("cat")))
-        self.pid.add(_text(get("pid")))
-        self.tid.add(_text(get("tid")))
-        self.ts.append(_float(get("ts")))
-        self.dur.append(_float(get("dur")))
-        dims = args.get("Input Dims")
-        self.dims.add("" if dims is None else _dims_text(dims))
-        stack = args.get("Call stack")
-        self.stack.add("" if stack is None else _text(stack))
-        self.external.append(_int(args.get("External id")))
-        self.sequence.append(_int(args.get("Sequence number")))
+        args = get("args")
+        if type(args) is not dict:
+            args = _NO_ARGS
+        aget = args.get
+        name = get("name")
+        dims = aget("Input Dims")
+        extra = None
+        if name in ARG_OPS:
+            extra = repr((aget("Input type"), aget("Input Strides"), aget("Concrete Inputs")))
+        key = (
+            name,
+            get("cat"),
+            get("pid"),
+            get("tid"),
+            None if dims is None else repr(dims),
+            extra,
+            aget("Call stack"),
+        )
+        code = self.index.get(key)
+        if code is None:
+            code = self.index[key] = len(self.keys)
+            self.keys.append(key)
+        ts = get("ts")
+        dur = get("dur")
+        ext = aget("External id")
+        seq = aget("Sequence number")
+        self.ts.append(ts if type(ts) is float else _float(ts))
+        self.dur.append(dur if type(dur) is float else _float(dur))
+        self.external.append(ext if type(ext) is int else _int(ext))
+        self.sequence.append(seq if type(seq) is int else _int(seq))
+        self.sig.append(code)
+        self.line.append(line)
 
-
-def _text(value: Any) -> str:
-    if type(value) is str:
-        return value
-    return (
-        ""
-        if value is None
-        else str(value)
-        if isinstance(value, int | float)
-        else (json.dumps(value))
-    )
+    def __len__(self) -> int:
+        return len(self.sig)
 
 
 _NO_ARGS: dict[str, Any] = {}
 
 
-def _dims_text(dims: Any) -> str:
-    """Input dims as the table prints them: ``[[4, 3, 64, 64], [16, 3, 3, 3], []]``.
+def _text(value: Any) -> str:
+    if type(value) is str:
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value)
 
-    ``repr`` of nested int lists is that text and valid JSON; anything else goes through
-    json.dumps (a ``None`` would otherwise print as Python).
-    """
-    text = repr(dims)
-    return text if _DIMS_OK.fullmatch(text) else json.dumps(dims)
+
+def _json_text(value: Any) -> str:
+    """A list or dict as JSON ("" for None); the repr of nested int lists is that text."""
+    if value is None:
+        return ""
+    text = repr(value)
+    return text if _DIMS_OK.fullmatch(text) else json.dumps(value)
 
 
 _DIMS_OK = re.compile(r"[\[\]0-9, -]*")
 
 
+def _from_repr(text: str | None) -> Any:
+    """The value behind a ``repr`` made while reading (distinct values only)."""
+    if text is None:
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        return text
+
+
 def _float(value: Any) -> float:
     if type(value) is float:
         return value
+    if value is None or isinstance(value, bool):
+        return math.nan
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return math.nan
 
 
 def _int(value: Any) -> int:
-    if type(value) is int:
+    if type(value) is int and -(1 << 63) <= value < (1 << 63):
         return value
-    if value is None:
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float | str):
         return -1
     try:
-        return int(value)
+        out = int(value)
     except (TypeError, ValueError, OverflowError):
         return -1
+    return out if -(1 << 63) <= out < (1 << 63) else -1
 
 
 def _nesting(
     thread: np.ndarray, ts: np.ndarray, end: np.ndarray, dur: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """parent, depth and self time of every op, per thread, by a stack sweep."""
+    """parent, depth and self time of every op, per thread, by a stack sweep.
+
+    Ops sorted by thread, start and longest first; an op's parent is the op on top of the
+    stack once the ops that ended before it started are popped. The sweep walks plain
+    lists in blocks, so its memory stays a few arrays of the op count.
+    """
     n = len(ts)
-    parent = np.full(n, -1, dtype=np.int64)
-    depth = np.zeros(n, dtype=np.int32)
-    child_time = np.zeros(n, dtype=np.float64)
     order = np.lexsort((-dur, ts, thread))
-    stack: list[int] = []
-    current = None
+    thread_o = thread[order]
+    bounds = (np.flatnonzero(np.diff(thread_o)) + 1).tolist()
+    del thread_o
+    ts_o, end_o = ts[order], end[order]
+    parent_o = np.full(n, -1, dtype=np.int64)
+    depth_o = np.zeros(n, dtype=np.int32)
     eps = 1e-3  # trace times have microsecond decimals: tolerate rounding
-    for i in order.tolist():
-        if thread[i] != current:
-            current, stack = thread[i], []
-        while stack and end[stack[-1]] <= ts[i] + eps:
-            stack.pop()
-        if stack:
-            p = stack[-1]
-            parent[i] = p
-            depth[i] = len(stack)
-            child_time[p] += dur[i]
-        stack.append(i)
-    return parent, depth, np.maximum(dur - child_time, 0.0)
+    block = 1 << 16
+    for lo, hi in zip([0, *bounds], [*bounds, n], strict=True):
+        stack: list[int] = []
+        stack_end: list[float] = []
+        for a in range(lo, hi, block):
+            b = min(a + block, hi)
+            starts, ends = ts_o[a:b].tolist(), end_o[a:b].tolist()
+            parents, depths = [], []
+            for k in range(b - a):
+                t = starts[k] + eps
+                while stack_end and stack_end[-1] <= t:
+                    stack_end.pop()
+                    stack.pop()
+                parents.append(stack[-1] if stack else -1)
+                depths.append(len(stack))
+                stack.append(a + k)
+                stack_end.append(ends[k])
+            parent_o[a:b] = parents
+            depth_o[a:b] = depths
+    del ts_o, end_o
+    parent = np.full(n, -1, dtype=np.int64)
+    has = parent_o >= 0
+    parent[order[has]] = order[parent_o[has]]
+    del parent_o, has
+    depth = np.empty(n, dtype=np.int32)
+    depth[order] = depth_o
+    del order, depth_o
+    child = parent >= 0
+    child_time = np.bincount(parent[child], weights=dur[child], minlength=n)
+    return parent, depth, np.maximum(dur - child_time[:n], 0.0)
 
 
-def _ops_frame(cols: _OpColumns) -> pd.DataFrame:
-    ts = np.frombuffer(cols.ts, dtype=np.float64) if len(cols.ts) else np.zeros(0)
-    dur = (
-        np.nan_to_num(np.frombuffer(cols.dur, dtype=np.float64)) if len(cols.dur) else (np.zeros(0))
-    )
+def _small_ints(values: np.ndarray) -> np.ndarray:
+    """``values`` in int32 when they fit (ids, lines and rows nearly always do)."""
+    if len(values) and (values.min() < -(1 << 31) or values.max() >= (1 << 31)):
+        return values
+    return values.astype(np.int32)
+
+
+def _categorical(values: list[str], codes: np.ndarray) -> pd.Categorical:
+    """A categorical column from per-signature texts and the signature codes."""
+    distinct = sorted(set(values))
+    position = {v: i for i, v in enumerate(distinct)}
+    per_signature = np.array([position[v] for v in values], dtype=np.int32)
+    taken = per_signature[codes] if len(codes) else np.zeros(0, dtype=np.int32)
+    return pd.Categorical.from_codes(taken, categories=distinct)
+
+
+def _signature_texts(keys: list[tuple[Any, ...]]) -> dict[str, list[str]]:
+    """Per text column, the text of each distinct signature."""
+    texts: dict[str, list[str]] = {
+        "name": [_text(k[0]) for k in keys],
+        "cat": [_text(k[1]) for k in keys],
+        "pid": [_text(k[2]) for k in keys],
+        "tid": [_text(k[3]) for k in keys],
+        "input_dims": [_json_text(_from_repr(k[4])) for k in keys],
+        "stack": [_text(k[6]) for k in keys],
+    }
+    extras = [_from_repr(k[5]) if k[5] is not None else (None, None, None) for k in keys]
+    for i, column in enumerate(("input_types", "input_strides", "concrete_inputs")):
+        texts[column] = [
+            _json_text(e[i]) if isinstance(e, tuple) and len(e) == 3 else "" for e in extras
+        ]
+    return texts
+
+
+def _take(values: array, dtype: Any, keep: np.ndarray | None) -> np.ndarray:
+    """A machine array as numpy (a copy: the array's buffer is freed by the caller)."""
+    out = np.frombuffer(values, dtype=dtype) if len(values) else np.zeros(0, dtype)
+    return out[keep] if keep is not None else out.copy()
+
+
+def _ops_frame(cols: _OpColumns, builder: _TraceBuilder) -> pd.DataFrame:
+    """The op table; events without a finite start time are dropped (and counted).
+
+    Each column is made from its machine array, whose buffer is then released, and the
+    frame keeps one block per column (no consolidation copy): the peak stays near the
+    size of the table.
+    """
+    ts = np.frombuffer(cols.ts, dtype=np.float64) if len(cols) else np.zeros(0)
+    dur_raw = np.frombuffer(cols.dur, dtype=np.float64) if len(cols) else np.zeros(0)
+    good = np.isfinite(ts) & ~np.isinf(dur_raw)
+    keep = None if good.all() else good
+    if keep is not None:
+        lines = np.frombuffer(cols.line, dtype=np.int64)[~good]
+        builder.malformed("an X event without a finite ts or dur", int(lines[0]), len(lines))
+    del ts, dur_raw, good
+    ts = _take(cols.ts, np.float64, keep)
+    dur = np.maximum(np.nan_to_num(_take(cols.dur, np.float64, keep), nan=0.0), 0.0)
+    sig = _take(cols.sig, np.int32, keep)
+    cols.ts = cols.dur = cols.sig = array("d")
     end = ts + dur
-    pid, tid = cols.pid.categorical(), cols.tid.categorical()
+    texts = _signature_texts(cols.keys)
+    columns: dict[str, Any] = {c: _categorical(texts[c], sig) for c in texts}
+    del sig
+    pid, tid = columns["pid"], columns["tid"]
     thread = pid.codes.astype(np.int64) * (len(tid.categories) + 1) + tid.codes
     parent, depth, self_us = _nesting(thread, ts, end, dur)
-    return pd.DataFrame(
-        {
-            "name": cols.name.categorical(),
-            "cat": cols.cat.categorical(),
-            "pid": pid,
-            "tid": tid,
-            "ts_us": ts.copy(),
-            "dur_us": dur,
-            "end_us": end,
-            "input_dims": cols.dims.categorical(),
-            "stack": cols.stack.categorical(),
-            "external_id": np.array(cols.external, dtype=np.int64),
-            "sequence": np.array(cols.sequence, dtype=np.int64),
-            "parent": parent,
-            "depth": depth,
-            "self_us": self_us,
-        },
-        columns=list(OP_COLUMNS),
-    )
+    del thread
+    columns.update(ts_us=ts, dur_us=dur, end_us=end)
+    columns["external_id"] = _small_ints(_take(cols.external, np.int64, keep))
+    columns["sequence"] = _small_ints(_take(cols.sequence, np.int64, keep))
+    cols.external = cols.sequence = array("q")
+    columns.update(parent=_small_ints(parent), depth=depth, self_us=self_us)
+    columns["line"] = _small_ints(_take(cols.line, np.int64, keep))
+    cols.line = array("q")
+    return pd.DataFrame({c: columns[c] for c in OP_COLUMNS}, copy=False)
 
 
 #: Whitespace, then an optional comma, then whitespace: what separates two events.
@@ -380,14 +557,68 @@ _SEP = re.compile(r"[ \t\n\r]*(,?)[ \t\n\r]*")
 _MARGIN = 1 << 16
 
 
-def _read_events(reader: _Reader, on_event: Callable[[Any], None]) -> None:
+class _TraceBuilder:
+    """What the events of one trace add up to, while they are read."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.cols = _OpColumns()
+        self.skipped: Counter = Counter()
+        self.spans: list[tuple[float, float]] = []
+        self.thread_names: dict[tuple[str, str], str] = {}
+        self.count = 0
+        self._first_line: dict[str, int] = {}
+
+    def event(self, ev: Any, line: int) -> None:
+        self.count += 1
+        if type(ev) is not dict:
+            self.malformed("an event that is not a JSON object", line)
+            return
+        ph = ev.get("ph")
+        if ph != "X":
+            if ph == "M" and ev.get("name") == "thread_name":
+                self._thread_name(ev)
+            self.skipped[ph if type(ph) is str else _text(ph)[:20]] += 1
+            return
+        if ev.get("cat") == "Trace":  # the profiler's own span: the profiled window
+            ts, dur = _float(ev.get("ts")), _float(ev.get("dur"))
+            if math.isfinite(ts) and math.isfinite(dur):
+                self.spans.append((ts, ts + dur))
+            return
+        try:
+            self.cols.add(ev, line)
+        except (TypeError, OverflowError, RecursionError, ValueError):
+            self.malformed("an event with fields of the wrong type", line)
+
+    def malformed(self, what: str, line: int, count: int = 1) -> None:
+        self.skipped[what] += count
+        self._first_line.setdefault(what, line)
+
+    def _thread_name(self, ev: dict[str, Any]) -> None:
+        args = ev.get("args")
+        name = args.get("name") if isinstance(args, dict) else None
+        if isinstance(name, str):
+            key = (_text(ev.get("pid")), _text(ev.get("tid")))
+            self.thread_names.setdefault(key, name)
+
+    def problems(self) -> list[str]:
+        return [
+            f"{self.path}:{line}: {self.skipped[what]:,} x {what} (skipped)"
+            for what, line in self._first_line.items()
+        ]
+
+
+def _read_events(reader: _Reader, builder: _TraceBuilder) -> None:
     """Read a JSON array of events (the ``[`` already taken) up to its ``]``.
 
     The inner loop decodes straight from the buffer while it holds more than ``_MARGIN``
     characters; near its end (or on anything unusual) one event goes the careful way,
-    through the reader, which refills and reports cut-off or invalid JSON.
+    through the reader, which refills, reports cut-off or invalid JSON and skips values
+    the decoder refuses.
     """
     decode = reader._decoder.raw_decode
+    on_event = builder.event
+    line_at = reader.line_at
     while True:
         buf = reader.buf
         pos = _WS.match(buf, reader.pos).end()
@@ -398,11 +629,11 @@ def _read_events(reader: _Reader, on_event: Callable[[Any], None]) -> None:
                 reader.pos = pos + 1
                 return
             try:
-                event, pos = decode(buf, pos)
-            except json.JSONDecodeError:
+                event, end = decode(buf, pos)
+            except (json.JSONDecodeError, RecursionError, ValueError):
                 break
-            on_event(event)
-            m = _SEP.match(buf, pos)
+            on_event(event, line_at(pos))
+            m = _SEP.match(buf, end)
             if not m.group(1):  # no comma: the array must end here
                 reader.pos = m.end()
                 expect_value = False
@@ -418,7 +649,12 @@ def _read_events(reader: _Reader, on_event: Callable[[Any], None]) -> None:
                 return
             if char == "":
                 raise TraceError("the trace ends early, inside traceEvents")
-            on_event(reader.value())
+            line = line_at(reader.pos)
+            try:
+                on_event(reader.value(), line)
+            except _Hostile as refused:
+                builder.count += 1
+                builder.malformed(str(refused), line)
             if reader.take(","):
                 continue
         if reader.peek() == "":
@@ -433,65 +669,54 @@ def _read_events(reader: _Reader, on_event: Callable[[Any], None]) -> None:
 def parse_trace_text(text: io.TextIOBase, path: str = "<trace>") -> TraceData:
     """Parse a chrome trace from a text stream; never raises on bad content."""
     reader = _Reader(text)
-    cols = _OpColumns()
+    builder = _TraceBuilder(path)
     metadata: dict[str, Any] = {}
-    skipped: Counter = Counter()
-    spans: list[tuple[float, float]] = []
-    count = 0
-
-    def on_event(ev: Any) -> None:
-        nonlocal count
-        count += 1
-        if not isinstance(ev, dict):
-            skipped["not an object"] += 1
-            return
-        ph = ev.get("ph")
-        if ph != "X":
-            skipped[str(ph)] += 1
-            return
-        if ev.get("cat") == "Trace":  # the profiler's own span: the profiled window
-            ts, dur = _float(ev.get("ts")), _float(ev.get("dur"))
-            spans.append((ts, ts + dur))
-            return
-        cols.add(ev)
-
     error = None
     try:
         first = reader.peek()
+        if first == "\ufeff":  # a byte order mark the decoding did not take
+            reader.pos += 1
+            first = reader.peek()
         if first == "[":  # the JSON Array Format: just the events
             reader.pos += 1
-            _read_events(reader, on_event)
+            _read_events(reader, builder)
         elif first == "{":
             reader.pos += 1
-            _read_object(reader, metadata, on_event)
+            _read_object(reader, metadata, builder)
         else:
             raise TraceError("not a chrome trace (no JSON object at the start)")
     except TraceError as exc:
-        error = f"{path}: {exc}; {count:,} events were read"
+        error = f"{path}: {exc}; {builder.count:,} events were read"
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        error = f"{path}: truncated or corrupt gzip stream ({exc}); {count:,} events were read"
+        error = (
+            f"{path}: truncated or corrupt gzip stream ({exc}); {builder.count:,} events were read"
+        )
     except OSError as exc:
-        error = f"{path}: read error ({exc.strerror or exc}); {count:,} events were read"
-    ops = _ops_frame(cols)
+        error = f"{path}: read error ({exc.strerror or exc}); {builder.count:,} events were read"
+    ops = _ops_frame(builder.cols, builder)
     base = _base_time_ms(metadata, ops)
+    spans = builder.spans
     window = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
     if window is None and len(ops):
         window = (float(ops["ts_us"].min()), float(ops["end_us"].max()))
+    problems = builder.problems()
+    if error is None and problems and not len(ops):
+        error = f"{path}: no usable event: " + "; ".join(p.split(": ", 1)[1] for p in problems)
     return TraceData(
         path=path,
         ops=ops,
         metadata=metadata,
         base_time_ms=base,
         window_us=window,
-        events=count,
-        skipped=skipped,
+        events=builder.count,
+        skipped=builder.skipped,
         error=error,
+        problems=problems,
+        thread_names=builder.thread_names,
     )
 
 
-def _read_object(
-    reader: _Reader, metadata: dict[str, Any], on_event: Callable[[Any], None]
-) -> None:
+def _read_object(reader: _Reader, metadata: dict[str, Any], builder: _TraceBuilder) -> None:
     """Read the top-level object: metadata keys kept, ``traceEvents`` streamed."""
     while True:
         char = reader.peek()
@@ -500,13 +725,21 @@ def _read_object(
             return
         if char == "":
             raise TraceError("the trace ends early")
-        key = reader.value()
+        line = reader.line_at(reader.pos)
+        try:
+            key = reader.value()
+        except _Hostile as refused:
+            raise TraceError(f"line {line}: {refused} where a key belongs") from None
         if not isinstance(key, str) or not reader.take(":"):
             raise TraceError(f"invalid JSON at character {reader.offset():,}: expected a key")
         if key == "traceEvents" and reader.take("["):
-            _read_events(reader, on_event)
+            _read_events(reader, builder)
         else:
-            metadata[key] = reader.value()
+            line = reader.line_at(reader.pos)
+            try:
+                metadata[key] = reader.value()
+            except _Hostile as refused:
+                builder.malformed(f"{refused} (metadata key {key[:40]!r})", line)
         if not reader.take(","):
             if reader.peek() == "":
                 raise TraceError("the trace ends early")
@@ -517,7 +750,7 @@ def _read_object(
 
 def _base_time_ms(metadata: dict[str, Any], ops: pd.DataFrame) -> float | None:
     base = metadata.get("baseTimeNanoseconds")
-    if isinstance(base, int | float) and not isinstance(base, bool):
+    if isinstance(base, int | float) and not isinstance(base, bool) and math.isfinite(base):
         return float(base) / 1e6
     if len(ops) and float(ops["ts_us"].median()) > EPOCH_US_THRESHOLD:
         return 0.0
@@ -561,7 +794,8 @@ def parse_trace_stream(raw: BinaryIO, path: str = "<trace>") -> TraceData:
     if raw.peek(2)[:2] == GZIP_MAGIC:  # type: ignore[attr-defined]
         gunzip = _GunzipUntilError(raw)
         binary = io.BufferedReader(gunzip)
-    trace = parse_trace_text(io.TextIOWrapper(binary, encoding="utf-8", errors="replace"), path)
+    text = io.TextIOWrapper(binary, encoding="utf-8-sig", errors="replace")
+    trace = parse_trace_text(text, path)
     if gunzip is not None and gunzip.error is not None:
         trace.error = f"{path}: {gunzip.error}; {trace.events:,} events were read"
     return trace
@@ -608,7 +842,7 @@ class FrameworkReader:
             except OSError:
                 return False  # the line reader reports it
             with raw:
-                if not (has_trace_suffix(path) or sniff(raw)):
+                if not sniff(raw):  # a log named *.json is still a log: read as lines
                     return False
                 trace = parse_trace_stream(raw, path)
             if trace.events == 0 and trace.error is None:
@@ -618,6 +852,7 @@ class FrameworkReader:
         self.data.traces.append(trace)
         if trace.error:
             self.data.errors.append(trace.error)
+        self.data.errors.extend(trace.problems)
         return True
 
     def finder(self, path: str) -> TableFinder:

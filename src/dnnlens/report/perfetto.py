@@ -424,12 +424,114 @@ def iter_trace_json(
         stats.events += 1
         stats.findings += 1
         yield _dumps(event)
+    for text in framework_events(analysis, inputs, options):
+        stats.events += 1
+        yield text
     stats.executions = int(execs)
 
 
 def _dumps(event: dict[str, Any]) -> str:
     """One event as JSON; a non-finite number is a bug here, never invalid JSON."""
     return json.dumps(event, allow_nan=False)
+
+
+# --------------------------------------------------------------------------------------------
+# framework ops of a PyTorch profiler trace, on their own threads
+
+#: Trace categories exported beside the primitives (Python frames are not: too many).
+FRAMEWORK_CATEGORIES = frozenset({"cpu_op", "user_annotation", "operator", "Operator", ""})
+
+
+def _origin_ms(log: ParsedLog, inputs: list[_InputEvents], options: TraceOptions) -> float | None:
+    """The epoch ms that ``ts`` 0 stands for: the first timestamp of the first input placed
+    by its timestamps (as :func:`_place` takes it), None when no input has timestamps."""
+    ev = log.events
+    if not len(ev):
+        return None
+    operations = _OPERATIONS if options.include_creates else ("exec",)
+    wanted = np.isin(ev["operation"].to_numpy().astype(str), operations)
+    paths = ev["input"].astype(str).to_numpy()
+    stamps = ev["timestamp_ms"].to_numpy(dtype=float)
+    for inp in inputs:
+        if inp.timing == "timestamps":
+            mine = stamps[wanted & (paths == inp.path)]
+            return float(np.nanmin(mine))
+    return None
+
+
+def framework_events(
+    analysis: Analysis, inputs: list[_InputEvents], options: TraceOptions
+) -> Iterator[str]:
+    """The framework ops of each profiler trace among the inputs, as JSON text: one process
+    per trace after the logs' processes, one track per thread of the trace.
+
+    With verbose timestamps and a trace base time they share the primitives' time axis
+    (``ts`` 0 is the first timestamp of the first timestamped input) and keep to the span of
+    the exported primitives; otherwise their ``ts`` counts from the trace's first op. At most
+    ``max_events`` ops per trace when that is set.
+    """
+    framework = analysis.log.framework
+    if framework is None or not framework.traces:
+        return
+    origin = _origin_ms(analysis.log, inputs, options)
+    span = None
+    if origin is not None and inputs:
+        lo = min(float(i.start.min()) for i in inputs if len(i.start))
+        hi = max(float((i.start + i.dur).max()) for i in inputs if len(i.start))
+        span = (lo, hi)
+    for k, trace in enumerate(framework.traces):
+        yield from _trace_events(trace, len(analysis.log.scans) + 1 + k, origin, span, options)
+
+
+def _trace_events(
+    trace: Any,
+    pid: int,
+    origin: float | None,
+    span: tuple[float, float] | None,
+    options: TraceOptions,
+) -> Iterator[str]:
+    ops = trace.ops
+    keep = ops["cat"].astype(str).isin(FRAMEWORK_CATEGORIES).to_numpy().copy()
+    ts = ops["ts_us"].to_numpy(dtype=float)
+    aligned = origin is not None and trace.base_time_ms is not None
+    first = float(ts[keep].min()) if keep.any() else 0.0
+    start = (trace.epoch_ms(ts) - origin) * 1000.0 if aligned else ts - first
+    dur = ops["dur_us"].to_numpy(dtype=float)
+    if aligned and span is not None:
+        keep &= (start + dur >= span[0]) & (start <= span[1])
+    rows = np.flatnonzero(keep & np.isfinite(start) & np.isfinite(dur))
+    if options.max_events is not None:
+        rows = rows[: options.max_events]
+    label = f"PyTorch profiler: {trace.path}" + ("" if aligned else " (own time axis)")
+    yield json.dumps(
+        {"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": label}}
+    )
+    pairs = list(
+        zip(
+            ops["pid"].astype(str).to_numpy()[rows],
+            ops["tid"].astype(str).to_numpy()[rows],
+            strict=True,
+        )
+    )
+    tids = {p: i + 1 for i, p in enumerate(dict.fromkeys(pairs))}
+    for (p, t), tid in tids.items():
+        name = trace.thread_names.get((p, t)) or f"thread {t}"
+        yield json.dumps(
+            {"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}}
+        )
+    names = ops["name"].cat.codes.to_numpy()[rows]
+    name_text = [json.dumps(str(n)[:NAME_MAX]) for n in ops["name"].cat.categories]
+    cats = ops["cat"].cat.codes.to_numpy()[rows]
+    cat_text = [json.dumps(str(c)) for c in ops["cat"].cat.categories]
+    lines = ops["line"].to_numpy()[rows].tolist()
+    starts = np.char.mod("%.3f", start[rows]).tolist()
+    durs = np.char.mod("%.3f", dur[rows]).tolist()
+    for k in range(len(rows)):
+        yield (
+            f'{{"name":{name_text[names[k]]},"cat":{cat_text[cats[k]]},"ph":"X",'
+            f'"ts":{starts[k]},"dur":{durs[k]},"pid":{pid},"tid":{tids[pairs[k]]},'
+            f'"args":{{"line":{lines[k]}}}}}'
+        )
 
 
 def iter_trace(

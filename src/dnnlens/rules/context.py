@@ -105,6 +105,11 @@ class RuleContext:
         return float(self.stats["typical_ms"].sum()) if len(self.stats) else 0.0
 
     @property
+    def framework(self) -> Any:
+        """The framework view of a profiler trace or table (``None`` without one)."""
+        return self.analysis.framework
+
+    @property
     def is_training(self) -> bool:
         """Whether any primitive ran a backward pass."""
         return self.analysis.is_training

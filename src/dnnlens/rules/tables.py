@@ -96,6 +96,45 @@ TABLES: dict[str, dict[str, str]] = {
     },
 }
 
+TABLES.update(
+    {
+        # the framework view of a PyTorch profile (empty without a trace or table); times
+        # are typical ms per steady step, ``time_ms`` the column share() sums
+        "framework_ops": {
+            "name": STR,
+            "calls_per_step": NUM,
+            "self_ms_per_step": NUM,
+            "total_ms_per_step": NUM,
+            "self_share": NUM,
+            "phase": STR,
+            "onednn_ms_per_step": NUM,
+            "onednn_share": NUM,
+            "time_ms": NUM,
+            "path": STR,
+            "line": NUM,
+        },
+        "framework_phases": {
+            "phase": STR,
+            "ms_per_step": NUM,
+            "share": NUM,
+            "onednn_ms_per_step": NUM,
+            "onednn_share": NUM,
+            "time_ms": NUM,
+        },
+        "framework_steps": {
+            "index": NUM,
+            "name": STR,
+            "dur_ms": NUM,
+            "warmup": BOOL,
+            "partial": BOOL,
+            "steady": BOOL,
+            "time_ms": NUM,
+            "path": STR,
+            "line": NUM,
+        },
+    }
+)
+
 #: Variables every expression can use, with their types.
 VARIABLES: dict[str, str] = {
     "total_ms": NUM,
@@ -112,6 +151,8 @@ VARIABLES: dict[str, str] = {
     "header_isa": STR,
     "inputs": NUM,
     "is_training": BOOL,
+    "typical_step_ms": NUM,
+    "steady_steps": NUM,
 }
 
 _FIRST = {
@@ -142,6 +183,8 @@ def variables(ctx: RuleContext) -> dict[str, Any]:
         "header_isa": isas[0] if isas else "",
         "inputs": len(ctx.log.scans),
         "is_training": ctx.is_training,
+        "typical_step_ms": ctx.framework.typical_step_ms if ctx.framework else 0.0,
+        "steady_steps": ctx.framework.steady_count if ctx.framework else 0,
     }
 
 
@@ -165,7 +208,35 @@ def table(ctx: RuleContext, name: str) -> tuple[pd.DataFrame, float]:
         total = ctx.total_ms
         frame["share"] = frame["time_ms"] / total if total > 0 else 0.0
         return frame, total
+    if name.startswith("framework_"):
+        return _framework_table(ctx, name)
     raise KeyError(name)
+
+
+def _framework_table(ctx: RuleContext, name: str) -> tuple[pd.DataFrame, float]:
+    """A framework table (:data:`TABLES`) and the typical step as its base time."""
+    fw = ctx.framework
+    columns = list(TABLES[name])
+    if fw is None:
+        return pd.DataFrame({c: [] for c in columns}), 0.0
+    where = fw.table.source if fw.table is not None else fw.path
+    if name == "framework_steps":
+        frame = fw.steps.copy()
+        frame["steady"] = ~frame["warmup"] & ~frame["partial"]
+        frame["time_ms"] = frame["dur_ms"]
+        frame["path"] = where
+        return frame.reindex(columns=columns), float(frame["dur_ms"].sum())
+    frame = (fw.ops if name == "framework_ops" else fw.phases).copy()
+    for col in ("onednn_ms_per_step", "onednn_share"):
+        if col not in frame:
+            frame[col] = np.nan
+    if name == "framework_ops":
+        frame["time_ms"] = frame["self_ms_per_step"]
+        frame["path"] = where
+        frame["line"] = [fw.first_line(n) for n in frame["name"]]
+    else:
+        frame["time_ms"] = frame["ms_per_step"]
+    return frame.reindex(columns=columns), fw.typical_step_ms
 
 
 def events_view(ctx: RuleContext) -> pd.DataFrame:

@@ -73,7 +73,14 @@ def _evidence(evidence: Any) -> list[Evidence]:
             or line < 0
         ):
             raise RuleFailure("a finding's evidence is not a list of Evidence(path, line)")
-        out.append(Evidence(e.path, line))
+        op, step, ts = getattr(e, "op", None), getattr(e, "step", None), getattr(e, "ts_us", None)
+        if isinstance(ts, np.generic):
+            ts = ts.item()
+        if not all(v is None or isinstance(v, str) for v in (op, step)) or not (
+            ts is None or (isinstance(ts, int | float) and not isinstance(ts, bool))
+        ):
+            raise RuleFailure("a finding's evidence has an op, step or ts_us of the wrong type")
+        out.append(Evidence(e.path, line, op=op, step=step, ts_us=ts))
     return out
 
 

@@ -1,0 +1,41 @@
+"""DL104 autocast-casts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dnnlens.analysis.findings import Finding
+from dnnlens.analysis.framework.patterns import casts
+from dnnlens.rules.base import Rule
+from dnnlens.rules.builtin._framework import masked_finding, trace_view
+from dnnlens.rules.context import RuleContext
+
+
+class AutocastCasts(Rule):
+    """Tensors are cast between float32 and bfloat16/float16 on every step.
+
+    ``torch.autocast`` keeps weights in float32 and casts them (and activations) to the low
+    precision at every op that runs in it, every step; autograd casts the gradients back
+    (``ToCopyBackward0``). Each cast is an ``aten::_to_copy`` / ``aten::copy_`` that reads
+    and writes the whole tensor. The rule adds the typical time of the casts the framework
+    issues itself (from the top of an op, from ``.to(dtype)`` in the program, or from a
+    ``ToCopyBackward`` node; not the up-casts inside ATen kernels) and fires when they take
+    at least ``min_share`` of a typical step.
+
+    Fix: cast once instead of every step: keep the model in bfloat16 (``model.to(
+    torch.bfloat16)``, with float32 master weights in the optimizer if needed) and feed
+    bfloat16 inputs; or let ``torch.compile`` fuse the casts into the kernels around them.
+    """
+
+    name = "autocast-casts"
+    code = "DL104"
+    severity = "warning"
+    defaults = {"min_share": 0.02}
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        fw = trace_view(ctx)
+        if fw is None:
+            return
+        yield from masked_finding(
+            self, fw, casts(fw), "casts to or from low precision", "casts_per_step"
+        )

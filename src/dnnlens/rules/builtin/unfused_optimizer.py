@@ -1,0 +1,77 @@
+"""DL101 unfused-optimizer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from dnnlens.analysis.findings import Finding
+from dnnlens.analysis.framework.patterns import optimizer_ops
+from dnnlens.rules.base import Rule
+from dnnlens.rules.builtin._framework import cost, counted, impact, trace_view
+from dnnlens.rules.context import RuleContext
+
+
+class UnfusedOptimizer(Rule):
+    """The optimizer step runs many small per-parameter ops, one kernel each.
+
+    ``torch.optim`` on the CPU defaults to a Python loop over the parameters
+    (``foreach=False``): every parameter costs a handful of tiny ``add_``, ``mul_``,
+    ``addcmul_``, ``lerp_``, ``sqrt`` ... calls, each paying dispatch and a pass over memory.
+    ``foreach=True`` removes the Python loop, but on the CPU its ``_foreach_`` ops still run
+    one kernel per tensor inside (the trace shows them). The rule counts the per-parameter
+    math ops inside the ``Optimizer.step#`` spans of the steady steps (also inside
+    ``_foreach_`` ops) and fires when there are at least ``min_ops`` per step and the
+    optimizer step takes at least ``min_share`` of a typical step. Its impact is the typical
+    time of the optimizer step.
+
+    Fix: ``fused=True`` (SGD, Adam, AdamW, Adagrad on the CPU since torch 2.4) runs the whole
+    update in one kernel (``_fused_sgd_``, ``_fused_adamw_``); ``foreach=True`` at least
+    removes the Python loop; or compile the optimizer step (``torch.compile``).
+    """
+
+    name = "unfused-optimizer"
+    code = "DL101"
+    severity = "warning"
+    defaults = {"min_ops": 8, "min_share": 0.02}
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        fw = trace_view(ctx)
+        if fw is None:
+            return
+        found = optimizer_ops(fw)
+        calls = fw.calls_by_name(found.per_parameter)
+        per_step = sum(calls.values())
+        if per_step < self.options["min_ops"]:
+            return
+        step_ms = fw.typical_ms(found.steps)
+        if fw.share(step_ms) < self.options["min_share"]:
+            return
+        foreach = fw.calls_per_step(found.inside_foreach)
+        where = (
+            "inside _foreach_ ops, which on the CPU still run one kernel per tensor"
+            if foreach >= per_step / 2
+            else "dispatched one by one from the Python loop (foreach=False)"
+        )
+        names = ", ".join(found.names) or "Optimizer.step"
+        listed = counted(list(calls), list(calls.values()))
+        message = (
+            f"{names}: {per_step:g} per-parameter ops per step ({listed}), {where}: "
+            f"{cost(fw, step_ms)}"
+        )
+        evidence = fw.evidence(found.steps, 1) + fw.evidence(found.per_parameter, 2)
+        yield self.finding(
+            message,
+            evidence,
+            data=impact(
+                fw,
+                step_ms,
+                optimizer=found.names,
+                per_parameter_ops_per_step=per_step,
+                ops_per_step=calls,
+                inside_foreach_per_step=foreach,
+                fused_kernels_per_step=float(fw.calls_per_step(found.fused)),
+                steps_found=int(np.count_nonzero(fw.steady_rows(found.steps))),
+            ),
+        )
