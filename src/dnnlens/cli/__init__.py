@@ -15,10 +15,10 @@ from enum import StrEnum
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from dnnlens._version import __version__
-from dnnlens.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
+from dnnlens.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK
+from dnnlens.errors import EXIT_USAGE as EXIT_USAGE  # the exit codes, for callers
 from dnnlens.errors import fail as _fail
 from dnnlens.errors import say as _say
 
@@ -166,82 +166,23 @@ def analyze(
     ),
 ) -> None:
     """Parse oneDNN verbose logs and show where the time went."""
-    from dnnlens.analysis.findings import severity_rank
-    from dnnlens.analysis.result import analyze_log
-    from dnnlens.rules.engine import RuleOptions, RuleSetupError, run_rules
+    from dnnlens.cli.pipeline import ReportOptions, read_and_report
 
-    if paths == ["-"]:
-        from dnnlens.reading.live import analyze_stream
-
-        show_live = live and not quiet and sys.stderr.isatty()
-        live_console = Console(stderr=True) if show_live else None
-        analysis, _ = analyze_stream(
-            sys.stdin.buffer,
-            tee=sys.stdout.buffer if tee else None,
-            window_events=window or None,
-            live_console=live_console,
-        )
-        log = analysis.log
-    elif _stream_file(paths, jobs, skip):
-        from dnnlens.io.inputs import InputError
-        from dnnlens.reading.stream import analyze_file_streaming
-
-        try:
-            analysis = analyze_file_streaming(paths[0], window_events=window or None)
-        except InputError as exc:  # a large file that is not a text log
-            raise _fail(str(exc)) from None
-        log = analysis.log
-    else:
-        from dnnlens.reading.parallel import default_jobs
-        from dnnlens.report.console import load_inputs
-
-        log = load_inputs(paths, quiet, jobs=jobs or default_jobs())
-        if not log.scans and log.framework is None:  # issue 3: a trace alone is an input
-            raise _fail("; ".join(log.input_errors) or "no input")
-        analysis = analyze_log(log, window_events=window or None, skip=skip)
-    options = RuleOptions(
-        rule_paths=list(rules),
+    options = ReportOptions(
+        fmt=fmt,
+        output=output,
+        top=top,
+        strict=strict,
+        fail_on=fail_on,
+        rules=list(rules),
         select=list(select),
         ignore=list(ignore),
-        config_path=str(config) if config else None,
+        config=config,
+        window=window,
+        skip=skip,
+        quiet=quiet,
     )
-    try:
-        analysis.findings = run_rules(analysis, options)
-    except RuleSetupError as exc:
-        raise _fail(str(exc)) from None
-    from dnnlens.report.output import render_analysis
-
-    try:
-        render_analysis(analysis, fmt.value, output, top=top)
-    except ValueError as exc:
-        raise _fail(str(exc)) from None
-    from dnnlens.io.problems import input_problems, strict_problem
-
-    problems = input_problems(log)
-    for message in problems.notes if not quiet else []:
-        _say("note", message)
-    for message in problems.errors:
-        _say("error", message)
-    if problems.errors:
-        raise typer.Exit(EXIT_USAGE)
-    if strict and strict_problem(log):
-        raise _fail(strict_problem(log))
-    if fail_on is not FailOn.never:
-        threshold = severity_rank(fail_on.value)
-        if any(severity_rank(f.severity) >= threshold for f in analysis.findings):
-            raise typer.Exit(EXIT_FINDINGS)
-
-
-def _stream_file(paths: list[str], jobs: int, skip: int) -> bool:
-    """One large plain log file, read serially: analyse it by streaming (bounded memory)."""
-    from dnnlens.reading.stream import STREAM_FILE_MIN_BYTES
-
-    if len(paths) != 1 or jobs != 1 or skip or not os.path.isfile(paths[0]):
-        return False
-    try:
-        return os.path.getsize(paths[0]) >= STREAM_FILE_MIN_BYTES
-    except OSError:
-        return False
+    raise typer.Exit(read_and_report(paths, options, jobs=jobs, live=live, tee=tee))
 
 
 def _register_commands() -> None:

@@ -36,7 +36,7 @@ import stat
 import sys
 import threading
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -117,6 +117,26 @@ class ReadStats:
     #: Physical lines longer than :data:`MAX_LINE_BYTES`, and the bytes skipped from them.
     cut_lines: int = 0
     skipped_bytes: int = 0
+
+    def add(self, part: ReadStats) -> None:
+        """Take in what reading a later part of the same input learnt (a byte range)."""
+        self.invalid_utf8_bytes += part.invalid_utf8_bytes
+        self.cut_lines += part.cut_lines
+        self.skipped_bytes += part.skipped_bytes
+        self.error = self.error or part.error
+        self.notes.extend(n for n in part.notes if n not in self.notes)
+        if part.encoding != "utf-8" and self.encoding == "utf-8":
+            self.encoding = part.encoding
+
+
+def note_cut_lines(path: str, stats: ReadStats) -> None:
+    """The note on the lines of ``path`` cut at :data:`MAX_LINE_BYTES`, if any were."""
+    if stats.cut_lines:
+        lines = "1 line" if stats.cut_lines == 1 else f"{stats.cut_lines:,} lines"
+        stats.notes.append(
+            f"{display_path(path)}: {lines} longer than {MAX_LINE_BYTES:,} bytes "
+            f"cut there ({stats.skipped_bytes:,} bytes skipped)"
+        )
 
 
 def display_path(path: str) -> str:
@@ -551,6 +571,7 @@ class Decoder:
     def __init__(self, stats: ReadStats, path: str, plain: bool = False) -> None:
         self.stats = stats
         self.path = path
+        self._plain = plain
         #: the first decoded bytes, once the kind of input is known (None before)
         self.head: bytes | None = b"" if plain else None
         #: raw bytes pushed until :attr:`head` was known (a trace is read again from them)
@@ -602,12 +623,8 @@ class Decoder:
             if self._utf16 is not None and not self.failed:
                 yield from self._encoded(b"", final=True)
         self.raw_seen = bytearray()
-        if self.stats.cut_lines:
-            lines = "1 line" if self.stats.cut_lines == 1 else f"{self.stats.cut_lines:,} lines"
-            self.stats.notes.append(
-                f"{display_path(self.path)}: {lines} longer than {MAX_LINE_BYTES:,} bytes "
-                f"cut there ({self.stats.skipped_bytes:,} bytes skipped)"
-            )
+        if not self._plain:  # the parts of a file read in ranges are noted together
+            note_cut_lines(self.path, self.stats)
 
     def fail(self, exc: BaseException) -> None:
         """Reading or decompressing failed: no more output; ``stats.error`` says why."""
@@ -905,9 +922,3 @@ def iter_lines(source: InputSource, stats: ReadStats) -> Iterator[str]:
     for chunk in iter_chunks(source, stats):
         for line in chunk:
             yield line.rstrip("\r\n") if line.endswith("\n") else line
-
-
-def line_capper(stats: ReadStats, path: str) -> Callable[[bytes], bytes]:
-    """A function that cuts the physical lines of consecutive byte chunks at
-    :data:`MAX_LINE_BYTES`, as files are cut when read (for streams read elsewhere)."""
-    return _LineCap(stats)

@@ -33,7 +33,7 @@ timestamp_ms    the line's timestamp (ms since epoch on Linux), NaN without one
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -154,8 +154,47 @@ def build_diagnostics(scans: list[InputScan], records: list[LineRecord]) -> pd.D
 
 
 @dataclass
+class EventWindow:
+    """What :attr:`ParsedLog.events` holds when reading kept only the last events.
+
+    Reading keeps every event unless the inputs are large (see ``dnnlens.reading``); then it
+    folds every event into per-record statistics and keeps the last ``size`` raw events.
+    """
+
+    #: the most events kept (``--window``)
+    size: int
+    #: events read, in all inputs
+    events_total: int
+    #: events in :attr:`ParsedLog.events`
+    events_kept: int
+    #: per input path: the line of the last event that left the window (absent: none left)
+    dropped_last_line: dict[str, int] = field(default_factory=dict)
+    #: one line per profiler table found inside a log and left out of
+    #: :attr:`ParsedLog.framework`, because events of its profiled region left the window
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
 class ParsedLog:
-    """The parsed form of a set of inputs: per-input scans, distinct records, tables."""
+    """The parsed form of a set of inputs: per-input scans, distinct records, tables.
+
+    ``scans`` count every line of every input (``parsed + foreign + malformed == lines``).
+    When the inputs were too large to keep every event (``window`` is set), ``events`` holds
+    the last ``window.size`` of them and the figures over all events are carried beside it:
+
+    * ``record_stats``: the per-record statistics of every event read (the
+      :data:`~dnnlens.model.stats.STATS_COLUMNS` frame); None means "compute them from
+      ``events``", which then holds every event;
+    * ``diagnostic_counts``: diagnostic lines by operation over every line read
+      (``diagnostics`` then keeps the first ones only); None means "count ``diagnostics``";
+    * ``window``: how many events were read and kept, and the last line that left it;
+    * ``framework``: the profiler tables found inside the logs whose profiled region is still
+      in the window (``window.notes`` names the others); linking them is the analysis's job.
+
+    A live snapshot (``dnnlens.reading.read(on_snapshot=...)``) is a ParsedLog of what was
+    read so far: exact ``scans``, ``record_stats`` and ``diagnostic_counts``, the last few
+    events, no diagnostics table.
+    """
 
     scans: list[InputScan]
     records: list[LineRecord]
@@ -163,5 +202,8 @@ class ParsedLog:
     events: pd.DataFrame
     diagnostics: pd.DataFrame
     input_errors: list[str]
-    #: issue 3: PyTorch profiler traces and key_averages tables found among the inputs
+    #: PyTorch profiler traces and key_averages tables found among the inputs
     framework: FrameworkData | None = None
+    record_stats: pd.DataFrame | None = None
+    diagnostic_counts: dict[str, int] | None = None
+    window: EventWindow | None = None
