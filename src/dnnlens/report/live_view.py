@@ -34,7 +34,6 @@ from dnnlens.report.console import color_allowed
 
 #: Rows of the terminal the region may use at most (it is cut to fit smaller terminals).
 MAX_ROWS = 16
-_ERASE_DOWN = "\r\x1b[J"
 
 
 def live_view_possible() -> bool:
@@ -180,7 +179,12 @@ class LiveView:
         self._drawn = len(self._lines)
 
     def _erase(self) -> None:
+        """Blank the region's rows one by one, the cursor back at its top left (erasing
+        "to the end of the screen" from the top left corner is a clear screen, which some
+        terminals, tmux among them, copy into the scrollback)."""
         if self._drawn:
-            self._term.write(_ERASE_DOWN)
+            rows = self._drawn
+            down = "\x1b[2K\x1b[1B" * (rows - 1)
+            self._term.write("\r" + down + "\x1b[2K" + (f"\x1b[{rows - 1}A" if rows > 1 else ""))
             self._term.flush()
             self._drawn = 0
