@@ -196,3 +196,13 @@ def test_signals_reach_the_program_and_it_is_never_orphaned(
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(child)
+
+
+def test_run_html_report_goes_beside_the_log(tmp_path: Path) -> None:
+    """``run -f html`` ran the program, then printed a 30-line traceback."""
+    log = tmp_path / "k.log"
+    proc = _run("--log", str(log), "--no-live", "-f", "html", "--", *_print_nchw())
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == NCHW.read_text()
+    assert (tmp_path / "k.html").read_text().lstrip().lower().startswith("<!doctype html")
