@@ -3,8 +3,9 @@
 It is ``CMD 2>&1 | dnnlens analyze - --tee`` with the program started for you: the same
 reading, live view, analysis options and report (:mod:`dnnlens.cli.pipeline`). Besides:
 
-* the program's output (standard output and error, merged) is shown unchanged and kept in a
-  log: ``dnnlens-runs/run-<date>-<time>-<pid>.log`` under the current directory (a new
+* the program's output (standard output and error, merged; ``PYTHONUNBUFFERED=1`` unless
+  set, so that a Python program's lines come as they are printed) is shown unchanged and
+  kept in a log: ``dnnlens-runs/run-<date>-<time>-<pid>.log`` under the current directory (a new
   file for every run, never one another run writes), or ``--log FILE``; where it is kept is
   said when the program starts and again at the end;
 * the report goes to standard error, or to ``-o``; ``-f json`` and ``-f html`` are written
@@ -298,6 +299,7 @@ def register(app: typer.Typer) -> None:
         if problem is not None:
             raise give_up(problem)
         env = verbose_environment(dict(os.environ), level, timestamps)
+        env.setdefault("PYTHONUNBUFFERED", "1")  # a Python program's lines show as they come
         try:
             proc = subprocess.Popen(
                 command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env

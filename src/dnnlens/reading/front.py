@@ -83,7 +83,9 @@ def read(
     keeps every event whatever the size). ``jobs``: processes scanning plain files (bounded
     by the CPUs; 0 is one per CPU). ``tee`` and ``copy_to`` get the raw bytes of the inputs
     read as streams, unchanged, as they arrive (a ``tee`` whose write fails is dropped).
-    ``on_snapshot`` is called with what was read so far at most every
+    ``tee.flush()`` is called after each write and whenever a stream pauses (a tee may hold
+    the start of a line back briefly). ``on_snapshot`` is called with what was read so far at
+    most every
     :data:`SNAPSHOT_SECONDS`. ``stdin``/``stdin_name``: what ``-`` reads and what it is called
     (``dnnlens run`` reads its program's output under the name of the log it keeps).
     """
@@ -239,6 +241,14 @@ class _Reading:
             except (OSError, ValueError):  # the reader of our output went away: go on reading
                 self.tee = None
 
+    def flush_tee(self) -> None:
+        """The stream paused: let ``tee`` write what it holds."""
+        if self.tee is not None:
+            try:
+                self.tee.flush()
+            except (OSError, ValueError):
+                self.tee = None
+
     def add_part(self, taken: tuple[InputScan, int] | None) -> None:
         if taken is not None:
             self.collector.add(taken[0], text_bytes=taken[1])
@@ -338,6 +348,8 @@ class _InputReading:
         r = self.reading
         while not r.stopped:
             if self.stream and not self.raw.wait(self._timeout()):
+                if self.passes:
+                    r.flush_tee()
                 self._tick(flush=True)
                 continue
             try:

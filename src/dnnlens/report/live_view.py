@@ -22,6 +22,7 @@ import io
 import os
 import shutil
 import sys
+import time
 from typing import IO, Any, BinaryIO
 
 from rich.console import Console, Group, RenderableType
@@ -34,6 +35,11 @@ from dnnlens.report.console import color_allowed
 
 #: Rows of the terminal the region may use at most (it is cut to fit smaller terminals).
 MAX_ROWS = 16
+#: The start of a line (the bytes after the program's last line end) waits this long for the
+#: rest of its line, so that block-buffered output (a pipe's 4 or 8 KiB blocks) does not hide
+#: the region; a prompt or a progress bar shows after this delay at most.
+HOLD_SECONDS = 0.1
+HOLD_BYTES = 1 << 16
 
 
 def live_view_possible() -> bool:
@@ -103,7 +109,9 @@ class _ProgramOutput(io.RawIOBase):
         return len(data)
 
     def flush(self) -> None:
-        """Written through at once."""
+        """Write a line start held back for :data:`HOLD_SECONDS` (the reading layer calls
+        this after each write and whenever the stream pauses)."""
+        self._view.flush_program()
 
 
 class LiveView:
@@ -123,6 +131,8 @@ class LiveView:
         self._color = color_allowed(term)
         #: the program's output could not be written (its reader went away)
         self.out_closed = False
+        self._held = b""  # the start of the program's unfinished last line
+        self._held_since: float | None = None
 
     def _size(self) -> os.terminal_size:
         try:
@@ -151,9 +161,32 @@ class LiveView:
         self._draw()
 
     def write_program(self, data: bytes) -> None:
-        """Write the program's bytes above the region, then draw the region below them."""
+        """Write the program's whole lines above the region at once, then draw the region
+        below them; the start of an unfinished line is held back a little (see
+        :data:`HOLD_SECONDS`)."""
         if not data:
             return
+        held = self._held + data
+        end = held.rfind(b"\n") + 1
+        self._held = held[end:]
+        if not self._held:
+            self._held_since = None
+        elif self._held_since is None or end:
+            self._held_since = time.monotonic()
+        if end:
+            self._emit(held[:end])
+        self.flush_program()
+
+    def flush_program(self) -> None:
+        """Write the held start of a line once it waited long enough (or grew large)."""
+        if not self._held or self._held_since is None:
+            return
+        if len(self._held) < HOLD_BYTES and time.monotonic() - self._held_since < HOLD_SECONDS:
+            return
+        data, self._held, self._held_since = self._held, b"", None
+        self._emit(data)
+
+    def _emit(self, data: bytes) -> None:
         self._erase()
         try:
             self._out.write(data)
@@ -165,7 +198,13 @@ class LiveView:
         self._draw()
 
     def close(self) -> None:
-        """Erase the region for good (the report comes next)."""
+        """Write what is held, erase the region for good (the report comes next)."""
+        if self._held:
+            data, self._held, self._held_since = self._held, b"", None
+            try:
+                self._emit(data)
+            except (OSError, ValueError):
+                pass  # out_closed says so
         self._erase()
         self._lines = []
 
