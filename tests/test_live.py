@@ -194,3 +194,30 @@ def test_a_trace_on_standard_input() -> None:
     assert log.scans == []
     assert log.framework is not None and len(log.framework.traces) == 1
     assert log.framework.traces[0].events > 0
+
+
+def test_a_slow_stream_of_short_lines_is_read_before_it_ends(monkeypatch) -> None:
+    """Fewer bytes than the decoder looks at to know what the input is: a pause decides on
+    what there is, so "step 0" counts before the stream ends."""
+    monkeypatch.setattr(front, "SNAPSHOT_SECONDS", 0.0)
+    pipe = _Pipe([b"step 0\n", b"step 1\n"])
+    seen: list[int] = []
+
+    def on_snapshot(snapshot) -> None:  # noqa: ANN001 - a ParsedLog
+        seen.append(sum(s.lines for s in snapshot.scans))
+        pipe.go.set()
+
+    log = read(["-"], stdin=pipe.reader, on_snapshot=on_snapshot)
+    assert seen[0] == 1  # "step 0" alone, read while the writer waited for it
+    assert log.scans[0].lines == 2
+
+
+def test_a_slow_trace_on_a_pipe_is_read_as_a_trace() -> None:
+    """A trace that comes slowly (its first bytes decided on a pause) is still a trace."""
+    trace = (ROOT / "sample_logs" / "profile_nchw_infer.trace.json").read_bytes()
+    pipe = _Pipe([trace[:40], trace[40:]])
+    threading.Timer(0.5, pipe.go.set).start()  # a pause after the first 40 bytes
+    log = read(["-"], stdin=pipe.reader)
+    assert log.scans == []
+    assert log.framework is not None and log.framework.traces[0].events > 0
+    assert log.framework.traces[0].error is None

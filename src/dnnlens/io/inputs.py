@@ -574,7 +574,8 @@ class Decoder:
         self._plain = plain
         #: the first decoded bytes, once the kind of input is known (None before)
         self.head: bytes | None = b"" if plain else None
-        #: raw bytes pushed until :attr:`head` was known (a trace is read again from them)
+        #: raw bytes pushed until :attr:`head` was known (a trace is read again from them;
+        #: the caller lets go of them)
         self.raw_seen = bytearray()
         self.failed = False
         self._raw = b""  # raw bytes while compression is not known
@@ -622,7 +623,6 @@ class Decoder:
                 yield from self._decoded(b"", decide=True)
             if self._utf16 is not None and not self.failed:
                 yield from self._encoded(b"", final=True)
-        self.raw_seen = bytearray()
         if not self._plain:  # the parts of a file read in ranges are noted together
             note_cut_lines(self.path, self.stats)
 

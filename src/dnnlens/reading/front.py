@@ -23,7 +23,7 @@ from __future__ import annotations
 import io
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import BinaryIO
 
 import numpy as np
@@ -350,7 +350,9 @@ class _InputReading:
             if self.stream and not self.raw.wait(self._timeout()):
                 if self.passes:
                     r.flush_tee()
-                self._tick(flush=True)
+                if not self._take(self.decoder.flush()):
+                    return  # it was a trace
+                self._tick(paused=True)
                 continue
             try:
                 data = self.raw.read(READ_BYTES)
@@ -366,9 +368,9 @@ class _InputReading:
                 if self.passes and (r.tee is not None or r.copy_to is not None):
                     continue  # the program's output still passes through
                 break
-            if not self._push(data):
-                return  # it was a trace
-            self._tick(flush=False)
+            if not self._take(self.decoder.push(data)):
+                return
+            self._tick(paused=False)
         self._end(stopped=r.stopped)
 
     def _timeout(self) -> float:
@@ -376,10 +378,11 @@ class _InputReading:
             return POLL_SECONDS
         return min(POLL_SECONDS, self._batch_start + BATCH_SECONDS - time.monotonic())
 
-    def _push(self, data: bytes) -> bool:
-        """Decode ``data``; False when the input turned out to be a trace (read as one)."""
+    def _take(self, pieces: Iterable[bytes]) -> bool:
+        """Scan what the decoder gives; False when the input turned out to be a trace
+        (then read as one). A binary format found in the first bytes ends the input."""
         try:
-            for piece in self.decoder.push(data):
+            for piece in pieces:
                 if self.sniff and not self._log_or_trace():
                     return False
                 self._piece(piece)
@@ -395,6 +398,7 @@ class _InputReading:
         self.sniff = False
         head = self.decoder.head or b""
         if not starts_like_json(head):
+            self.decoder.raw_seen = bytearray()
             return True
         r = self.reading
 
@@ -426,17 +430,12 @@ class _InputReading:
         if self.part.bytes >= PART_BYTES:
             self.reading.add_part(self.part.take())
 
-    def _tick(self, flush: bool) -> None:
-        """A stream's lines are scanned at least every BATCH_SECONDS; snapshots offered."""
+    def _tick(self, paused: bool) -> None:
+        """A stream's lines are scanned at least every BATCH_SECONDS (at once when it
+        pauses); snapshots are offered."""
         r = self.reading
-        now = time.monotonic()
-        if self._batch_start is not None and (flush or now - self._batch_start >= BATCH_SECONDS):
-            if flush:
-                try:
-                    for piece in self.decoder.flush():
-                        self._piece(piece)
-                except InputError as exc:
-                    self._begin().read_error = str(exc)
+        start = self._batch_start
+        if start is not None and (paused or time.monotonic() - start >= BATCH_SECONDS):
             block = self.blocks.whole()
             if block is not None:
                 self._feed(block)
@@ -447,12 +446,8 @@ class _InputReading:
 
     def _end(self, stopped: bool) -> None:
         """The input ended (or reading stopped): the last lines, then what reading learnt."""
-        try:
-            pieces = self.decoder.flush() if stopped else self.decoder.end()
-            for piece in pieces:
-                self._piece(piece)
-        except InputError as exc:
-            self._begin().read_error = str(exc)
+        if not self._take(self.decoder.flush() if stopped else self.decoder.end()):
+            return
         block = self.blocks.whole()
         if block is not None:
             self._feed(block)
@@ -464,5 +459,6 @@ class _InputReading:
         scan = self._begin()
         self.reading.add_part(self.part.take())
         scan.add_reading(self.stats)
+        self.decoder.raw_seen = bytearray()
         if self.reading.snapshot_due():
             self.reading.snapshot()
