@@ -210,3 +210,18 @@ def test_process_substitution_counts_what_the_file_counts(terminal: Terminal) ->
         assert piped["summary"][key] == plain["summary"][key], key
     assert piped["summary"]["exec_count"] == NCHW_EXECS
     assert piped["inputs"][0]["onednn_version"] == plain["inputs"][0]["onednn_version"]
+
+
+def test_tee_into_a_file_keeps_only_the_program_output(terminal: Terminal) -> None:
+    """``... | dnnlens analyze - --tee > out.log``: the file is the program's output and
+    nothing else (the report went into it); no live view (standard output is not the
+    terminal); the report is on the screen."""
+    (terminal.tmp / "train.py").write_text(TRAIN)
+    terminal.start(
+        f"python3 -u train.py {shlex.quote(str(NCHW))} 0.05 | {DNNLENS} analyze - --tee > out.log"
+    )
+    code = terminal.exit_code()
+    screen = terminal.screen()
+    assert code == 0, screen
+    assert (terminal.tmp / "out.log").read_text().splitlines() == _program_lines()
+    assert "Inputs" in screen and "dnnlens live:" not in screen
