@@ -206,3 +206,13 @@ def test_run_html_report_goes_beside_the_log(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     assert proc.stdout == NCHW.read_text()
     assert (tmp_path / "k.html").read_text().lstrip().lower().startswith("<!doctype html")
+
+
+def test_a_log_that_cannot_be_written_is_said_and_the_program_goes_on(tmp_path: Path) -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full")
+    proc = _run("--log", "/dev/full", "--no-live", "--", *_print_nchw())
+    assert proc.returncode == 0  # the program's code
+    assert proc.stdout == NCHW.read_text()
+    assert "/dev/full: cannot write the copy of the input (No space left on device)" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -99,7 +99,7 @@ def _new_log(directory: Path) -> tuple[Path, BinaryIO]:
     for n in range(1000):
         path = directory / (f"{stem}.log" if n == 0 else f"{stem}-{n}.log")
         try:
-            return path, path.open("xb")
+            return path, path.open("xb", buffering=0)  # written as it comes
         except FileExistsError:
             continue
     raise FileExistsError(f"{directory}: no free name for a run log")
@@ -110,7 +110,7 @@ def _open_log(log: Path | None) -> tuple[Path, BinaryIO, bool]:
     try:
         if log is None:
             return (*_new_log(Path(RUNS_DIR)), True)
-        return log, log.open("wb"), False
+        return log, log.open("wb", buffering=0), False
     except OSError as exc:
         where = log if log is not None else Path(RUNS_DIR)
         raise fail(f"{where}: cannot write the run log ({exc.strerror or exc})") from None

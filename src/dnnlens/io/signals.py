@@ -15,9 +15,15 @@ import signal
 import threading
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class StopCheck(Protocol):
+    """What reading looks at between blocks: true when it should stop now."""
+
+    def __bool__(self) -> bool: ...
 
 
 class StopRequest:

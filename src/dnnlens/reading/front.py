@@ -14,8 +14,8 @@ It chooses how to read, so that callers never do:
 
 Every input goes through the same decoder (:class:`dnnlens.io.inputs.Decoder`), so a pipe is
 read exactly like a file, and through the same merge (:mod:`dnnlens.reading.merge`).
-``stop`` (a :class:`~dnnlens.io.signals.StopRequest`) is looked at between blocks: reading
-then ends early and returns what was read.
+``stop`` (a :class:`~dnnlens.io.signals.StopRequest`, or anything whose truth says "stop
+now") is looked at between blocks: reading then ends early and returns what was read.
 """
 
 from __future__ import annotations
@@ -35,12 +35,13 @@ from dnnlens.io.inputs import (
     LineBlocks,
     RawInput,
     ReadStats,
+    display_path,
     expand_inputs,
     note_cut_lines,
     open_input,
 )
 from dnnlens.io.progress import NoProgress, Progress
-from dnnlens.io.signals import StopRequest
+from dnnlens.io.signals import StopCheck
 from dnnlens.model import ParsedLog
 from dnnlens.parsers.bulk import BulkScan
 from dnnlens.parsers.scanner import InputScan, Scanner
@@ -70,7 +71,7 @@ def read(
     jobs: int = 1,
     window_events: int | None = DEFAULT_WINDOW_EVENTS,
     progress: Progress | None = None,
-    stop: StopRequest | None = None,
+    stop: StopCheck | None = None,
     tee: BinaryIO | None = None,
     copy_to: BinaryIO | None = None,
     on_snapshot: Snapshot | None = None,
@@ -84,10 +85,10 @@ def read(
     by the CPUs; 0 is one per CPU). ``tee`` and ``copy_to`` get the raw bytes of the inputs
     read as streams, unchanged, as they arrive (a ``tee`` whose write fails is dropped).
     ``tee.flush()`` is called after each write and whenever a stream pauses (a tee may hold
-    the start of a line back briefly). ``on_snapshot`` is called with what was read so far at
-    most every
-    :data:`SNAPSHOT_SECONDS`. ``stdin``/``stdin_name``: what ``-`` reads and what it is called
-    (``dnnlens run`` reads its program's output under the name of the log it keeps).
+    the start of a line back briefly). ``on_snapshot`` is called with what was read so far
+    (a snapshot, see ``ParsedLog``) at most every :data:`SNAPSHOT_SECONDS`. ``stop`` is
+    looked at between blocks. ``stdin`` and ``stdin_name``: what ``-`` reads and what it is
+    called (``dnnlens run`` reads its program's output under the name of its log).
     """
     sources, errors = expand_inputs(list(specs))
     reading = _Reading(
@@ -115,12 +116,10 @@ def read(
     return reading.result(errors)
 
 
-def load(
-    specs: list[str], progress: Progress | None = None, jobs: int = 1, **options: object
-) -> ParsedLog:
+def load(specs: list[str], progress: Progress | None = None, jobs: int = 1) -> ParsedLog:
     """:func:`read` keeping every event, whatever the size (what the commands that need
     all of them use: export, diff, graph)."""
-    return read(specs, jobs=jobs, progress=progress, window_events=None, **options)  # type: ignore[arg-type]
+    return read(specs, jobs=jobs, progress=progress, window_events=None)
 
 
 def _is_regular(path: str) -> bool:
@@ -189,7 +188,7 @@ class _Reading:
         *,
         window_events: int | None,
         progress: Progress,
-        stop: StopRequest | None,
+        stop: StopCheck | None,
         tee: BinaryIO | None,
         copy_to: BinaryIO | None,
         on_snapshot: Snapshot | None,
@@ -208,16 +207,19 @@ class _Reading:
         self.stdin_name = stdin_name
         self._last_snapshot = time.monotonic()
         self._unseen = False  # something was read since the last snapshot
+        #: why ``copy_to`` could not be written to the end (an input error of the result)
+        self.copy_error: str | None = None
 
     @property
     def stopped(self) -> bool:
         return bool(self.stop)
 
     # -- one input, read here ----------------------------------------------------------------
-    def source(self, source: InputSource, tables: bool = True) -> None:
-        """Read ``source`` to its end (or to a stop): a trace, or the lines of a log."""
+    def source(self, source: InputSource, tables: bool = True, traces: bool = True) -> None:
+        """Read ``source`` to its end (or to a stop): a trace, or the lines of a log
+        (``traces`` False: a file already known not to be a trace)."""
         name = self.stdin_name if source.is_stdin else source.path
-        if not source.is_stdin and _is_regular(source.path):
+        if traces and not source.is_stdin and _is_regular(source.path):
             if self.framework.take_trace(source.path):
                 return
         try:
@@ -233,7 +235,13 @@ class _Reading:
     def passthrough(self, data: bytes) -> None:
         """Copy raw bytes of a stream to ``copy_to`` and ``tee``, unchanged."""
         if self.copy_to is not None:
-            self.copy_to.write(data)
+            try:
+                self.copy_to.write(data)
+            except (OSError, ValueError) as exc:  # a full disk: reading goes on, and says so
+                shown = display_path(str(getattr(self.copy_to, "name", "the copy")))
+                reason = getattr(exc, "strerror", None) or exc
+                self.copy_error = f"{shown}: cannot write the copy of the input ({reason})"
+                self.copy_to = None
         if self.tee is not None and data:
             try:
                 self.tee.write(data)
@@ -282,7 +290,7 @@ class _Reading:
                 if self.stopped:
                     return
                 if spans is None:
-                    self.source(source, tables=False)
+                    self.source(source, tables=False, traces=False)
                     continue
                 self.collector.begin(source.path)
                 stats = ReadStats()
@@ -320,6 +328,8 @@ class _Reading:
         log.framework = framework
         if framework is not None:
             log.input_errors += [t.error for t in framework.traces if t.error]
+        if self.copy_error is not None:
+            log.input_errors.append(self.copy_error)
         return log
 
 

@@ -23,7 +23,7 @@ from multiprocessing.pool import AsyncResult, Pool
 from typing import Any, BinaryIO
 
 from dnnlens.io.inputs import ReadStats, open_range_blocks, splittable
-from dnnlens.io.signals import StopRequest
+from dnnlens.io.signals import StopCheck
 from dnnlens.parsers import bulk
 from dnnlens.parsers.records import LineRecord
 from dnnlens.parsers.scanner import InputScan, Scanner
@@ -118,7 +118,7 @@ class Workers:
     Use as a context manager: on leaving it early (a stop, an error) the workers are killed.
     """
 
-    def __init__(self, tasks: Sequence[Task], jobs: int, stop: StopRequest | None) -> None:
+    def __init__(self, tasks: Sequence[Task], jobs: int, stop: StopCheck | None) -> None:
         self._tasks = iter(tasks)
         self._jobs = jobs
         self._stop = stop
