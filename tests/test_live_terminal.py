@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,7 +57,10 @@ class Terminal:
 
     def __init__(self, tmp_path: Path, width: int = 250, height: int = 40) -> None:
         self.tmp = tmp_path
-        self.sock = str(tmp_path / "tmux.sock")
+        # a server of its own, named (its socket in tmux's own directory: a socket path
+        # under a long temporary directory can pass the 107 bytes a socket name may have)
+        self.server = f"dnnlens-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.socket = ""
         self.width, self.height = width, height
         config = tmp_path / "tmux.conf"
         config.write_text("set -g history-limit 50000\nset -g status off\n")
@@ -65,7 +69,7 @@ class Terminal:
     def _tmux(self, *args: str) -> str:
         env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "NO_COLOR")}
         proc = subprocess.run(
-            ["tmux", "-S", self.sock, "-f", self.config, *args],
+            ["tmux", "-L", self.server, "-f", self.config, *args],
             capture_output=True,
             text=True,
             env=env,
@@ -84,6 +88,7 @@ class Terminal:
             "new-session", "-d", "-s", "t", "-x", str(self.width), "-y", str(self.height),
             f"bash --norc --noprofile {shlex.quote(str(script))}",
         )  # fmt: skip
+        self.socket = self._tmux("display-message", "-p", "#{socket_path}").strip()
 
     def screen(self) -> str:
         """The scrollback and the screen, wrapped lines joined, trailing blanks cut."""
@@ -113,6 +118,8 @@ class Terminal:
             self._tmux("kill-server")
         except (RuntimeError, subprocess.TimeoutExpired):
             pass
+        if self.socket:
+            Path(self.socket).unlink(missing_ok=True)
 
 
 @pytest.fixture()
