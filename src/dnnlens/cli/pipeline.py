@@ -19,12 +19,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 
 from dnnlens.cli import FailOn, OutputFormat
 from dnnlens.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, say
+
+if TYPE_CHECKING:
+    from dnnlens.model import ParsedLog
 
 EXIT_BROKEN_PIPE = 141
 
@@ -140,7 +143,7 @@ def check_options(options: ReportOptions) -> str | None:
 # -- the report ---------------------------------------------------------------------------
 
 
-def _analysis(log: Any, options: ReportOptions) -> Any:
+def _analysis(log: ParsedLog, options: ReportOptions) -> Any:
     """The analysis of ``log`` (what ``analyze`` did after reading, until the analysis
     object is built from a ParsedLog directly)."""
     from dnnlens.analysis.result import Analysis, add_primitives, analyze_log
@@ -149,6 +152,8 @@ def _analysis(log: Any, options: ReportOptions) -> Any:
     if log.record_stats is None:
         return analyze_log(log, window_events=options.window or None, skip=options.skip)
     # reading kept a window of the events: totals and primitives from the statistics of all
+    window = log.window
+    assert window is not None  # set with record_stats (ParsedLog)
     summary = summarize_stats(log.record_stats, log.records, log.diagnostic_counts or {})
     analysis = Analysis(log=log, summary=summary)
     link: dict[str, Any] = {}
@@ -161,19 +166,19 @@ def _analysis(log: Any, options: ReportOptions) -> Any:
         for run in link.get("runs", []):
             if "outside_window" in run:  # the executions that left the window are outside too
                 run["outside_window"] += gone
-    if log.window.notes:
+    if window.notes:
         link = analysis.extras.setdefault("framework_link", {"runs": [], "notes": []})
-        link["notes"] = log.window.notes + link["notes"]
+        link["notes"] = window.notes + link["notes"]
     add_primitives(analysis, stats=log.record_stats)
     analysis.extras["stream"] = {
-        "window_events": log.window.size,
-        "events_in_window": log.window.events_kept,
-        "events_total": log.window.events_total,
+        "window_events": window.size,
+        "events_in_window": window.events_kept,
+        "events_total": window.events_total,
     }
     return analysis
 
 
-def report_parsed(log: Any, options: ReportOptions) -> int:
+def report_parsed(log: ParsedLog, options: ReportOptions) -> int:
     """Analyse ``log``, run the rules, render the report, tell about the inputs; the exit
     code (0, 1 for findings at ``--fail-on``, 2 for input errors and ``--strict``)."""
     from dnnlens.analysis.findings import severity_rank
