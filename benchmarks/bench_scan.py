@@ -10,8 +10,8 @@ by default) and then, each in a fresh subprocess so peak memory is its own:
 * ``parse``: ``dnnlens.reading.load`` (every line accounted for, event table built);
 * ``parse-j2``: the same with ``jobs=2`` (the file split into two byte ranges, two processes);
 * ``analyze``: parse + summary + rules, i.e. what ``dnnlens analyze --format json`` does;
-* ``stream``: the streaming path of ``dnnlens analyze -`` (exact totals, a window of 100,000
-  raw events): its peak memory must not grow with the log;
+* ``stream``: reading that folds events (exact totals, a window of 100,000 raw events), as
+  for a long pipe or a large input: its peak memory must not grow with the log;
 * ``cli``: the ``dnnlens analyze --format json`` command end to end, start-up included.
 
 It reports lines/s, the time ratio to the floor and peak RSS (ratio to the floor too).
@@ -78,16 +78,15 @@ print({"seconds": dt, "lines": log.scans[0].lines, "findings": len(analysis.find
 
 STREAM = """
 import resource, sys, time
-from dnnlens.io.inputs import InputSource, ReadStats, open_blocks
-from dnnlens.reading.stream import StreamAnalyzer
+import dnnlens.reading.stream as stream
+from dnnlens.analysis.summary import summarize_stats
+from dnnlens.reading import read
+stream.STREAM_FILE_MIN_BYTES = 0  # fold every event from the start, as a long pipe does
 t = time.perf_counter()
-analyzer = StreamAnalyzer(sys.argv[1], window_events=100_000)
-stats = ReadStats()
-for block in open_blocks(InputSource(sys.argv[1]), stats):
-    analyzer.feed_block(block, stats)
-summary = analyzer.summary()
+log = read([sys.argv[1]], window_events=100_000)
+summary = summarize_stats(log.record_stats, log.records, log.diagnostic_counts)
 dt = time.perf_counter() - t
-print({"seconds": dt, "lines": analyzer.lines, "events": summary.exec_count,
+print({"seconds": dt, "lines": log.scans[0].lines, "events": summary.exec_count,
        "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
 """
 

@@ -132,3 +132,28 @@ def test_importing_dnnlens_does_not_import_torch():
     code = "import sys, dnnlens, dnnlens.cli; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("level", ["9", "abc", ""])
+def test_capture_refuses_a_level_that_is_not_one(tmp_path, level):
+    """``capture --level 9`` was accepted silently (the program then ran without verbose)."""
+    from typer.testing import CliRunner
+
+    from dnnlens.cli import app
+
+    marker = tmp_path / "ran"
+    program = f"open({str(marker)!r}, 'w').close()"
+    result = CliRunner().invoke(
+        app,
+        ["capture", "-o", str(tmp_path / "out"), "--level", level, sys.executable, "-c", program],
+    )
+    assert result.exit_code == 2
+    assert "is not a verbose level" in result.stderr
+    assert not marker.exists()
+
+
+def test_capture_takes_named_levels(tmp_path, capfd):
+    code = run_captured([sys.executable, "-c", "import os; print(os.environ['ONEDNN_VERBOSE'])"],
+                        str(tmp_path / "out"), "profile_exec")  # fmt: skip
+    assert code == 0
+    assert (tmp_path / "out.log").read_text() == "profile_exec\n"

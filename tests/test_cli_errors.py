@@ -101,6 +101,9 @@ def test_directory_with_files_reads_each(tmp_path: Path) -> None:
     assert [Path(i["path"]).name for i in doc["inputs"]] == ["a.log", "b.log.gz"]
     assert [i["lines"] for i in doc["inputs"]] == [NCHW_LINES, NCHW_LINES]
     assert doc["inputs"][1]["gzip"] is True
+    # two logs are two runs, each analysed alone; --combine makes them one
+    assert [r["summary"]["exec_count"] for r in doc["runs"]] == [NCHW_EXECS, NCHW_EXECS]
+    code, doc, err = run_json(str(tmp_path), "--combine")
     assert doc["summary"]["exec_count"] == 2 * NCHW_EXECS
 
 

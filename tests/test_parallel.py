@@ -1,15 +1,23 @@
-"""Parallel scanning must give exactly what one scanner gives, part boundaries notwithstanding."""
+"""Parallel scanning must give exactly what one scanner gives, part boundaries notwithstanding;
+it is bounded by the CPUs, by memory, and leaves no worker behind."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from dnnlens.io.inputs import InputSource, ReadStats, iter_chunks
 from dnnlens.parsers.scanner import Scanner
-from dnnlens.reading import parallel
-from dnnlens.reading.load import finish
+from dnnlens.reading import load, parallel
+from dnnlens.reading.memory import load_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 PIECES = [
@@ -27,21 +35,30 @@ def big_log(tmp_path: Path) -> Path:
     return path
 
 
-def _single(path: Path):
-    from dnnlens.io.inputs import InputSource, ReadStats, iter_chunks
-
+def _single(path: Path):  # noqa: ANN202 - a ParsedLog
+    """The reference: the line scanner over the whole file."""
     scanner = Scanner()
     scan = scanner.scan_chunks(str(path), iter_chunks(InputSource(str(path)), ReadStats()))
-    return finish(scanner, [scan], [])
+    log = load_lines([])
+    log.scans, log.records, log.reasons = [scan], scanner.records, scanner.reasons
+    from dnnlens.model import build_diagnostics, build_events
+
+    log.events = build_events([scan], scanner.records)
+    log.diagnostics = build_diagnostics([scan], scanner.records)
+    return log
+
+
+@pytest.fixture()
+def many_cores(monkeypatch) -> None:
+    """Split small files as if they were large, and allow more workers than CPUs here."""
+    monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(parallel, "default_jobs", lambda: 8)
 
 
 @pytest.mark.parametrize("jobs", [2, 3, 7])
-def test_parallel_equals_single(big_log: Path, jobs: int, monkeypatch) -> None:
-    monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
+def test_parallel_equals_single(big_log: Path, jobs: int, many_cores) -> None:
     one = _single(big_log)
-    scanner = Scanner()
-    scans = parallel.scan_parallel([str(big_log)], jobs, scanner)
-    many = finish(scanner, scans, [])
+    many = load([str(big_log)], jobs=jobs)
     a, b = one.scans[0], many.scans[0]
     for name in ("lines", "parsed", "foreign", "malformed", "prefixed"):
         assert getattr(a, name) == getattr(b, name), name
@@ -52,6 +69,7 @@ def test_parallel_equals_single(big_log: Path, jobs: int, monkeypatch) -> None:
     ]
     assert a.header.version == b.header.version
     assert a.header.version_lines == b.header.version_lines
+    assert a.foreign_examples == b.foreign_examples
     ev1, ev2 = one.events, many.events
     assert ev1["line"].tolist() == ev2["line"].tolist()
     for col in ("kind", "impl", "problem", "mds", "operation", "cache"):
@@ -61,9 +79,109 @@ def test_parallel_equals_single(big_log: Path, jobs: int, monkeypatch) -> None:
     assert one.diagnostics["line"].tolist() == many.diagnostics["line"].tolist()
 
 
-def test_several_files_keep_their_order(monkeypatch) -> None:
-    paths = [str(p) for p in PIECES]
-    scanner = Scanner()
-    scans = parallel.scan_parallel(paths, 2, scanner)
-    assert [s.path for s in scans] == paths
-    assert [s.lines for s in scans] == [len(p.read_bytes().splitlines()) for p in PIECES]
+def test_several_files_keep_their_order(many_cores, tmp_path: Path) -> None:
+    import gzip
+
+    packed = tmp_path / "packed.log.gz"  # read in this process, in its place in the order
+    packed.write_bytes(gzip.compress(PIECES[0].read_bytes()))
+    paths = [str(PIECES[0]), str(packed), *map(str, PIECES[1:])]
+    log = load(paths, jobs=2)
+    assert [s.path for s in log.scans] == paths
+    counts = [len(p.read_bytes().splitlines()) for p in PIECES]
+    assert [s.lines for s in log.scans] == [counts[0], counts[0], *counts[1:]]
+    assert log.scans[1].gzip
+
+
+def test_jobs_are_bounded_by_the_cpus(monkeypatch, big_log: Path) -> None:
+    """``-j 100000`` started that many processes (over 1,040 before the machine refused)."""
+    monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
+    started: list[int] = []
+    real = parallel.get_context("fork").Pool
+
+    class Context:
+        def Pool(self, processes: int, **kwargs):  # noqa: ANN003, ANN201, N802 - the mp API
+            started.append(processes)
+            return real(processes, **kwargs)
+
+    monkeypatch.setattr(parallel, "get_context", lambda method: Context())
+    log = load([str(big_log)], jobs=100_000)
+    assert log.scans[0].lines == _single(big_log).scans[0].lines
+    assert started and max(started) <= parallel.default_jobs()
+    assert parallel.bounded_jobs(100_000) == parallel.default_jobs()
+    assert parallel.bounded_jobs(0) == parallel.default_jobs()
+
+
+def test_a_file_without_line_ends_is_not_read_into_memory_to_cut_it(
+    monkeypatch, tmp_path: Path
+) -> None:
+    """Cutting a file into ranges looks for line ends a block at a time (``readline()``
+    without a limit read a 6 GiB file without newlines whole: 3.3 GB, MemoryError). Here
+    48 MiB, split as if large: what this process allocates stays far below that."""
+    from typer.testing import CliRunner
+
+    from dnnlens.cli import app
+
+    path = tmp_path / "nonl.log"
+    with path.open("wb") as out:
+        for _ in range(48):
+            out.write(b"z" * (1 << 20))
+    monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
+    tracemalloc.start()
+    try:
+        result = CliRunner().invoke(app, ["analyze", str(path), "-j", "2", "-f", "json"])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.exit_code == 2, result.stderr  # no verbose line: an input error
+    assert "no oneDNN verbose line among its 1 line" in result.stderr
+    assert peak < 16 << 20, f"{peak / 2**20:.1f} MiB"
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (Linux /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(entry))
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_the_workers(tmp_path: Path, signum: int) -> None:
+    """SIGTERM (or SIGINT) while workers scan: exit 143 (130) after the report of what was
+    read, and no worker left (SIGTERM left them running; SIGINT was ignored)."""
+    path = tmp_path / "big.log"
+    block = (ROOT / "sample_logs" / "convnet_nchw_infer.log").read_bytes()
+    path.write_bytes(block * 3000)  # about 180 MiB: several seconds of scanning
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dnnlens.cli", "analyze", str(path), "-j", "2", "-f", "json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _children(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        workers = _children(proc.pid)
+        assert workers, "no worker was started"
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signum, err
+    assert b"interrupted by" in err
+    for pid in workers:
+        assert not os.path.exists(f"/proc/{pid}") or pid not in _children(proc.pid)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue  # gone
+        assert state == "Z", f"worker {pid} still running"

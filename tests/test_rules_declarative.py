@@ -235,3 +235,14 @@ message: "{q}"
     assert err and err[0].severity == "error" and "failed while running" in err[0].message
     assert str(path) in err[0].message
     assert "layout-round-trip" in [f.rule for f in found]
+
+
+def test_group_by_without_a_value_is_a_setup_error(tmp_path) -> None:
+    """Found by the rule-file fuzzer: ``group_by:`` with nothing after it."""
+    from dnnlens.rules.declarative import load_rule_file
+    from dnnlens.rules.errors import RuleSetupError
+
+    path = tmp_path / "r.yaml"
+    path.write_text("name: slow-reorders\nseverity: info\ngroup_by:\n")
+    with pytest.raises(RuleSetupError, match="group_by must be a column name"):
+        load_rule_file(str(path))

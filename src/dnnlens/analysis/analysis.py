@@ -178,7 +178,8 @@ class Analysis:
         total = len(events)
         if self.log.window is not None:  # the reader kept only the last events
             w = self.log.window
-            return events, Window(w.events_total, total, w.first_line)
+            first = int(events["line"].iloc[0]) if total else 0
+            return events, Window(w.events_total, total, first)
         if size and total > size:
             cut = events.iloc[total - size :].reset_index(drop=True)
             return cut, Window(total, size, int(cut["line"].iloc[0]))
@@ -318,13 +319,16 @@ class Analysis:
     @fact
     def framework_links(self) -> dict[str, Any]:
         """Framework ops linked to their primitives (:mod:`dnnlens.analysis.linking`)."""
-        if self.log.framework is None:
-            return {}
+        notes = list(self.log.window.notes) if self.log.window is not None else []
+        if self.log.framework is None:  # no table left to link, maybe a note why
+            return {"framework_link": {"runs": [], "notes": notes}} if notes else {}
         from dnnlens.analysis.linking import framework_extras
 
         links = framework_extras(self.log)
-        if not links and self.log.framework.errors:  # nothing linked, but something to say
+        if not links and (self.log.framework.errors or notes):  # nothing linked: say why
             links = {"framework_link": {"runs": [], "notes": list(self.log.framework.errors)}}
+        if notes:  # tables whose profiled region left the reader's window
+            links["framework_link"]["notes"] = notes + links["framework_link"]["notes"]
         if self.log.window is not None:  # executions that left the reader's window
             kept = int((self.log.events["operation"] == "exec").sum())
             gone = self.summary.exec_count - kept

@@ -17,18 +17,10 @@ from enum import StrEnum
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from dnnlens._version import __version__
-from dnnlens.errors import (
-    EXIT_FINDINGS,
-    EXIT_INTERNAL,
-    EXIT_OK,
-    EXIT_OUTPUT,
-    EXIT_USAGE,
-    OutputError,
-    UsageError,
-)
+from dnnlens.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_OUTPUT, OutputError
+from dnnlens.errors import EXIT_USAGE as EXIT_USAGE  # the exit codes, for callers
 from dnnlens.errors import fail as _fail
 from dnnlens.errors import say as _say
 
@@ -81,8 +73,8 @@ def _last_resort(command: Callable[..., None]) -> Callable[..., None]:
         try:
             try:
                 command(*args, **kwargs)
-            except typer.Exit as exc:  # "findings" (1) is no verdict the reader has seen
-                if exc.exit_code == EXIT_FINDINGS:
+            except typer.Exit as exc:  # 0 or "findings" (1): no verdict the reader has not seen
+                if exc.exit_code in (EXIT_OK, EXIT_FINDINGS):
                     _end_of_output()
                 raise
             finally:
@@ -231,93 +223,34 @@ def analyze(
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="No progress bar, no live view, no notes on stderr."
     ),
+    combine: bool = typer.Option(
+        False,
+        "--combine",
+        help="Analyse all inputs as one run (by default each input is a run of its own, "
+        "unless it is a rank or a rotation of another).",
+    ),
 ) -> None:
     """Parse oneDNN verbose logs and show where the time went."""
-    from dnnlens.analysis.analysis import Analysis, AnalysisOptions
-    from dnnlens.analysis.findings import severity_rank
-    from dnnlens.rules.engine import RuleOptions, RuleSetupError
-    from dnnlens.rules.verdict import apply_rules
+    from dnnlens.cli.pipeline import ReportOptions, read_and_report
 
-    if paths == ["-"]:
-        from dnnlens.reading.live import analyze_stream
-
-        show_live = live and not quiet and sys.stderr.isatty()
-        live_console = Console(stderr=True) if show_live else None
-        analysis, _ = analyze_stream(
-            sys.stdin.buffer,
-            tee=sys.stdout.buffer if tee else None,
-            window_events=window or None,
-            live_console=live_console,
-        )
-        log = analysis.log
-    elif _stream_file(paths, jobs, skip):
-        from dnnlens.io.inputs import InputError
-        from dnnlens.reading.stream import analyze_file_streaming
-
-        try:
-            analysis = analyze_file_streaming(paths[0], window_events=window or None)
-        except InputError as exc:  # a large file that is not a text log
-            raise _fail(str(exc)) from None
-        log = analysis.log
-    else:
-        from dnnlens.reading.parallel import default_jobs
-        from dnnlens.report.console import load_inputs
-
-        log = load_inputs(paths, quiet, jobs=jobs or default_jobs())
-        if not log.scans and log.framework is None:  # a trace alone is an input
-            raise _fail("; ".join(log.input_errors) or "no input")
-        analysis = Analysis(
-            log, AnalysisOptions(window_events=window or None, skip_iterations=skip)
-        )
-        skipped = analysis.skipped
-        if skipped is not None and skipped.events_dropped >= len(log.events):
-            raise _fail(
-                f"--skip-iterations {skip}: the log has {skipped.found} passes, so nothing "
-                "is left to analyse"
-            )
-    options = RuleOptions(
-        rule_paths=list(rules),
+    options = ReportOptions(
+        fmt=fmt,
+        output=output,
+        top=top,
+        strict=strict,
+        fail_on=fail_on,
+        rules=list(rules),
         select=list(select),
         ignore=list(ignore),
-        config_path=str(config) if config else None,
+        config=config,
+        window=window,
+        skip=skip,
+        quiet=quiet,
+        details=details,
+        width=width,
+        combine=combine,
     )
-    try:
-        apply_rules(analysis.prepare(), options)
-    except RuleSetupError as exc:
-        raise _fail(str(exc)) from None
-    from dnnlens.report.output import render_analysis
-
-    try:
-        render_analysis(analysis, fmt.value, output, top=top, details=details, width=width)
-    except UsageError as exc:
-        raise _fail(str(exc)) from None
-    from dnnlens.io.problems import input_problems, strict_problem
-
-    problems = input_problems(log)
-    for message in problems.notes if not quiet else []:
-        _say("note", message)
-    for message in problems.errors:
-        _say("error", message)
-    if problems.errors:
-        raise typer.Exit(EXIT_USAGE)
-    if strict and strict_problem(log):
-        raise _fail(strict_problem(log))
-    if fail_on is not FailOn.never:
-        threshold = severity_rank(fail_on.value)
-        if any(severity_rank(f.severity) >= threshold for f in analysis.findings):
-            raise typer.Exit(EXIT_FINDINGS)
-
-
-def _stream_file(paths: list[str], jobs: int, skip: int) -> bool:
-    """One large plain log file, read serially: analyse it by streaming (bounded memory)."""
-    from dnnlens.reading.stream import STREAM_FILE_MIN_BYTES
-
-    if len(paths) != 1 or jobs != 1 or skip or not os.path.isfile(paths[0]):
-        return False
-    try:
-        return os.path.getsize(paths[0]) >= STREAM_FILE_MIN_BYTES
-    except OSError:
-        return False
+    raise typer.Exit(read_and_report(paths, options, jobs=jobs, live=live, tee=tee))
 
 
 def _register_commands() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import typer
 
+from dnnlens.cli.run import check_level
 from dnnlens.errors import say
 
 ENV_ACTIVE = "DNNLENS_CAPTURE_ACTIVE"
@@ -89,7 +90,11 @@ def register(app: typer.Typer) -> None:
             "dnnlens_run", "--output", "-o", help="Output prefix: writes PREFIX.log."
         ),
         level: str = typer.Option(
-            "1", "--level", help="ONEDNN_VERBOSE value: 1 executions, 2 also creations."
+            "1",
+            "--level",
+            callback=check_level,
+            help="ONEDNN_VERBOSE value: 1 executions, 2 creations too, or a v3.2+ name "
+            "(profile_exec, all, ...).",
         ),
     ) -> None:
         """Run a program with oneDNN verbose (and timestamps) on; its stdout -> PREFIX.log.

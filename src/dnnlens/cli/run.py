@@ -1,20 +1,41 @@
 """``dnnlens run -- CMD ...``: run a program with oneDNN verbose on, watch it, analyse it.
 
-The program's output is shown unchanged while a live view runs on stderr; everything it
-prints is kept in a log file; at the end the report is printed and dnnlens exits with the
-program's own exit code (2 if it could not be started).
+It is ``CMD 2>&1 | dnnlens analyze - --tee`` with the program started for you: the same
+reading, live view, analysis options and report (:mod:`dnnlens.cli.pipeline`). Besides:
+
+* the program's output (standard output and error, merged; ``PYTHONUNBUFFERED=1`` unless
+  set, so that a Python program's lines come as they are printed) is shown unchanged and
+  kept in a log: ``dnnlens-runs/run-<date>-<time>-<pid>.log`` under the current directory (a new
+  file for every run, never one another run writes), or ``--log FILE``; where it is kept is
+  said when the program starts and again at the end;
+* the report goes to standard error, or to ``-o``; ``-f json`` and ``-f html`` are written
+  to ``-o``, or beside the log (``<log>.json``, ``<log>.html``), never into the program's
+  output;
+* the options, rule files, configuration and the paths of the log and the report are
+  checked before the program starts;
+* SIGINT and SIGTERM are passed on to the program (SIGINT only when the terminal did not
+  send it to the program itself); its output is read until it exits; if it is still
+  running ``--grace`` seconds later it gets SIGTERM, then SIGKILL: it is never left running;
+* the exit code is the program's (128 + N when signal N ended it, as shells report it);
+  when the program succeeded, dnnlens's own gate decides (1 for ``--fail-on``, 2 for
+  ``--strict``); 2 when the program could not be started.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Annotated, BinaryIO
 
 import typer
 
+from dnnlens.cli import FailOn, OutputFormat
+from dnnlens.cli import pipeline as p
 from dnnlens.errors import fail, say
 
 #: Variables set for the program unless the user already set them: every release family's
@@ -26,6 +47,28 @@ VERBOSE_ENV = {
     "ONEDNN_VERBOSE_TIMESTAMP": "1",
     "DNNL_VERBOSE_TIMESTAMP": "1",
 }
+#: Where run logs are kept (under the current directory) unless ``--log`` names one.
+RUNS_DIR = "dnnlens-runs"
+#: ``ONEDNN_VERBOSE`` values (docs/onednn-verbose-format.md): 0/1/2, and v3.2+ names.
+VERBOSE_LEVELS = (
+    "0",
+    "1",
+    "2",
+    "none",
+    "error",
+    "warn",
+    "check",
+    "profile_create",
+    "profile_exec",
+    "profile",
+    "dispatch",
+    "all",
+    "profile_externals",
+)
+_LEVEL_WITH_VALUE = re.compile(r"^(?:debuginfo=[0-9]+|filter=.+)$")
+#: How long reading goes on after the program exited while its pipe stays open (a process
+#: it started in the background holds it).
+_AFTER_EXIT_SECONDS = 1.0
 
 
 def verbose_environment(base: dict[str, str], level: str, timestamps: bool) -> dict[str, str]:
@@ -38,65 +81,263 @@ def verbose_environment(base: dict[str, str], level: str, timestamps: bool) -> d
     return env
 
 
+def check_level(value: str) -> str:
+    """A typer callback: ``value`` must be an ``ONEDNN_VERBOSE`` level (or a list of them)."""
+    items = value.split(",")
+    if value and all(i in VERBOSE_LEVELS or _LEVEL_WITH_VALUE.match(i) for i in items):
+        return value
+    raise typer.BadParameter(
+        f"{value!r} is not a verbose level: one of {', '.join(VERBOSE_LEVELS)}, "
+        "debuginfo=N or filter=REGEX (comma-separated)"
+    )
+
+
+def _new_log(directory: Path) -> tuple[Path, BinaryIO]:
+    """A log file of its own for this run in ``directory`` (created exclusively)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    for n in range(1000):
+        path = directory / (f"{stem}.log" if n == 0 else f"{stem}-{n}.log")
+        try:
+            return path, path.open("xb", buffering=0)  # written as it comes
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{directory}: no free name for a run log")
+
+
+def _open_log(log: Path | None) -> tuple[Path, BinaryIO, bool]:
+    """The log's path, the open file, and whether this run created the name."""
+    try:
+        if log is None:
+            return (*_new_log(Path(RUNS_DIR)), True)
+        return log, log.open("wb", buffering=0), False
+    except OSError as exc:
+        where = log if log is not None else Path(RUNS_DIR)
+        raise fail(f"{where}: cannot write the run log ({exc.strerror or exc})") from None
+
+
+def _from_terminal() -> bool:
+    """Whether a SIGINT came from the terminal: then it went to the program too (same
+    foreground process group)."""
+    for stream in (sys.stdin, sys.stderr, sys.stdout):
+        try:
+            if stream is not None and stream.isatty():
+                return os.tcgetpgrp(stream.fileno()) == os.getpgrp()
+        except (OSError, ValueError, AttributeError):
+            continue
+    return False
+
+
+class ChildWatch:
+    """The program's life while its output is read: signals passed on, then SIGTERM and
+    SIGKILL when it does not end; and, for the reading layer, when to stop reading (its
+    truth value: the program ended a while ago and its pipe is still open)."""
+
+    def __init__(self, proc: subprocess.Popen, grace: float) -> None:
+        self.proc = proc
+        self.grace = grace
+        self.signum: int | None = None
+        self._asked: float | None = None  # when the last signal was sent to the program
+        self._ladder = [signal.SIGTERM, signal.SIGKILL]
+        self._ended: float | None = None
+
+    # what the pipeline reads as the stop request
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name if self.signum else ""
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum if self.signum else 0
+
+    def on_signal(self, signum: int, count: int) -> None:
+        """SIGINT or SIGTERM reached dnnlens: pass it on, or escalate on the next ones."""
+        if count == 1:
+            self.signum = signum
+            if signum == signal.SIGINT and _from_terminal():
+                self._asked = time.monotonic()  # the terminal sent it to the program too
+            else:
+                self._send(signum)
+        else:
+            self._escalate()
+
+    def _send(self, signum: int) -> None:
+        if signum in self._ladder:
+            self._ladder = self._ladder[self._ladder.index(signum) + 1 :]
+        self._asked = time.monotonic()
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signum)
+            except ProcessLookupError:  # pragma: no cover - it ended just now
+                pass
+
+    def _escalate(self) -> None:
+        if self._ladder:
+            self._send(self._ladder[0])
+
+    def tick(self) -> None:
+        """Escalate when the program outlives its grace; note when it ended."""
+        now = time.monotonic()
+        if self._ended is None and self.proc.poll() is not None:
+            self._ended = now
+        if self._ended is None and self._asked is not None and now - self._asked >= self.grace:
+            self._escalate()
+
+    def __bool__(self) -> bool:
+        self.tick()
+        return self._ended is not None and time.monotonic() - self._ended > _AFTER_EXIT_SECONDS
+
+    def wait(self) -> int:
+        """Wait for the program (escalating as :meth:`tick` does); its exit code as a shell
+        reports it (128 + N for signal N)."""
+        while self.proc.poll() is None:
+            self.tick()
+            try:
+                self.proc.wait(0.1)
+            except subprocess.TimeoutExpired:
+                continue
+        code = self.proc.returncode
+        return 128 - code if code < 0 else code
+
+    def kill(self) -> None:
+        """Never leave the program running: SIGTERM, then SIGKILL after the grace."""
+        for signum in (signal.SIGTERM, signal.SIGKILL):
+            if self.proc.poll() is not None:
+                return
+            self.proc.send_signal(signum)
+            try:
+                self.proc.wait(self.grace)
+            except subprocess.TimeoutExpired:
+                continue
+
+
 def register(app: typer.Typer) -> None:
     """Add ``run`` to the command line."""
 
-    @app.command(
-        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-    )
+    @app.command(context_settings={"allow_interspersed_args": False})
     def run(
-        ctx: typer.Context,
-        log: Path | None = typer.Option(
-            None, "--log", help="Keep the program's output here (default dnnlens-run-<time>.log)."
-        ),
-        level: str = typer.Option(
-            "1", "--level", help="Verbose level for the program (1: exec lines; 2: create too)."
-        ),
-        timestamps: bool = typer.Option(
-            True, "--timestamps/--no-timestamps", help="Ask oneDNN for line timestamps."
-        ),
-        live: bool = typer.Option(True, "--live/--no-live", help="Live view on stderr."),
-        fmt: str = typer.Option("terminal", "--format", "-f", help="terminal or json."),
-        output: Path | None = typer.Option(None, "--output", "-o", help="Write the report here."),
+        command: Annotated[
+            list[str], typer.Argument(help="The program and its arguments.", metavar="CMD...")
+        ],
+        log: Annotated[
+            Path | None,
+            typer.Option(
+                "--log",
+                help=f"Keep the program's output here (default: a new file in {RUNS_DIR}/).",
+            ),
+        ] = None,
+        level: Annotated[
+            str,
+            typer.Option(
+                "--level",
+                callback=check_level,
+                help="ONEDNN_VERBOSE for the program: 1 executions, 2 creations too, or a "
+                "v3.2+ name (profile_exec, all, ...).",
+            ),
+        ] = "1",
+        timestamps: Annotated[
+            bool, typer.Option("--timestamps/--no-timestamps", help="Ask oneDNN for timestamps.")
+        ] = True,
+        live: Annotated[
+            bool, typer.Option("--live/--no-live", help="A live view below the program's output.")
+        ] = True,
+        grace: Annotated[
+            float,
+            typer.Option(
+                "--grace",
+                min=0.0,
+                help="Seconds the program gets to end after Ctrl-C or SIGTERM, before SIGTERM "
+                "(then as long again before SIGKILL).",
+            ),
+        ] = 10.0,
+        fmt: p.FormatOption = OutputFormat.terminal,
+        output: p.OutputOption = None,
+        top: p.TopOption = 10,
+        strict: p.StrictOption = False,
+        fail_on: p.FailOnOption = FailOn.never,
+        rules: p.RulesOption = [],  # noqa: B006 - typer copies its defaults
+        select: p.SelectOption = [],  # noqa: B006
+        ignore: p.IgnoreOption = [],  # noqa: B006
+        config: p.ConfigOption = None,
+        window: p.WindowOption = 200_000,
+        skip: p.SkipOption = 0,
+        quiet: p.QuietOption = False,
     ) -> None:
         """Run CMD with oneDNN verbose on, show its output, then report: dnnlens run -- CMD."""
-        from rich.console import Console
-
-        from dnnlens.reading.live import analyze_stream
-        from dnnlens.report.output import render_analysis
-        from dnnlens.rules.engine import RuleOptions, RuleSetupError
-        from dnnlens.rules.verdict import apply_rules
-
-        command = list(ctx.args)
+        command = list(command)
         if command and command[0] == "--":
             command = command[1:]
         if not command:
             raise fail("no command given: dnnlens run -- python train.py")
-        log_path = log or Path(f"dnnlens-run-{time.strftime('%Y%m%d-%H%M%S')}.log")
+        options = p.ReportOptions(
+            fmt=fmt,
+            output=output,
+            top=top,
+            strict=strict,
+            fail_on=fail_on,
+            rules=list(rules),
+            select=list(select),
+            ignore=list(ignore),
+            config=config,
+            window=window,
+            skip=skip,
+            quiet=quiet,
+            report_to_stderr=True,
+            input_errors_fail=False,
+        )
+        log_path, kept, created = _open_log(log)
+
+        def give_up(message: str) -> typer.Exit:
+            kept.close()
+            if created:
+                log_path.unlink(missing_ok=True)
+            return fail(message)
+
+        if fmt is not OutputFormat.terminal and output is None:
+            options.output = log_path.with_suffix(f".{fmt.value}")
+        problem = p.check_options(options)
+        if problem is not None:
+            raise give_up(problem)
         env = verbose_environment(dict(os.environ), level, timestamps)
+        env.setdefault("PYTHONUNBUFFERED", "1")  # a Python program's lines show as they come
         try:
             proc = subprocess.Popen(
                 command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
             )
         except OSError as exc:
-            raise fail(f"cannot run {command[0]!r}: {exc.strerror or exc}") from None
+            raise give_up(f"cannot run {command[0]!r}: {exc.strerror or exc}") from None
         assert proc.stdout is not None
-        live_console = Console(stderr=True) if live and sys.stderr.isatty() else None
-        with log_path.open("wb") as kept:
-            analysis, _ = analyze_stream(
-                proc.stdout,
-                name=str(log_path),
-                tee=sys.stdout.buffer,
-                copy_to=kept,
-                live_console=live_console,
-            )
-        code = proc.wait()
+        if not quiet:
+            say("note", f"keeping the program's output in {log_path}")
+        watch = ChildWatch(proc, grace)
+
+        def program_ended(opts: p.ReportOptions) -> None:
+            opts.extras["run"] = {
+                "command": command,
+                "exit_code": watch.wait(),
+                "log": str(log_path),
+            }
+
+        from dnnlens.io.signals import StopRequest
+
         try:
-            apply_rules(analysis.prepare(), RuleOptions())
-        except RuleSetupError as exc:  # a bad configuration: the program's run is kept
-            say("error", f"{exc}; log kept in {log_path}")
-            raise typer.Exit(2) from None
-        analysis.run_info = {"command": command, "exit_code": code, "log": str(log_path)}
-        render_analysis(analysis, fmt, output)
-        say("note", f"log kept in {log_path}; the program exited with {code}")
-        raise typer.Exit(code)
+            with StopRequest(on_signal=watch.on_signal), kept:
+                code = p.read_and_report(
+                    ["-"],
+                    options,
+                    live=live,
+                    tee=True,
+                    stop=watch,
+                    stdin=proc.stdout,
+                    stdin_name=str(log_path),
+                    copy_to=kept,
+                    before_report=program_ended,
+                )
+        finally:
+            watch.kill()
+            proc.stdout.close()
+        exit_code = watch.wait()
+        if options.output is not None and not output:
+            say("note", f"report written to {options.output}")
+        say("note", f"log kept in {log_path}; the program exited with {exit_code}")
+        raise typer.Exit(exit_code or code)

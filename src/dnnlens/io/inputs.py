@@ -14,6 +14,11 @@ The policy it implements is ``docs/input-policy.md``:
   refused with one clear :class:`InputError`;
 * a physical line longer than :data:`MAX_LINE_BYTES` is cut there (the rest of it, up to its
   newline, is skipped and counted), so no input can make a line exhaust memory.
+
+Files and pipes go through the same :class:`Decoder`: raw bytes are pushed into it as they
+come and UTF-8 bytes of physical lines come out, so a pipe is decompressed, decoded and cut
+exactly as a file is, and nothing is ever peeked at twice (a pipe has no second read).
+UTF-16 is decoded before lines are cut, so a cut never falls inside a character.
 """
 
 from __future__ import annotations
@@ -23,15 +28,17 @@ import codecs
 import glob
 import gzip
 import io
+import itertools
 import lzma
 import os
+import select
 import stat
 import sys
 import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 GZIP_MAGIC = b"\x1f\x8b"
 STDIN_NAME = "-"
@@ -42,9 +49,10 @@ MAX_LINE_CHARS = 1 << 20
 #: Physical lines are cut after this many bytes. Four bytes per character at most, so a cut
 #: line always has more than :data:`MAX_LINE_CHARS` characters and the scanner says so.
 MAX_LINE_BYTES = 4 * (MAX_LINE_CHARS + 1)
-_TEXT_CHUNK = 1 << 20
 #: Bytes per block handed to the bulk scanner (whole lines; small enough to stay in cache).
 BLOCK_BYTES = 1 << 20
+#: Bytes asked for per read of an input (a pipe gives what it holds, up to this).
+_TEXT_CHUNK = 1 << 20
 
 _BZIP2_BLOCK = b"1AY&SY"
 _XZ_MAGIC = b"\xfd7zXZ\x00"
@@ -109,6 +117,26 @@ class ReadStats:
     #: Physical lines longer than :data:`MAX_LINE_BYTES`, and the bytes skipped from them.
     cut_lines: int = 0
     skipped_bytes: int = 0
+
+    def add(self, part: ReadStats) -> None:
+        """Take in what reading a later part of the same input learnt (a byte range)."""
+        self.invalid_utf8_bytes += part.invalid_utf8_bytes
+        self.cut_lines += part.cut_lines
+        self.skipped_bytes += part.skipped_bytes
+        self.error = self.error or part.error
+        self.notes.extend(n for n in part.notes if n not in self.notes)
+        if part.encoding != "utf-8" and self.encoding == "utf-8":
+            self.encoding = part.encoding
+
+
+def note_cut_lines(path: str, stats: ReadStats) -> None:
+    """The note on the lines of ``path`` cut at :data:`MAX_LINE_BYTES`, if any were."""
+    if stats.cut_lines:
+        lines = "1 line" if stats.cut_lines == 1 else f"{stats.cut_lines:,} lines"
+        stats.notes.append(
+            f"{display_path(path)}: {lines} longer than {MAX_LINE_BYTES:,} bytes "
+            f"cut there ({stats.skipped_bytes:,} bytes skipped)"
+        )
 
 
 def display_path(path: str) -> str:
@@ -216,15 +244,64 @@ def _stdin_binary() -> BinaryIO:
     return buffer
 
 
-def _open_binary(source: InputSource) -> BinaryIO:
+def _fileno(stream: BinaryIO) -> int | None:
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        return None
+
+
+class RawInput:
+    """One opened input: where its raw bytes come from, and whether it can be waited on.
+
+    A regular file is read with ``read1``; a pipe, a FIFO, process substitution or a
+    terminal is read with ``os.read`` on its descriptor (nothing buffered above it, so
+    :meth:`wait` is exact and no byte is held back). Nothing here peeks: what is read once
+    is never read again, so a pipe loses no byte to sniffing.
+    """
+
+    def __init__(self, source: InputSource, stream: BinaryIO, close: bool) -> None:
+        self.source = source
+        self.stream = stream
+        self._close = close
+        fd = _fileno(stream)
+        mode = os.fstat(fd).st_mode if fd is not None else stat.S_IFREG
+        #: a regular file: its size is known and it can be opened again by name
+        self.is_file = stat.S_ISREG(mode)
+        self.size: int | None = os.fstat(fd).st_size if fd is not None and self.is_file else None
+        self._fd = None if self.is_file else fd
+        self._read = getattr(stream, "read1", None) or stream.read
+
+    def read(self, size: int) -> bytes:
+        """Up to ``size`` bytes, as soon as some are there; ``b""`` at the end."""
+        if self._fd is not None:
+            return os.read(self._fd, size)
+        return self._read(size)
+
+    def wait(self, timeout: float) -> bool:
+        """Whether :meth:`read` can return at once (bytes or the end), waiting at most
+        ``timeout`` seconds. Always true for files and streams without a descriptor."""
+        if self._fd is None:
+            return True
+        ready, _, _ = select.select([self._fd], [], [], max(timeout, 0.0))
+        return bool(ready)
+
+    def close(self) -> None:
+        """Close what was opened here (never standard input or a stream given to us)."""
+        if self._close:
+            self.stream.close()
+
+
+def open_input(source: InputSource, stream: BinaryIO | None = None) -> RawInput:
+    """Open ``source`` for reading its raw bytes (``stream``: already open, e.g. a child's
+    output). Raises :class:`InputError` when it cannot be opened or is a device."""
+    if stream is not None:
+        return RawInput(source, stream, close=False)
     if source.is_stdin:
-        raw = _stdin_binary()
-        if not hasattr(raw, "peek"):
-            raw = io.BufferedReader(raw)  # type: ignore[arg-type]
-        return raw
+        return RawInput(source, _stdin_binary(), close=False)
     shown = display_path(source.path)
     try:
-        raw = open(source.path, "rb")  # noqa: SIM115 - closed by iter_chunks
+        raw = open(source.path, "rb")  # noqa: SIM115 - closed by RawInput.close
     except FileNotFoundError:
         raise InputError(f"{shown}: no such file (it disappeared, or is a broken link)") from None
     except PermissionError:
@@ -237,31 +314,11 @@ def _open_binary(source: InputSource) -> BinaryIO:
         mode = os.fstat(raw.fileno()).st_mode
         tty = raw.isatty()
     except OSError:  # pragma: no cover - fstat on an open file does not fail in practice
-        return raw
+        return RawInput(source, raw, close=True)
     if stat.S_ISCHR(mode) and not tty or stat.S_ISBLK(mode):
         raw.close()
         raise InputError(f"{shown}: is a device, not a file")
-    return raw
-
-
-def _peek(stream: BinaryIO, n: int) -> bytes:
-    peek = getattr(stream, "peek", None)
-    return peek(n)[:n] if peek is not None else b""
-
-
-def _decompressor(raw: BinaryIO, head: bytes, stats: ReadStats) -> BinaryIO:
-    """``raw`` itself, or a decompressing reader over it when ``head`` is a known magic."""
-    if head.startswith(GZIP_MAGIC):
-        stats.gzip = True
-        stats.compression = "gzip"
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    if head[:3] == b"BZh" and head[3:4].isdigit() and head[4:10] in (_BZIP2_BLOCK, b"\x17rE8P\x90"):
-        stats.compression = "bzip2"
-        return bz2.BZ2File(raw, mode="rb")  # type: ignore[return-value]
-    if head.startswith(_XZ_MAGIC):
-        stats.compression = "xz"
-        return lzma.LZMAFile(raw, mode="rb")  # type: ignore[return-value]
-    return raw
+    return RawInput(source, raw, close=True)
 
 
 def _binary_kind(head: bytes) -> str | None:
@@ -279,6 +336,34 @@ def _encoding(head: bytes) -> str:
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "utf-16"
     return "utf-8"
+
+
+def _packing(head: bytes) -> str | None:
+    """``gzip``, ``bzip2`` or ``xz`` when ``head`` (16 bytes or all there is) starts one."""
+    if head.startswith(GZIP_MAGIC):
+        return "gzip"
+    if head[:3] == b"BZh" and head[3:4].isdigit() and head[4:10] in (_BZIP2_BLOCK, b"\x17rE8P\x90"):
+        return "bzip2"
+    if head.startswith(_XZ_MAGIC):
+        return "xz"
+    return None
+
+
+def _may_grow_into(head: bytes, marks: tuple[bytes, ...]) -> bool:
+    """Whether more bytes after ``head`` could still make it start with one of ``marks``."""
+    return any(len(head) < len(m) and m.startswith(head) for m in marks)
+
+
+_PACK_MARKS = (GZIP_MAGIC, b"BZh0" + _BZIP2_BLOCK, _XZ_MAGIC)
+_TEXT_MARKS = (
+    codecs.BOM_UTF8,
+    codecs.BOM_UTF16_LE,
+    codecs.BOM_UTF16_BE,
+    *(magic for magic, _ in _BINARY_SIGNATURES),
+)
+#: Raw bytes looked at to recognise compression, decoded bytes to recognise binary formats.
+PACK_HEAD = 16
+TEXT_HEAD = 512
 
 
 # -- invalid bytes are counted by one error handler, told where to count per thread --------
@@ -299,91 +384,132 @@ def _count_and_replace(exc: UnicodeError) -> tuple[str, int]:
 codecs.register_error(_ERRORS, _count_and_replace)
 
 
-class _GuardedStream(io.BufferedIOBase):
-    """The byte stream under the text layer: it never raises and never yields a huge line.
+# -- decoding: raw bytes in, UTF-8 bytes of physical lines out ------------------------------
 
-    Decompression and read errors end the stream cleanly (recorded in ``stats.error``), so
-    the text layer returns every line read before the damage, the partial last one
-    included. Physical lines longer than :data:`MAX_LINE_BYTES` are cut there, at a
-    character boundary, and the rest of them is skipped up to their newline. The text layer
-    reads it with ``read1``, which hands blocks over without copying them.
+
+class _Unpack:
+    """A gzip, bzip2 or xz stream decompressed as bytes come, in pieces of bounded size.
+
+    Concatenated streams (gzip members, bzip2 and xz streams) are read one after the other;
+    after a complete bzip2 or xz stream, data that starts no new one is ignored (as Python's
+    own readers do), after a gzip member it is an error (as :mod:`gzip` does).
     """
 
-    def __init__(self, stream: BinaryIO, stats: ReadStats, path: str) -> None:
-        super().__init__()
-        self._read = getattr(stream, "read1", None) or stream.read
-        self._stats = stats
-        self._path = path
-        self._head = b""  # bytes peeked at and not yet read
-        self._run = 0  # bytes of the current (unfinished) line passed on so far
-        self._skipping = False  # inside the cut-off rest of an overlong line
-        self._done = False
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._d = self._new()
+        self._fed = False  # the current stream has been given bytes
+        self._streams = 1
+        self._pending = b""  # the first byte of what may be a gzip magic
+        self._ignoring = False
 
-    def readable(self) -> bool:
+    def _new(self) -> Any:
+        if self.kind == "gzip":
+            return zlib.decompressobj(16 + zlib.MAX_WBITS)
+        if self.kind == "bzip2":
+            return bz2.BZ2Decompressor()
+        return lzma.LZMADecompressor()
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        """The decompressed bytes of ``data``; raises on corrupt data."""
+        if self._pending:
+            data, self._pending = self._pending + data, b""
+        while data and not self._ignoring:
+            if self._d.eof:
+                if not self._next_stream(data):
+                    return
+            fresh = not self._fed and self._streams > 1
+            self._fed = True
+            try:
+                yield from self._inflate(data)
+            except (OSError, lzma.LZMAError):
+                if fresh and self.kind != "gzip":  # trailing garbage after a whole stream
+                    self._ignoring = True
+                    return
+                raise
+            data = yield from self._drain()
+
+    def _inflate(self, data: bytes) -> Iterator[bytes]:
+        """``decompress`` once; for gzip, the bytes before a damage are given out too (zlib
+        checks the CRC in the call that reads the trailer and drops that call's output)."""
+        if self.kind != "gzip":
+            out = self._d.decompress(data, CHUNK_BYTES)
+            if out:
+                yield out
+            return
+        saved = self._d.copy()
+        try:
+            out = self._d.decompress(data, CHUNK_BYTES)
+        except zlib.error:
+            self._d = saved
+            yield from self._salvage(data)
+            raise
+        if out:
+            yield out
+
+    def _salvage(self, data: bytes) -> Iterator[bytes]:
+        """Decompress ``data`` byte by byte up to the byte that fails."""
+        for i in range(len(data)):
+            saved = self._d.copy()
+            try:
+                out = self._d.decompress(data[i : i + 1])
+            except zlib.error:
+                self._d = saved
+                return
+            if out:
+                yield out
+
+    def _drain(self) -> Iterator[bytes]:
+        """Output held back by the size limit; returns the input left for the next stream."""
+        d = self._d
+        if self.kind == "gzip":
+            while not self._d.eof and self._d.unconsumed_tail:
+                yield from self._inflate(self._d.unconsumed_tail)
+            while not self._d.eof:  # output still held inside zlib
+                out = self._d.decompress(b"", CHUNK_BYTES)
+                if not out:
+                    break
+                yield out
+            d = self._d
+        else:
+            while not d.eof and not d.needs_input:
+                out = d.decompress(b"", CHUNK_BYTES)
+                if not out:
+                    break
+                yield out
+        return d.unused_data if d.eof else b""
+
+    def _next_stream(self, data: bytes) -> bool:
+        """Start the stream that ``data`` opens; False when ``data`` is kept or ignored."""
+        if self.kind == "gzip":
+            if len(data) < len(GZIP_MAGIC) and GZIP_MAGIC.startswith(data):
+                self._pending = data
+                return False
+            if not data.startswith(GZIP_MAGIC):
+                raise gzip.BadGzipFile(f"Not a gzipped file ({data[:2]!r})")
+        self._d = self._new()
+        self._fed = False
+        self._streams += 1
         return True
 
-    def peek(self, size: int = 1) -> bytes:
-        """At least ``size`` bytes ahead (fewer at the end), without consuming them."""
-        while len(self._head) < size:
-            data = self._next(CHUNK_BYTES)
-            if not data:
-                break
-            self._head += data
-        return self._head
+    def finish(self) -> None:
+        """At the end of the raw bytes: raise if the last stream is incomplete."""
+        if self._pending:
+            raise gzip.BadGzipFile(f"Not a gzipped file ({self._pending!r})")
+        if self._fed and not self._d.eof and not self._ignoring:
+            raise EOFError("Compressed file ended before the end-of-stream marker was reached")
 
-    def read1(self, size: int = -1) -> bytes:
-        """Up to ``size`` bytes (one block when ``size`` is negative); ``b""`` at the end."""
-        if size < 0:
-            size = CHUNK_BYTES
-        if self._head:
-            data, self._head = self._head[:size], self._head[size:]
-            return data
-        data = self._next(size)
-        if len(data) > size:
-            data, self._head = data[:size], data[size:]
-        return data
 
-    def read(self, size: int | None = -1) -> bytes:
-        """Up to ``size`` bytes, everything left when ``size`` is negative or None."""
-        if size is not None and size >= 0:
-            return self.read1(size)
-        parts = []
-        while True:
-            data = self.read1()
-            if not data:
-                return b"".join(parts)
-            parts.append(data)
+class _LineCap:
+    """Cuts physical lines longer than :data:`MAX_LINE_BYTES` there, at a UTF-8 character
+    boundary, and skips the rest of them up to their newline (counted into ``stats``)."""
 
-    def _next(self, size: int) -> bytes:
-        while not self._done:
-            try:
-                data = self._read(size)
-            except Exception as exc:  # noqa: BLE001 - every stream error ends the input
-                self._fail(exc)
-                break
-            if not data:
-                self._done = True
-                break
-            data = self._cap(data)
-            if data:
-                return data
-        return b""
+    def __init__(self, stats: ReadStats) -> None:
+        self._stats = stats
+        self._run = 0  # bytes of the current (unfinished) line passed on so far
+        self._skipping = False  # inside the cut-off rest of an overlong line
 
-    def _fail(self, exc: Exception) -> None:
-        self._done = True
-        shown = display_path(self._path)
-        kind = self._stats.compression
-        if kind and isinstance(exc, EOFError):
-            what = f"truncated {kind} stream (the file ends early)"
-        elif kind and isinstance(exc, gzip.BadGzipFile | zlib.error | lzma.LZMAError | OSError):
-            what = f"corrupt {kind} stream ({exc})"
-        elif isinstance(exc, OSError):
-            what = f"read error ({exc.strerror or exc})"
-        else:
-            what = f"read error ({type(exc).__name__}: {exc})"
-        self._stats.error = f"{shown}: {what}; the lines before it were read"
-
-    def _cap(self, data: bytes) -> bytes:
+    def __call__(self, data: bytes) -> bytes:
         if self._skipping:
             j = data.find(b"\n")
             if j < 0:
@@ -429,46 +555,273 @@ class _GuardedStream(io.BufferedIOBase):
         return b"".join(out)
 
 
-def _open_guarded(source: InputSource, stats: ReadStats) -> tuple[_GuardedStream, list[BinaryIO]]:
-    """Open ``source`` as guarded bytes, following the policy of this module.
+class Decoder:
+    """The reading policy of this module as a push decoder: raw bytes of one input in (as a
+    file or a pipe gives them), UTF-8 bytes of its physical lines out.
 
-    Returns the byte stream (decompressed, overlong lines cut, never raising) and the
-    streams to close after it; ``stats.encoding`` is set from the first bytes. Raises
-    :class:`InputError` when the source cannot be opened or is not a text log.
-    Decompression and read errors later on do not raise: they end the bytes and set
-    ``stats.error``.
+    Compression is recognised from the first :data:`PACK_HEAD` raw bytes, binary formats and
+    the byte order mark from the first :data:`TEXT_HEAD` decoded ones (a paused stream is
+    decided on fewer with :meth:`flush`, unless they could still grow into a mark). UTF-16 is
+    decoded and written out as UTF-8, so that lines are cut after decoding, never inside a
+    character. Decompression and read errors end the output (:attr:`failed`) and set
+    ``stats.error``; the bytes before them are all given out. A known binary format raises
+    :class:`InputError`.
     """
-    raw = _open_binary(source)
+
+    def __init__(self, stats: ReadStats, path: str, plain: bool = False) -> None:
+        self.stats = stats
+        self.path = path
+        self._plain = plain
+        #: the first decoded bytes, once the kind of input is known (None before)
+        self.head: bytes | None = b"" if plain else None
+        #: raw bytes pushed until :attr:`head` was known (a trace is read again from them;
+        #: the caller lets go of them)
+        self.raw_seen = bytearray()
+        self.failed = False
+        self._raw = b""  # raw bytes while compression is not known
+        self._packed_known = plain
+        self._unpack: _Unpack | None = None
+        self._text = b""  # decoded bytes while the encoding is not known
+        self._utf16: codecs.IncrementalDecoder | None = None
+        self._bom = False  # a UTF-8 byte order mark is still to be dropped
+        self._cap = _LineCap(stats)
+
+    def push(self, data: bytes) -> Iterator[bytes]:
+        """The output for the next raw bytes (pieces of at most about :data:`CHUNK_BYTES`)."""
+        if self.failed or not data:
+            return
+        if self.head is None:
+            self.raw_seen += data
+        if not self._packed_known:
+            self._raw += data
+            if len(self._raw) < PACK_HEAD and _may_grow_into(self._raw, _PACK_MARKS):
+                return
+            data = self._know_packing()
+        yield from self._unpacked(data)
+
+    def flush(self) -> Iterator[bytes]:
+        """The stream paused: decide what can be decided on the bytes there are."""
+        if self.failed:
+            return
+        if not self._packed_known and not _may_grow_into(self._raw, _PACK_MARKS):
+            yield from self._unpacked(self._know_packing())
+        if self._packed_known and self.head is None and self._text:
+            if not _may_grow_into(self._text, _TEXT_MARKS):
+                yield from self._decoded(b"", decide=True)
+
+    def end(self) -> Iterator[bytes]:
+        """The raw bytes ended: the rest of the output (the last line may lack its end)."""
+        if not self.failed:
+            if not self._packed_known:
+                yield from self._unpacked(self._know_packing())
+            if self._unpack is not None and not self.failed:
+                try:
+                    self._unpack.finish()
+                except Exception as exc:  # noqa: BLE001 - every stream error ends the input
+                    self.fail(exc)
+            if self.head is None and not self.failed:
+                yield from self._decoded(b"", decide=True)
+            if self._utf16 is not None and not self.failed:
+                yield from self._encoded(b"", final=True)
+        if not self._plain:  # the parts of a file read in ranges are noted together
+            note_cut_lines(self.path, self.stats)
+
+    def fail(self, exc: BaseException) -> None:
+        """Reading or decompressing failed: no more output; ``stats.error`` says why."""
+        self.failed = True
+        shown = display_path(self.path)
+        kind = self.stats.compression
+        if kind and isinstance(exc, EOFError):
+            what = f"truncated {kind} stream (the file ends early)"
+        elif kind and isinstance(exc, gzip.BadGzipFile | zlib.error | lzma.LZMAError | OSError):
+            what = f"corrupt {kind} stream ({exc})"
+        elif isinstance(exc, OSError):
+            what = f"read error ({exc.strerror or exc})"
+        else:
+            what = f"read error ({type(exc).__name__}: {exc})"
+        self.stats.error = f"{shown}: {what}; the lines before it were read"
+
+    def _know_packing(self) -> bytes:
+        data, self._raw = self._raw, b""
+        self._packed_known = True
+        kind = _packing(data[:PACK_HEAD])
+        if kind is not None:
+            self._unpack = _Unpack(kind)
+            self.stats.compression = kind
+            self.stats.gzip = kind == "gzip"
+        return data
+
+    def _unpacked(self, data: bytes) -> Iterator[bytes]:
+        if self._unpack is None:
+            yield from self._decoded(data)
+            return
+        pieces = self._unpack.feed(data)
+        while not self.failed:
+            try:
+                piece = next(pieces)
+            except StopIteration:
+                return
+            except Exception as exc:  # noqa: BLE001 - every stream error ends the input
+                self.fail(exc)
+                return
+            yield from self._decoded(piece)
+
+    def _decoded(self, piece: bytes, decide: bool = False) -> Iterator[bytes]:
+        if self.head is None:
+            self._text += piece
+            if len(self._text) < TEXT_HEAD and not decide:
+                return
+            piece, self._text = self._text, b""
+            self._know_text(piece)
+        yield from self._encoded(piece)
+
+    def _know_text(self, head: bytes) -> None:
+        shown = display_path(self.path)
+        kind = _binary_kind(head)
+        if kind is not None:
+            self.failed = True
+            packed = f"{self.stats.compression}-compressed " if self.stats.compression else ""
+            raise InputError(f"{shown}: {packed}{kind}, not a text log")
+        self.head = head[:4096]
+        self.stats.encoding = _encoding(head)
+        if self.stats.encoding == "utf-16":
+            self.stats.notes.append(f"{shown}: read as UTF-16 (byte order mark)")
+            self._utf16 = codecs.getincrementaldecoder("utf-16")(_ERRORS)
+        self._bom = self.stats.encoding == "utf-8-sig"
+        if self.stats.compression and self.stats.compression != "gzip":
+            self.stats.notes.append(f"{shown}: {self.stats.compression}-compressed")
+
+    def _encoded(self, piece: bytes, final: bool = False) -> Iterator[bytes]:
+        if self._utf16 is not None:
+            _COUNT_INTO.stats = self.stats
+            try:
+                text = self._utf16.decode(piece, final)
+            finally:
+                _COUNT_INTO.stats = None
+            piece = text.encode("utf-8", "surrogatepass")
+        elif self._bom and piece:
+            self._bom = False
+            if piece.startswith(codecs.BOM_UTF8):
+                piece = piece[len(codecs.BOM_UTF8) :]
+        out = self._cap(piece) if piece else b""
+        if out:
+            yield out
+
+
+class LineBlocks:
+    """Decoded pieces in, blocks of whole lines out, each of about :data:`BLOCK_BYTES`
+    (longer when one line is; lines are at most :data:`MAX_LINE_BYTES` after the cap)."""
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+        self._size = 0
+
+    @property
+    def pending(self) -> int:
+        """Bytes held: the lines of a block not yet full, and the start of the next line."""
+        return self._size
+
+    def add(self, piece: bytes) -> bytes | None:
+        """A block when ``piece`` fills one."""
+        if not self._parts and len(piece) >= BLOCK_BYTES and piece.endswith(b"\n"):
+            return piece
+        self._parts.append(piece)
+        self._size += len(piece)
+        return self.whole() if self._size >= BLOCK_BYTES else None
+
+    def whole(self) -> bytes | None:
+        """Every whole line held, as one block (None when no line is complete)."""
+        parts = self._parts
+        for i in range(len(parts) - 1, -1, -1):
+            k = parts[i].rfind(b"\n")
+            if k >= 0:
+                break
+        else:
+            return None
+        rest = parts[i][k + 1 :]
+        if i == 0 and not rest:
+            block = parts[0]
+        else:
+            block = b"".join([*parts[:i], memoryview(parts[i])[: k + 1]])
+        self._parts = [rest, *parts[i + 1 :]] if rest else parts[i + 1 :]
+        self._size = sum(map(len, self._parts))
+        return block
+
+    def rest(self) -> bytes:
+        """Everything held (at the end of the input: the last line may lack its end)."""
+        data = b"".join(self._parts)
+        self._parts, self._size = [], 0
+        return data
+
+
+# -- reading a whole input ----------------------------------------------------------------
+
+
+def _pieces(raw: RawInput, decoder: Decoder) -> Iterator[bytes]:
+    """The decoded output of ``raw`` to its end (a read error ends it, see Decoder.fail)."""
     try:
-        stream = _decompressor(raw, _peek(raw, 16), stats)
-        guarded = _GuardedStream(stream, stats, source.path)
-        head = guarded.peek(512)[:512]
+        while not decoder.failed:
+            try:
+                data = raw.read(_TEXT_CHUNK)
+            except Exception as exc:  # noqa: BLE001 - every stream error ends the input
+                decoder.fail(exc)
+                break
+            if not data:
+                break
+            yield from decoder.push(data)
+        yield from decoder.end()
+    finally:
+        raw.close()
+
+
+def _blocks_of(pieces: Iterable[bytes]) -> Iterator[bytes]:
+    blocks = LineBlocks()
+    for piece in pieces:
+        block = blocks.add(piece)
+        if block is not None:
+            yield block
+    block = blocks.whole()
+    if block is not None:
+        yield block
+    last = blocks.rest()
+    if last:
+        yield last
+
+
+def _opened(raw: RawInput, decoder: Decoder) -> Iterator[bytes]:
+    """The decoded output of ``raw``, its head already decoded: an input that is not text
+    raises :class:`InputError` here, not at the first ``next``."""
+    pieces = _pieces(raw, decoder)
+    first: list[bytes] = []
+    try:
+        while decoder.head is None:
+            piece = next(pieces, None)
+            if piece is None:
+                break
+            first.append(piece)
     except BaseException:
-        if not source.is_stdin:
-            raw.close()
+        pieces.close()
         raise
-    shown = display_path(source.path)
-    kind = _binary_kind(head)
-    if kind is not None:
-        if not source.is_stdin:
-            raw.close()
-        packed = f"{stats.compression}-compressed " if stats.compression else ""
-        raise InputError(f"{shown}: {packed}{kind}, not a text log")
-    stats.encoding = _encoding(head)
-    if stats.encoding == "utf-16":
-        stats.notes.append(f"{shown}: read as UTF-16 (byte order mark)")
-    if stats.compression and stats.compression != "gzip":
-        stats.notes.append(f"{shown}: {stats.compression}-compressed")
-    return guarded, ([] if source.is_stdin else [stream, raw])
+    return itertools.chain(first, pieces)
 
 
-def _note_cut_lines(source: InputSource, stats: ReadStats) -> None:
-    if stats.cut_lines:
-        lines = "1 line" if stats.cut_lines == 1 else f"{stats.cut_lines:,} lines"
-        stats.notes.append(
-            f"{display_path(source.path)}: {lines} longer than {MAX_LINE_BYTES:,} bytes "
-            f"cut there ({stats.skipped_bytes:,} bytes skipped)"
-        )
+def _text_chunks(blocks: Iterable[bytes], stats: ReadStats) -> Iterator[list[str]]:
+    """Lists of lines (line ends kept) of about :data:`CHUNK_BYTES` from blocks of lines."""
+    chunk: list[str] = []
+    size = 0
+    for block in blocks:
+        text = decode_line(block, stats)
+        lines = text.split("\n")
+        last = lines.pop()
+        chunk.extend(line + "\n" for line in lines)
+        if last:
+            chunk.append(last)
+        size += len(text)
+        if size >= CHUNK_BYTES:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
 
 
 def iter_chunks(source: InputSource, stats: ReadStats) -> Iterator[list[str]]:
@@ -478,78 +831,29 @@ def iter_chunks(source: InputSource, stats: ReadStats) -> Iterator[list[str]]:
     the text. Raises :class:`InputError` (at the first ``next``) only if the source cannot
     be opened or is not text; damage found later sets ``stats.error`` and ends the lines.
     """
-    guarded, closables = _open_guarded(source, stats)
-    yield from _text_chunks(source, stats, guarded, closables)
+    raw = open_input(source)
+    yield from _text_chunks(_blocks_of(_opened(raw, Decoder(stats, source.path))), stats)
 
 
-def _text_chunks(
-    source: InputSource, stats: ReadStats, guarded: _GuardedStream, closables: list[BinaryIO]
-) -> Iterator[list[str]]:
-    text = io.TextIOWrapper(guarded, encoding=stats.encoding, errors=_ERRORS, newline="\n")
-    text._CHUNK_SIZE = _TEXT_CHUNK  # type: ignore[attr-defined] # fewer trips through Python
-    try:
-        while True:
-            _COUNT_INTO.stats = stats
-            try:
-                chunk = text.readlines(CHUNK_BYTES)
-            finally:
-                _COUNT_INTO.stats = None
-            if not chunk:
-                break
-            yield chunk
-    except OSError as exc:  # pragma: no cover - the guarded stream turns these into stats
-        stats.error = f"{display_path(source.path)}: read error ({exc.strerror or exc})"
-    finally:
-        _note_cut_lines(source, stats)
-        text.close()  # not standard input itself: the guarded layer never closes its stream
-        for stream in closables:
-            stream.close()
-
-
-def open_blocks(source: InputSource, stats: ReadStats) -> Iterator[bytes] | Iterator[list[str]]:
+def open_utf8_blocks(source: InputSource, stats: ReadStats) -> Iterator[bytes]:
     """The physical lines of ``source`` as UTF-8 bytes, in blocks of whole lines.
 
     For the bulk scanner: each block holds about :data:`BLOCK_BYTES` and ends with a
-    ``\\n``, except the last one when the input does not end with a line end. A UTF-8 byte
-    order mark is removed. Bytes that are not UTF-8 are left as they are: decode a line with
-    :func:`decode_line`, which counts them into ``stats``. A UTF-16 input (``stats.encoding``
-    says so) gives lists of text lines instead, as :func:`iter_chunks`. Raises
+    ``\\n``, except the last one when the input does not end with a line end. A byte order
+    mark is removed and UTF-16 is given as UTF-8. Bytes that are not UTF-8 are left as they
+    are: decode a line with :func:`decode_line`, which counts them into ``stats``. Raises
     :class:`InputError` at once when the source cannot be opened or is not a text log.
     """
-    guarded, closables = _open_guarded(source, stats)
+    return _blocks_of(_opened(open_input(source), Decoder(stats, source.path)))
+
+
+def open_blocks(source: InputSource, stats: ReadStats) -> Iterator[bytes] | Iterator[list[str]]:
+    """:func:`open_utf8_blocks`, except that a UTF-16 input (``stats.encoding`` says so)
+    gives lists of text lines, as :func:`iter_chunks` does."""
+    blocks = open_utf8_blocks(source, stats)
     if stats.encoding == "utf-16":
-        return _text_chunks(source, stats, guarded, closables)
-    return _blocks(source, stats, guarded, closables)
-
-
-def _blocks(
-    source: InputSource, stats: ReadStats, guarded: _GuardedStream, closables: list[BinaryIO]
-) -> Iterator[bytes]:
-    carry = b""
-    first = True
-    try:
-        while True:
-            data = guarded.read1(BLOCK_BYTES)
-            if not data:
-                break
-            if first:
-                first = False
-                if stats.encoding == "utf-8-sig" and data.startswith(codecs.BOM_UTF8):
-                    data = data[len(codecs.BOM_UTF8) :]
-            cut = data.rfind(b"\n") + 1
-            if not cut:
-                carry += data
-            elif not carry and cut == len(data):
-                yield data
-            else:
-                yield b"".join((carry, memoryview(data)[:cut]))
-                carry = data[cut:]
-        if carry:
-            yield carry
-    finally:
-        _note_cut_lines(source, stats)
-        for stream in closables:
-            stream.close()
+        return _text_chunks(blocks, stats)
+    return blocks
 
 
 class _RangeReader:
@@ -566,34 +870,33 @@ class _RangeReader:
         self._left -= len(data)
         return data
 
+    def close(self) -> None:
+        self._raw.close()
+
 
 def splittable(path: str) -> bool:
     """Whether ``path`` may be read in byte ranges: plain UTF-8 text, not compressed."""
     try:
         with open(path, "rb") as f:
-            head = f.read(16)
+            head = f.read(TEXT_HEAD)
     except OSError:
         return False
-    stats = ReadStats()
-    _decompressor(io.BytesIO(head), head, stats)  # sets stats.compression
-    return stats.compression is None and _binary_kind(head) is None and _encoding(head) != "utf-16"
+    return _packing(head) is None and _binary_kind(head) is None and _encoding(head) != "utf-16"
 
 
 def open_range_blocks(path: str, start: int, end: int, stats: ReadStats) -> Iterator[bytes]:
     """The lines of the bytes ``[start, end)`` of a :func:`splittable` file, as
-    :func:`open_blocks` gives them (``start`` and ``end`` are line starts)."""
-    raw = open(path, "rb")  # noqa: SIM115 - closed by _blocks
+    :func:`open_utf8_blocks` gives them (``start`` and ``end`` are line starts)."""
+    raw = open(path, "rb")  # noqa: SIM115 - closed at the end of the blocks
     raw.seek(start)
-    guarded = _GuardedStream(_RangeReader(raw, end - start), stats, path)  # type: ignore[arg-type]
+    decoder = Decoder(stats, path, plain=True)
     if start == 0:
-        stats.encoding = _encoding(guarded.peek(4)[:4])
-    return _blocks(InputSource(path), stats, guarded, [raw])
-
-
-def line_capper(stats: ReadStats, path: str) -> Callable[[bytes], bytes]:
-    """A function that cuts the physical lines of consecutive byte chunks at
-    :data:`MAX_LINE_BYTES`, as files are cut when read (for streams read elsewhere)."""
-    return _GuardedStream(io.BytesIO(), stats, path)._cap
+        decoder._bom = True  # noqa: SLF001 - the file's first bytes: drop a byte order mark
+        with open(path, "rb") as f:
+            stats.encoding = _encoding(f.read(4))
+    source = InputSource(path)
+    reader = RawInput(source, _RangeReader(raw, end - start), close=True)  # type: ignore[arg-type]
+    return _blocks_of(_pieces(reader, decoder))
 
 
 def decode_line(data: bytes, stats: ReadStats) -> str:

@@ -33,7 +33,7 @@ timestamp_ms    the line's timestamp (ms since epoch on Linux), NaN without one
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -43,7 +43,7 @@ from dnnlens.parsers.fields import split_impl
 from dnnlens.parsers.records import LineRecord
 from dnnlens.parsers.scanner import InputScan
 
-if TYPE_CHECKING:  # framework profiler data (imported lazily by dnnlens.reading)
+if TYPE_CHECKING:  # issue 3: framework profiler data (imported lazily by dnnlens.reading)
     from dnnlens.parsers.torch_trace import FrameworkData
 
 #: Record attributes copied into string (categorical) columns.
@@ -153,27 +153,47 @@ def build_diagnostics(scans: list[InputScan], records: list[LineRecord]) -> pd.D
     return pd.DataFrame(data, columns=list(DIAGNOSTIC_COLUMNS))
 
 
-@dataclass(frozen=True)
-class ReadWindow:
-    """The reader kept only the last events of a long stream (``events`` is that window).
+@dataclass
+class EventWindow:
+    """What :attr:`ParsedLog.events` holds when reading kept only the last events.
 
-    ``events_total`` events were read; ``first_line`` is the line of the first one kept;
-    ``dropped_last_line`` the line of the last one that left the window (-1: none did).
+    Reading keeps every event unless the inputs are large (see ``dnnlens.reading``); then it
+    folds every event into per-record statistics and keeps the last ``size`` raw events.
     """
 
+    #: the most events kept (``--window``)
+    size: int
+    #: events read, in all inputs
     events_total: int
-    first_line: int
-    dropped_last_line: int = -1
+    #: events in :attr:`ParsedLog.events`
+    events_kept: int
+    #: per input path: the line of the last event that left the window (absent: none left)
+    dropped_last_line: dict[str, int] = field(default_factory=dict)
+    #: one line per profiler table found inside a log and left out of
+    #: :attr:`ParsedLog.framework`, because events of its profiled region left the window
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
 class ParsedLog:
     """The parsed form of a set of inputs: per-input scans, distinct records, tables.
 
-    When the reader kept only a window of the events (a long stream), ``window`` says so,
-    ``record_stats`` holds the exact per-record statistics of every event read
-    (:mod:`dnnlens.model.stats`) and ``diagnostic_counts`` the count of every diagnostic
-    line by operation; otherwise they are ``None`` and come from the tables.
+    ``scans`` count every line of every input (``parsed + foreign + malformed == lines``).
+    When the inputs were too large to keep every event (``window`` is set), ``events`` holds
+    the last ``window.size`` of them and the figures over all events are carried beside it:
+
+    * ``record_stats``: the per-record statistics of every event read (the
+      :data:`~dnnlens.model.stats.STATS_COLUMNS` frame); None means "compute them from
+      ``events``", which then holds every event;
+    * ``diagnostic_counts``: diagnostic lines by operation over every line read
+      (``diagnostics`` then keeps the first ones only); None means "count ``diagnostics``";
+    * ``window``: how many events were read and kept, and the last line that left it;
+    * ``framework``: the profiler tables found inside the logs whose profiled region is still
+      in the window (``window.notes`` names the others); linking them is the analysis's job.
+
+    A live snapshot (``dnnlens.reading.read(on_snapshot=...)``) is a ParsedLog of what was
+    read so far: exact ``scans``, ``record_stats`` and ``diagnostic_counts``, the last few
+    events, no diagnostics table.
     """
 
     scans: list[InputScan]
@@ -184,6 +204,6 @@ class ParsedLog:
     input_errors: list[str]
     #: PyTorch profiler traces and key_averages tables found among the inputs
     framework: FrameworkData | None = None
-    window: ReadWindow | None = None
     record_stats: pd.DataFrame | None = None
     diagnostic_counts: dict[str, int] | None = None
+    window: EventWindow | None = None

@@ -1,31 +1,45 @@
-"""Parallel scanning: several files, and large files split into byte ranges, across cores.
+"""Parallel scanning: plain log files, cut into byte ranges at line starts, across cores.
 
-Each worker process scans its part with its own :class:`Scanner`; the parent merges the
-parts in input order: line numbers are shifted by the lines of the parts before, and the
-workers' distinct records and malformed reasons are interned into one table, so the result
-is the same :class:`InputScan` a single scanner would have produced (``tests/test_parallel.py``
-checks that on real logs).
+Each worker process scans one range with its own :class:`Scanner` and sends back the
+range's :class:`InputScan` with its records and reasons; the front door merges the parts in
+input order (:func:`dnnlens.reading.merge.append_scan` shifts line numbers and maps ids), so
+the result is the one a single scanner gives (``tests/test_parallel.py`` checks that on real
+logs). Ranges are at most :data:`RANGE_BYTES`, and at most twice as many as there are
+workers are under way, so memory stays bounded however large the files.
+
+The number of processes is bounded by the CPUs this process may use. Workers ignore SIGINT
+(the terminal sends it to them too: the parent decides) and are killed when reading stops
+early (a signal, an error), so none outlives the command.
 """
 
 from __future__ import annotations
 
 import os
-from array import array
-from concurrent.futures import ProcessPoolExecutor
+import signal
+from collections import deque
+from collections.abc import Iterator, Sequence
 from multiprocessing import get_context
+from multiprocessing.pool import AsyncResult, Pool
+from typing import Any, BinaryIO
 
-import numpy as np
-
-from dnnlens.io.inputs import InputSource, ReadStats, open_range_blocks, splittable
+from dnnlens.io.inputs import ReadStats, open_range_blocks, splittable
+from dnnlens.io.signals import StopCheck
 from dnnlens.parsers import bulk
-from dnnlens.parsers.merge import merge_header
 from dnnlens.parsers.records import LineRecord
-from dnnlens.parsers.scanner import MALFORMED_TEXT_KEPT, InputScan, Scanner
+from dnnlens.parsers.scanner import InputScan, Scanner
 
-#: Files smaller than this are not split (a range per worker costs a process start).
+#: Files smaller than this are one range (a range costs a process's time to start).
 SPLIT_MIN_BYTES = 32 << 20
+#: The largest range: what one worker holds and sends back at a time.
+RANGE_BYTES = 64 << 20
+#: Bytes read at a time when looking for the line start after a cut.
+_SEARCH_BYTES = 1 << 20
+#: How often a wait for a worker looks at the stop request.
+_POLL_SECONDS = 0.1
 
-Part = tuple[InputScan, list[LineRecord], list[str]]
+#: what a worker sends back for one range
+Part = tuple[InputScan, list[LineRecord], list[str], ReadStats]
+Task = tuple[str, int, int]  # (path, start, end)
 
 
 def default_jobs() -> int:
@@ -36,148 +50,124 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _boundaries(path: str, parts: int) -> list[int]:
-    """Byte offsets that cut ``path`` into ``parts`` ranges, each at a line start."""
-    size = os.path.getsize(path)
+def bounded_jobs(jobs: int) -> int:
+    """``-j``: 0 for one process per CPU; more than there are CPUs is that many."""
+    cores = default_jobs()
+    return cores if jobs <= 0 else max(1, min(jobs, cores))
+
+
+def ranges(path: str, jobs: int) -> list[tuple[int, int]] | None:
+    """Byte ranges, cut at line starts, that scan ``path`` in workers; None when the file
+    must be read in this process (not a regular file, compressed, UTF-16)."""
+    try:
+        if not os.path.isfile(path):
+            return None
+        size = os.path.getsize(path)
+    except OSError:
+        return None
+    if not splittable(path):
+        return None
+    if size < SPLIT_MIN_BYTES:
+        return [(0, size)]
+    return _line_ranges(path, size, max(jobs, -(-size // RANGE_BYTES)))
+
+
+def _line_ranges(path: str, size: int, parts: int) -> list[tuple[int, int]]:
     cuts = [0]
     with open(path, "rb") as f:
         for k in range(1, parts):
-            f.seek(size * k // parts)
-            f.readline()
-            pos = f.tell()
-            if cuts[-1] < pos < size:
+            pos = _line_start(f, max(size * k // parts, cuts[-1]), size)
+            if pos >= size:
+                break  # no line end after this cut: the rest is one range
+            if pos > cuts[-1]:
                 cuts.append(pos)
     cuts.append(size)
-    return cuts
+    return list(zip(cuts, cuts[1:], strict=False))
+
+
+def _line_start(f: BinaryIO, pos: int, size: int) -> int:
+    """The first line start after ``pos`` (``size`` when there is none), reading
+    :data:`_SEARCH_BYTES` at a time: a file without line ends is not read into memory."""
+    f.seek(pos)
+    while pos < size:
+        chunk = f.read(_SEARCH_BYTES)
+        if not chunk:
+            break
+        j = chunk.find(b"\n")
+        if j >= 0:
+            return pos + j + 1
+        pos += len(chunk)
+    return size
 
 
 def _scan_range(path: str, start: int, end: int) -> Part:
     scanner = Scanner()
     stats = ReadStats()
     scan = bulk.scan_blocks(scanner, path, open_range_blocks(path, start, end, stats), stats)
-    scan.add_reading(stats)
-    return scan, scanner.records, scanner.reasons
+    return scan, scanner.records, scanner.reasons, stats
 
 
-def _scan_file(path: str) -> Part:
-    scanner = Scanner()
-    scan = bulk.scan_source(scanner, InputSource(path))
-    return scan, scanner.records, scanner.reasons
+def _worker_init() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _splittable(path: str) -> bool:
-    try:
-        return os.path.getsize(path) >= SPLIT_MIN_BYTES and splittable(path)
-    except OSError:
-        return False
+class Workers:
+    """``jobs`` processes scanning ``tasks``; :meth:`next_part` gives their parts in order.
 
+    Use as a context manager: on leaving it early (a stop, an error) the workers are killed.
+    """
 
-def _as_array(code: str, values: np.ndarray) -> array:
-    out = array(code)
-    out.frombytes(values.tobytes())
-    return out
+    def __init__(self, tasks: Sequence[Task], jobs: int, stop: StopCheck | None) -> None:
+        self._tasks = iter(tasks)
+        self._jobs = jobs
+        self._stop = stop
+        self._pending: deque[AsyncResult[Any]] = deque()
+        self._pool: Pool | None = None
+        self._done = False
 
+    def __enter__(self) -> Workers:
+        return self
 
-class _Interner:
-    """One table of records and reasons for the merged result."""
-
-    def __init__(self, scanner: Scanner) -> None:
-        self.scanner = scanner
-
-    def records(self, records: list[LineRecord]) -> np.ndarray:
-        return np.array([self.scanner._intern_record(r) for r in records] or [0], np.int64)
-
-    def reasons(self, reasons: list[str]) -> np.ndarray:
-        return np.array([-2 - self.scanner._intern_reason(r) for r in reasons] or [0], np.int64)
-
-
-def merge_parts(path: str, parts: list[Part], scanner: Scanner) -> InputScan:
-    """One :class:`InputScan` for ``path`` from its parts, records interned in ``scanner``."""
-    interner = _Interner(scanner)
-    out = InputScan(path)
-    lines, recs, times, stamps, dlines, drecs = [], [], [], [], [], []
-    mlines, mreasons = [], []
-    offset = 0
-    stamped = any(p[0].has_timestamps for p in parts)
-    for scan, records, reasons in parts:
-        rmap, wmap = interner.records(records), interner.reasons(reasons)
-        n = len(scan.event_line)
-        lines.append(np.frombuffer(scan.event_line, np.int64) + offset)
-        recs.append(
-            rmap[np.frombuffer(scan.event_record, np.int64)] if n else np.zeros(0, np.int64)
-        )
-        times.append(np.frombuffer(scan.event_time, np.float64))
-        if stamped:
-            stamps.append(
-                np.frombuffer(scan.event_timestamp, np.float64)
-                if len(scan.event_timestamp) == n
-                else np.full(n, np.nan)
-            )
-        dlines.append(np.frombuffer(scan.diag_line, np.int64) + offset)
-        drecs.append(
-            rmap[np.frombuffer(scan.diag_record, np.int64)]
-            if len(scan.diag_record)
-            else np.zeros(0, np.int64)
-        )
-        mlines.append(np.frombuffer(scan.malformed_line, np.int64) + offset)
-        mreasons.append(
-            wmap[np.frombuffer(scan.malformed_reason, np.int64)]
-            if len(scan.malformed_reason)
-            else np.zeros(0, np.int64)
-        )
-        for line, text in scan.malformed_text.items():
-            if len(out.malformed_text) < MALFORMED_TEXT_KEPT:
-                out.malformed_text[line + offset] = text
-        if len(out.foreign_examples) < 5:
-            out.foreign_examples.extend((k + offset, s) for k, s in scan.foreign_examples)
-        for name in (
-            "parsed",
-            "foreign",
-            "malformed",
-            "prefixed",
-            "slow_events",
-            "invalid_utf8_bytes",
-            "nul_lines",
-        ):
-            setattr(out, name, getattr(out, name) + getattr(scan, name))
-        out.families.update(scan.families)
-        out.info_families.update(scan.info_families)
-        scan.header.version_lines = [k + offset for k in scan.header.version_lines]
-        merge_header(out.header, scan.header)
-        out.read_notes.extend(n for n in scan.read_notes if n not in out.read_notes)
-        out.read_error = out.read_error or scan.read_error
-        out.gzip = out.gzip or scan.gzip
-        offset += scan.lines
-    out.lines = offset
-    out.event_line = _as_array("q", np.concatenate(lines))
-    out.event_record = _as_array("q", np.concatenate(recs))
-    out.event_time = _as_array("d", np.concatenate(times))
-    if stamped:
-        out.has_timestamps = True
-        out.event_timestamp = _as_array("d", np.concatenate(stamps))
-    out.diag_line = _as_array("q", np.concatenate(dlines))
-    out.diag_record = _as_array("q", np.concatenate(drecs))
-    out.malformed_line = _as_array("q", np.concatenate(mlines))
-    out.malformed_reason = _as_array("q", np.concatenate(mreasons))
-    return out
-
-
-def scan_parallel(paths: list[str], jobs: int, scanner: Scanner) -> list[InputScan]:
-    """Scan regular files (not stdin) with ``jobs`` processes; results in ``paths`` order."""
-    tasks: list[tuple[int, str, int, int]] = []  # (input index, path, start, end); end<0: whole
-    for i, path in enumerate(paths):
-        if _splittable(path):
-            cuts = _boundaries(path, jobs)
-            tasks.extend((i, path, a, b) for a, b in zip(cuts, cuts[1:], strict=False))
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is None:
+            return
+        if self._done and exc[0] is None:
+            self._pool.close()
         else:
-            tasks.append((i, path, 0, -1))
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
-        futures = [
-            pool.submit(_scan_file, p) if end < 0 else pool.submit(_scan_range, p, a, end)
-            for _, p, a, end in tasks
-        ]
-        results = [f.result() for f in futures]
-    grouped: dict[int, list[Part]] = {}
-    for (i, _p, _a, _e), part in zip(tasks, results, strict=True):
-        grouped.setdefault(i, []).append(part)
-    return [merge_parts(paths[i], grouped[i], scanner) for i in range(len(paths))]
+            self._pool.terminate()
+        self._pool.join()
+        self._pool = None
+
+    def _submit(self) -> None:
+        while len(self._pending) < 2 * self._jobs:
+            task = next(self._tasks, None)
+            if task is None:
+                return
+            if self._pool is None:
+                self._pool = get_context("fork").Pool(self._jobs, initializer=_worker_init)
+            self._pending.append(self._pool.apply_async(_scan_range, task))
+
+    def next_part(self) -> Part | None:
+        """The part of the next task, in task order; None when reading was asked to stop."""
+        self._submit()
+        result = self._pending.popleft()
+        while not result.ready():
+            if self._stop:
+                return None
+            result.wait(_POLL_SECONDS)
+        self._submit()
+        if not self._pending:
+            self._done = True
+        return result.get()
+
+    def stopped(self) -> bool:
+        """Whether reading was asked to stop."""
+        return bool(self._stop)
+
+
+def tasks_of(plan: Sequence[tuple[str, list[tuple[int, int]] | None]]) -> Iterator[Task]:
+    """The tasks of a plan, in input order."""
+    for path, spans in plan:
+        for start, end in spans or ():
+            yield path, start, end

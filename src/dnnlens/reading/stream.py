@@ -1,228 +1,281 @@
-"""Streaming analysis: lines in as they arrive, bounded memory, a report at any moment.
+"""Collecting scanned parts into one ParsedLog, in memory bounded by a window of events.
 
-:class:`StreamAnalyzer` scans each chunk of lines with one shared :class:`Scanner` (so the
-memo of distinct lines carries over), folds the chunk's events into per-record statistics
-(:class:`~dnnlens.model.stats.StatsAccumulator`) and keeps only a bounded window of
-the most recent raw events. Totals and breakdowns are therefore exact however long the
-stream; rules that look at the sequence of events (iterations, op graph) see the window.
+Every part of every input (a block of lines, a byte range scanned elsewhere) goes through
+:meth:`Collector.add` in input order. While the text read is small, every event is kept, as
+bulk reading always did. Once the decompressed text read passes :data:`STREAM_FILE_MIN_BYTES`
+(decided by what was read, not by the size of a file on disk, which says nothing of a gzip's
+content), the collector *streams*: every event is folded into per-record statistics
+(:class:`~dnnlens.model.stats.StatsAccumulator`) and only the last ``window_events`` raw
+events are kept. Totals and breakdowns are then exact however long the inputs; what looks
+at the sequence of events (iterations, the op graph, the rules) sees the window.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from array import array
-from collections import Counter
+from collections import deque
 
 import numpy as np
 
-from dnnlens.analysis.analysis import Analysis
-from dnnlens.analysis.summary import Summary, summarize_stats
-from dnnlens.io.inputs import InputSource, ReadStats, open_blocks
-from dnnlens.model import ParsedLog, ReadWindow, build_diagnostics, build_events
+from dnnlens.model import EventWindow, ParsedLog, build_diagnostics, build_events
 from dnnlens.model.stats import StatsAccumulator
-from dnnlens.parsers.bulk import BulkScan
-from dnnlens.parsers.merge import merge_header
-from dnnlens.parsers.scanner import MALFORMED_TEXT_KEPT, InputScan, Scanner
-from dnnlens.parsers.torch_table import TableFinder
+from dnnlens.parsers.scanner import InputScan, Scanner
+from dnnlens.reading.merge import PartEvents, append_scan, cap_kept_lines, part_events
 
 #: Raw events kept for sequence-based analysis, by default (as for files).
 DEFAULT_WINDOW_EVENTS = 200_000
-#: Malformed and diagnostic lines kept with their line numbers (all are counted).
-KEPT_LINES = 10_000
-
-
-class StreamAnalyzer:
-    """Analyse one stream of lines chunk by chunk, in memory bounded by ``window_events``."""
-
-    def __init__(self, path: str = "-", window_events: int = DEFAULT_WINDOW_EVENTS) -> None:
-        self.path = path
-        self.window_events = window_events
-        self.scanner = Scanner()
-        self.stats = StatsAccumulator()
-        self.total = InputScan(path)
-        self.diagnostic_counts: Counter[str] = Counter()
-        self._window: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        self._window_size = 0
-        #: the line of the last event that left the window (-1: none has)
-        self.dropped_last_line = -1
-        #: issue 3: finds profiler tables printed inside the stream (set it before feeding)
-        self.finder: TableFinder | None = None
-
-    @property
-    def lines(self) -> int:
-        """Physical lines read so far."""
-        return self.total.lines
-
-    def feed(self, lines: list[str]) -> None:
-        """Scan one chunk of lines (with or without their line ends)."""
-        if lines:
-            self._merge(self.scanner.scan_chunks(self.path, [lines]))
-
-    def feed_block(self, block: bytes, stats: ReadStats | None = None) -> None:
-        """Scan one block of whole lines as bytes (:func:`~dnnlens.io.inputs.open_blocks`);
-        ``stats`` counts the invalid bytes of its lines."""
-        if block:
-            chunk = InputScan(self.path)
-            BulkScan(self.scanner, chunk, stats, self.finder).feed(block)
-            self.scanner.finish_scan(chunk)
-            self._merge(chunk)
-
-    def _merge(self, chunk: InputScan) -> None:
-        """Fold the scan of the next lines into the totals, the statistics and the window."""
-        offset = self.total.lines
-        t = self.total
-        t.lines += chunk.lines
-        t.parsed += chunk.parsed
-        t.foreign += chunk.foreign
-        t.malformed += chunk.malformed
-        t.prefixed += chunk.prefixed
-        t.nul_lines += chunk.nul_lines
-        t.families.update(chunk.families)
-        t.info_families.update(chunk.info_families)
-        chunk.header.version_lines = [n + offset for n in chunk.header.version_lines]
-        merge_header(t.header, chunk.header)
-        for line, reason in zip(chunk.malformed_line, chunk.malformed_reason, strict=True):
-            if len(t.malformed_line) < KEPT_LINES:
-                t.malformed_line.append(line + offset)
-                t.malformed_reason.append(reason)
-        for line, text in chunk.malformed_text.items():
-            if len(t.malformed_text) < MALFORMED_TEXT_KEPT:
-                t.malformed_text[line + offset] = text
-        if len(t.foreign_examples) < 5:
-            t.foreign_examples.extend((n + offset, s) for n, s in chunk.foreign_examples)
-        records = self.scanner.records
-        for rid in chunk.diag_record:
-            self.diagnostic_counts[records[rid].operation] += 1
-        if len(t.diag_line) < KEPT_LINES:
-            room = KEPT_LINES - len(t.diag_line)
-            t.diag_line.extend(n + offset for n in chunk.diag_line[:room])
-            t.diag_record.extend(chunk.diag_record[:room])
-        if chunk.read_error and not t.read_error:
-            t.read_error = chunk.read_error
-        self._add_events(chunk, offset)
-
-    def _add_events(self, chunk: InputScan, offset: int) -> None:
-        n = len(chunk.event_line)
-        if not n:
-            return
-        lines = np.frombuffer(chunk.event_line, dtype=np.int64) + offset
-        recs = np.frombuffer(chunk.event_record, dtype=np.int64).copy()
-        times = np.frombuffer(chunk.event_time, dtype=np.float64).copy()
-        if len(chunk.event_timestamp) == n:
-            stamps = np.frombuffer(chunk.event_timestamp, dtype=np.float64).copy()
-        else:
-            stamps = np.full(n, np.nan)
-        self.stats.add(self.path, lines, recs, times)
-        if self.window_events <= 0:
-            return
-        self._window.append((lines, recs, times, stamps))
-        self._window_size += n
-        while self._window and self._window_size - len(self._window[0][0]) >= self.window_events:
-            dropped = self._window.pop(0)[0]
-            self._window_size -= len(dropped)
-            self.dropped_last_line = max(self.dropped_last_line, int(dropped[-1]))
-
-    def summary(self) -> Summary:
-        """The summary of everything read so far (exact, whatever the window)."""
-        return summarize_stats(
-            self.stats.frame(), self.scanner.records, dict(self.diagnostic_counts)
-        )
-
-    def window_scan(self) -> InputScan:
-        """An :class:`InputScan` holding the events of the window (the last events read)."""
-        w = InputScan(self.path)
-        if self._window:
-            lines, recs, times, stamps = (
-                np.concatenate(parts) for parts in zip(*self._window, strict=True)
-            )
-            cut = max(0, len(lines) - self.window_events)
-            if cut:
-                self.dropped_last_line = max(self.dropped_last_line, int(lines[cut - 1]))
-            keep = slice(cut, None)
-            w.event_line = array("q", lines[keep].tolist())
-            w.event_record = array("q", recs[keep].tolist())
-            w.event_time = array("d", times[keep].tolist())
-            w.event_timestamp = array("d", stamps[keep].tolist())
-        w.diag_line, w.diag_record = self.total.diag_line, self.total.diag_record
-        return w
-
-    def analysis(self) -> Analysis:
-        """Everything so far as an :class:`Analysis`: exact summary, windowed event table."""
-        window = self.window_scan()
-        t = self.total
-        t.event_line, t.event_record = window.event_line, window.event_record
-        t.event_time, t.event_timestamp = window.event_time, window.event_timestamp
-        lines = window.event_line
-        log = ParsedLog(
-            scans=[t],
-            records=self.scanner.records,
-            reasons=self.scanner.reasons,
-            events=build_events([window], self.scanner.records),
-            diagnostics=build_diagnostics([window], self.scanner.records),
-            input_errors=[],
-            window=ReadWindow(
-                events_total=int(self.stats.frame()["count"].sum()),
-                first_line=int(lines[0]) if len(lines) else 0,
-                dropped_last_line=self.dropped_last_line,
-            ),
-            record_stats=self.stats.frame(),
-            diagnostic_counts=dict(self.diagnostic_counts),
-        )
-        analysis = Analysis(log)
-        if self.finder is not None:
-            self._link_tables(analysis)
-        return analysis
-
-    def _link_tables(self, analysis: Analysis) -> None:
-        """Link the profiler tables found in the stream whose profiled region is still in
-        the window of events; say so for the others (their primitives are gone)."""
-        from dnnlens.analysis.linking import table_region_start
-        from dnnlens.parsers.torch_trace import FrameworkData
-
-        finder = self.finder
-        assert finder is not None
-        finder.close()
-        if not finder.tables and not finder.markers:
-            return
-        data = FrameworkData(markers={self.path: list(finder.markers)}, errors=list(finder.errors))
-        notes: list[str] = []
-        for table in finder.tables:
-            start = table_region_start(finder.markers, table.line)
-            if self.dropped_last_line < 0 or (start is not None and self.dropped_last_line < start):
-                data.tables.append(table)
-            else:
-                notes.append(
-                    f"{table.source}:{table.line}: profiler table not linked: the events of "
-                    f"its profiled region were not all kept (the stream keeps the last "
-                    f"{self.window_events:,}); give a larger --window"
-                )
-        data.errors = notes + data.errors
-        analysis.log.framework = data if data.tables or notes else None
-
-
-#: A single log file at least this large is analysed by streaming (bounded memory).
+#: Decompressed text read (all inputs) past which events are folded, not all kept.
 STREAM_FILE_MIN_BYTES = 64 << 20
+#: Malformed and diagnostic lines kept with their line numbers once streaming (all are counted).
+KEPT_LINES = 10_000
+#: Events a live snapshot carries (the last ones read).
+SNAPSHOT_EVENTS = 20_000
+
+_Piece = tuple[int, PartEvents]  # (input index, events)
 
 
-def analyze_file_streaming(path: str, window_events: int | None = None) -> Analysis:
-    """Analyse one log file chunk by chunk, in the memory of the window, not of the file.
+class Collector:
+    """The scans of all inputs, built part by part (see the module doc).
 
-    Totals, breakdowns and ``primitives`` are exact; iterations, the op graph, the rules and
-    the charts see the last ``window_events`` events (as for a long file in bulk). What
-    reading learnt (compression, invalid bytes, a read error) is kept on the input's scan.
-    Profiler tables printed inside the log are found and linked when the events of their
-    profiled region are all still in the window (a note says so otherwise).
+    ``window_events`` None (or 0) keeps every event whatever the size; ``live`` keeps
+    running statistics from the start, so that :meth:`snapshot` costs little.
     """
-    analyzer = StreamAnalyzer(
-        path, DEFAULT_WINDOW_EVENTS if window_events is None else window_events
-    )
-    analyzer.finder = TableFinder(path)
-    stats = ReadStats()
-    opened = open_blocks(InputSource(path), stats)
-    if stats.encoding == "utf-16":
-        for lines in analyzer.finder.watch(opened):  # type: ignore[arg-type]
-            analyzer.feed(lines)
-    else:
-        for block in opened:
-            analyzer.feed_block(block, stats)  # type: ignore[arg-type]
-    analyzer.total.add_reading(stats)
-    return analyzer.analysis()
+
+    def __init__(self, scanner: Scanner, window_events: int | None, live: bool = False) -> None:
+        self.scanner = scanner
+        self.window_events = window_events or 0
+        self.scans: list[InputScan] = []
+        self.stats: StatsAccumulator | None = StatsAccumulator() if live else None
+        #: events are folded into ``stats`` and only the last ones kept
+        self.streaming = False
+        self.events_total = 0
+        self.text_bytes = 0
+        #: per input path: the line of the last event that left the window
+        self.dropped: dict[str, int] = {}
+        self._window: deque[_Piece] = deque()
+        self._window_size = 0
+        self._diag = np.zeros(0, dtype=np.int64)  # diagnostic lines per record id
+
+    def begin(self, path: str) -> InputScan:
+        """Start the next input; its scan (counts so far) is returned."""
+        scan = InputScan(path)
+        self.scans.append(scan)
+        return scan
+
+    def add(
+        self,
+        part: InputScan,
+        records: np.ndarray | None = None,
+        reasons: np.ndarray | None = None,
+        text_bytes: int = 0,
+    ) -> None:
+        """Add ``part``, the next lines of the current input (``text_bytes`` of text)."""
+        into = self.scans[-1]
+        events = part_events(into, part, records)
+        kept = KEPT_LINES if self.streaming else None
+        append_scan(into, part, None if self.streaming else events, records, reasons, kept)
+        diag = part.diag_record
+        if len(diag):
+            ids = np.frombuffer(diag, dtype=np.int64)
+            ids = records[ids] if records is not None else ids
+            counts = np.bincount(ids)
+            if len(counts) > len(self._diag):
+                self._diag = np.concatenate(
+                    [self._diag, np.zeros(len(counts) - len(self._diag), np.int64)]
+                )
+            self._diag[: len(counts)] += counts
+        n = len(events)
+        self.events_total += n
+        if n and self.stats is not None:
+            self.stats.add(into.path, events.lines, events.records, events.times)
+        if n and self.streaming:
+            self._keep(len(self.scans) - 1, events)
+        self.text_bytes += text_bytes
+        if not self.streaming and self.window_events and self.text_bytes >= _stream_min():
+            self._start_streaming()
+
+    # -- the window --------------------------------------------------------------------------
+    def _start_streaming(self) -> None:
+        """Fold every event kept so far into the statistics and keep only the window."""
+        if self.stats is None:
+            self.stats = StatsAccumulator()
+            for scan in self.scans:
+                events = _scan_events(scan)
+                if len(events):
+                    self.stats.add(scan.path, events.lines, events.records, events.times)
+        self.streaming = True
+        for i, scan in enumerate(self.scans):
+            events = _scan_events(scan)
+            for name in ("event_line", "event_record", "event_time", "event_timestamp"):
+                setattr(scan, name, array(getattr(scan, name).typecode))
+            if len(events):
+                self._keep(i, events)
+            cap_kept_lines(scan, KEPT_LINES)
+
+    def _keep(self, index: int, events: PartEvents) -> None:
+        self._window.append((index, events))
+        self._window_size += len(events)
+        while self._window and self._window_size - len(self._window[0][1]) >= self.window_events:
+            i, gone = self._window.popleft()
+            self._window_size -= len(gone)
+            self._drop(i, gone.lines)
+
+    def _drop(self, index: int, lines: np.ndarray) -> None:
+        path = self.scans[index].path
+        self.dropped[path] = max(self.dropped.get(path, -1), int(lines[-1]))
+
+    def _window_scans(self, limit: int) -> list[InputScan]:
+        """Scans holding the last ``limit`` events of the window, one per input."""
+        out = [InputScan(s.path, has_timestamps=s.has_timestamps) for s in self.scans]
+        left = limit
+        pieces: list[_Piece] = []
+        for index, events in reversed(self._window):
+            if left <= 0:
+                break
+            if len(events) > left:
+                events = _tail(events, left)
+            pieces.append((index, events))
+            left -= len(events)
+        for index, events in reversed(pieces):
+            _put(out[index], events)
+        return out
+
+    # -- results -----------------------------------------------------------------------------
+    def diagnostic_counts(self) -> dict[str, int]:
+        """Diagnostic lines by operation, over every line read."""
+        counts: dict[str, int] = {}
+        records = self.scanner.records
+        for rid in np.flatnonzero(self._diag).tolist():
+            op = records[rid].operation
+            counts[op] = counts.get(op, 0) + int(self._diag[rid])
+        return counts
+
+    def result(self, input_errors: list[str]) -> ParsedLog:
+        """The ParsedLog of everything added (the framework data is the caller's)."""
+        records = self.scanner.records
+        window = None
+        if self.streaming:
+            cut = max(0, self._window_size - self.window_events)
+            if cut:  # the oldest pieces of the window beyond its size leave it now
+                self._trim(cut)
+            scans = self._window_scans(self.window_events)
+            for scan, kept in zip(self.scans, scans, strict=True):
+                for name in ("event_line", "event_record", "event_time", "event_timestamp"):
+                    setattr(scan, name, getattr(kept, name))
+            window = EventWindow(
+                size=self.window_events,
+                events_total=self.events_total,
+                events_kept=self._window_size,
+                dropped_last_line=dict(self.dropped),
+            )
+        log = ParsedLog(
+            scans=self.scans,
+            records=records,
+            reasons=self.scanner.reasons,
+            events=build_events(self.scans, records),
+            diagnostics=build_diagnostics(self.scans, records),
+            input_errors=list(input_errors),
+        )
+        if self.streaming:
+            assert self.stats is not None
+            log.record_stats = self.stats.frame()
+            log.diagnostic_counts = self.diagnostic_counts()
+            log.window = window
+        return log
+
+    def _trim(self, cut: int) -> None:
+        while cut > 0 and self._window:
+            index, events = self._window[0]
+            if len(events) <= cut:
+                self._window.popleft()
+                self._drop(index, events.lines)
+                self._window_size -= len(events)
+                cut -= len(events)
+                continue
+            self._drop(index, events.lines[:cut])
+            self._window[0] = (index, _tail(events, len(events) - cut))
+            self._window_size -= cut
+            cut = 0
+
+    def snapshot(self) -> ParsedLog:
+        """What was read so far (see ``ParsedLog``: exact counts and statistics, the last
+        :data:`SNAPSHOT_EVENTS` events, no diagnostics table). Read it at once: it shares
+        state with the reading that goes on."""
+        records = self.scanner.records
+        if self.streaming:
+            tails = self._window_scans(SNAPSHOT_EVENTS)
+        else:
+            tails = [_tail_scan(s, SNAPSHOT_EVENTS) for s in self.scans]
+            over = sum(len(t.event_line) for t in tails) - SNAPSHOT_EVENTS
+            for t in tails:  # the last events across inputs
+                if over <= 0:
+                    break
+                n = min(over, len(t.event_line))
+                for name in ("event_line", "event_record", "event_time", "event_timestamp"):
+                    values = getattr(t, name)
+                    if len(values):
+                        del values[:n]
+                over -= n
+        counts = [
+            dataclasses.replace(
+                s,
+                event_line=t.event_line,
+                event_record=t.event_record,
+                event_time=t.event_time,
+                event_timestamp=t.event_timestamp,
+            )
+            for s, t in zip(self.scans, tails, strict=True)
+        ]
+        stats = self.stats.frame() if self.stats is not None else None
+        kept = sum(len(t.event_line) for t in tails)
+        return ParsedLog(
+            scans=counts,
+            records=records,
+            reasons=self.scanner.reasons,
+            events=build_events(tails, records),
+            diagnostics=build_diagnostics([], records),
+            input_errors=[],
+            record_stats=stats,
+            diagnostic_counts=self.diagnostic_counts(),
+            window=EventWindow(
+                size=SNAPSHOT_EVENTS,
+                events_total=self.events_total,
+                events_kept=kept,
+                dropped_last_line=dict(self.dropped),
+            ),
+        )
+
+
+def _stream_min() -> int:
+    return STREAM_FILE_MIN_BYTES  # read at call time: tests lower it
+
+
+def _scan_events(scan: InputScan) -> PartEvents:
+    return part_events(InputScan(scan.path), scan)
+
+
+def _tail(events: PartEvents, n: int) -> PartEvents:
+    return PartEvents(events.lines[-n:], events.records[-n:], events.times[-n:], events.stamps[-n:])
+
+
+def _put(scan: InputScan, events: PartEvents) -> None:
+    for name, values in (
+        ("event_line", events.lines),
+        ("event_record", events.records),
+        ("event_time", events.times),
+        ("event_timestamp", events.stamps),
+    ):
+        target = getattr(scan, name)
+        target.frombytes(values.astype(np.dtype(target.typecode), copy=False).tobytes())
+
+
+def _tail_scan(scan: InputScan, n: int) -> InputScan:
+    """A scan with the last ``n`` events of ``scan`` (copied; nothing else)."""
+    out = InputScan(scan.path, has_timestamps=scan.has_timestamps)
+    total = len(scan.event_line)
+    for name in ("event_line", "event_record", "event_time", "event_timestamp"):
+        values = getattr(scan, name)
+        if len(values) == total and total:
+            getattr(out, name).frombytes(memoryview(values)[max(0, total - n) :].tobytes())
+    return out

@@ -5,19 +5,20 @@
 * Progress bars (rich.progress over the bytes read) only on long inputs, when standard error
   is a terminal and the user did not pass ``--quiet``. They are transient: nothing is left
   on the screen once the input is read, and nothing is ever written to standard output.
-* :func:`load_inputs` is :func:`dnnlens.reading.load` with a progress bar (see its docstring
-  for the hook ``load`` needs).
+* :class:`InputProgress` is the :class:`dnnlens.io.progress.Progress` the reading layer
+  calls; :func:`load_inputs` is :func:`dnnlens.reading.load` with it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -28,7 +29,7 @@ from rich.progress import (
 )
 
 from dnnlens.errors import say
-from dnnlens.io.inputs import GZIP_MAGIC, InputSource, expand_inputs
+from dnnlens.io.inputs import InputSource, display_path, expand_inputs
 from dnnlens.model import ParsedLog
 
 _Chunk = TypeVar("_Chunk", bytes, list[str])
@@ -97,34 +98,35 @@ def progress_enabled(quiet: bool) -> bool:
     return not quiet and _isatty(sys.stderr)
 
 
-def _size(source: InputSource) -> tuple[int | None, bool]:
-    """``(bytes, gzip)`` of a file source; ``None`` bytes for stdin or unreadable files."""
+def _size(source: InputSource) -> int | None:
+    """The bytes of a regular file source; None for stdin, pipes and unreadable files."""
     if source.is_stdin:
-        return None, False
+        return None
     try:
-        size = os.path.getsize(source.path)
-        with open(source.path, "rb") as fh:
-            magic = fh.read(2)
+        return os.path.getsize(source.path) if os.path.isfile(source.path) else None
     except OSError:
-        return None, False
-    return size, magic == GZIP_MAGIC
+        return None
 
 
 class InputProgress:
-    """A transient progress bar over the bytes of the inputs being read.
+    """A transient progress bar over the raw bytes of the inputs being read.
 
-    Use as a context manager; :meth:`track` wraps a chunk iterator of one source. When the
-    bar is disabled every method is a no-op, so callers never branch on it.
+    It is the :class:`dnnlens.io.progress.Progress` the reading layer calls (``start``,
+    ``advance``, ``finish``); :meth:`track` wraps a chunk iterator instead. Use as a context
+    manager. When the bar is disabled every method is a no-op, so callers never branch on it.
     """
 
     def __init__(
         self, sources: list[InputSource], enabled: bool, min_bytes: int = PROGRESS_MIN_BYTES
     ) -> None:
         self.sizes = {s.path: _size(s) for s in sources}
-        total = sum(size or 0 for size, _ in self.sizes.values())
-        unknown = any(size is None for size, _ in self.sizes.values())
+        total = sum(size or 0 for size in self.sizes.values())
+        unknown = any(size is None for size in self.sizes.values())
         self.enabled = enabled and (unknown or total >= min_bytes)
+        self._total = None if unknown else total
         self._progress: Progress | None = None
+        self._task: Any = None
+        self._current = ""
 
     def __enter__(self) -> InputProgress:
         if self.enabled:
@@ -145,6 +147,28 @@ class InputProgress:
             self._progress.__exit__(None, None, None)
             self._progress = None
 
+    # -- dnnlens.io.progress.Progress ----------------------------------------------------------
+    def start(self, sources: Sequence[InputSource]) -> None:
+        """One bar for all ``sources``, named after the input being read."""
+        if self._progress is not None and self._task is None:
+            self._task = self._progress.add_task("", total=self._total)
+
+    def advance(self, source: InputSource, nbytes: int) -> None:
+        """``nbytes`` more bytes of ``source`` were read."""
+        if self._progress is None or self._task is None:
+            return
+        name = "stdin" if source.is_stdin else escape(display_path(Path(source.path).name))
+        if name != self._current:
+            self._current = name
+            self._progress.update(self._task, description=name)
+        self._progress.advance(self._task, nbytes)
+
+    def finish(self) -> None:
+        """Reading is over: the bar goes away."""
+        if self._progress is not None and self._task is not None:
+            self._progress.remove_task(self._task)
+            self._task = None
+
     def track(self, source: InputSource, chunks: Iterable[_Chunk]) -> Iterator[_Chunk]:
         """Yield ``chunks`` unchanged, advancing the bar by the bytes (characters) of each.
 
@@ -153,26 +177,21 @@ class InputProgress:
         if self._progress is None:
             yield from chunks
             return
-        size, gz = self.sizes.get(source.path, (None, False))
-        # gzip: the file size is compressed, the text is not, so the total is unknown.
-        total = None if gz else size
-        name = "stdin" if source.is_stdin else Path(source.path).name
-        task = self._progress.add_task(name, total=total)
-        advance: Callable[..., None] = self._progress.advance
+        self.start([source])
         for chunk in chunks:
-            advance(task, len(chunk) if isinstance(chunk, bytes) else sum(map(len, chunk)))
+            self.advance(source, len(chunk) if isinstance(chunk, bytes) else sum(map(len, chunk)))
             yield chunk
-        self._progress.remove_task(task)
+        self.finish()
 
 
 def load_inputs(specs: list[str], quiet: bool = False, jobs: int = 1) -> ParsedLog:
     """:func:`dnnlens.reading.load` with a progress bar on long inputs (unless ``quiet``)."""
     from dnnlens.reading import load
 
-    if jobs == 1 and progress_enabled(quiet):
+    if progress_enabled(quiet):
         sources, _ = expand_inputs(specs)
         with InputProgress(sources, True) as progress:
-            return load(specs, progress=progress)
+            return load(specs, progress=progress, jobs=jobs)
     return load(specs, jobs=jobs)
 
 

@@ -146,8 +146,8 @@ def report_doc(analysis: Analysis) -> s.ReportDoc:
     stream = None
     if log.window is not None:
         stream = s.StreamDoc(
-            window_events=analysis.options.window_events or 0,
-            events_in_window=len(log.events),
+            window_events=log.window.size,
+            events_in_window=log.window.events_kept,
             events_total=log.window.events_total,
         )
     link = links.get("framework_link")
@@ -179,7 +179,9 @@ def runs_doc(analyses: list[Analysis], runs: list[Any]) -> s.RunsDoc:
         doc = report_doc(analysis)
         doc.run_name, doc.run_inputs = run.name, run.how
         docs.append(doc)
-    return s.RunsDoc(s.SCHEMA_VERSION, __version__, docs)
+    inputs = [i for d in docs for i in d.inputs]
+    errors = [e for d in docs for e in d.input_errors]
+    return s.RunsDoc(s.SCHEMA_VERSION, __version__, inputs, errors, docs)
 
 
 def to_json_dict(analysis: Analysis) -> dict[str, Any]:

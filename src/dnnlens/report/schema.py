@@ -315,6 +315,9 @@ class RunsDoc:
 
     schema_version: str
     dnnlens_version: str
+    #: every input's line accounting, as in one run's document
+    inputs: list[InputDoc]
+    input_errors: list[str]
     runs: list[ReportDoc]
 
 

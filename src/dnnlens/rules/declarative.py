@@ -285,8 +285,13 @@ def parse_rule(item: Mapping[str, Any], path: str) -> RuleSpec:
     options = _options(item, name, at)
     group_by = item.get("group_by", [])
     group_by = [group_by] if isinstance(group_by, str) else group_by
-    if not isinstance(group_by, list) or any(g not in columns for g in group_by):
-        bad = next((g for g in group_by if g not in columns), group_by)
+    if not isinstance(group_by, list):
+        raise RuleSetupError(
+            f"{at('group_by')}: rule {name!r}: group_by must be a column name or a list of "
+            f"them, not {type(group_by).__name__}"
+        )
+    if any(not isinstance(g, str) or g not in columns for g in group_by):
+        bad = next(g for g in group_by if not isinstance(g, str) or g not in columns)
         raise RuleSetupError(
             f"{at('group_by')}: rule {name!r}: group_by: {bad!r} is not a "
             f"column of {table}{expr.suggest(str(bad), list(columns))}"

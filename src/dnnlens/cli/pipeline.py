@@ -1,0 +1,363 @@
+"""What ``analyze`` and ``run`` share: the analysis options, reading, and the report step.
+
+``dnnlens run -- CMD`` is ``CMD | dnnlens analyze - --tee`` with the program started for
+you: both commands read through :func:`dnnlens.reading.read` (:func:`read_and_report`) and
+end in :func:`report_parsed`, which analyses the ParsedLog, runs the rules, renders the
+report and says what the exit code is. The options they share are defined once here
+(``Annotated`` aliases for typer) and carried by :class:`ReportOptions`.
+
+Signals: while reading, SIGINT and SIGTERM only ask reading to stop
+(:class:`~dnnlens.io.signals.StopRequest`); the report of what was read is then printed and
+the exit code is 130 or 143. With ``--tee`` the report never goes into the program's own
+output stream: it goes to ``-o``, else to standard error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
+
+import typer
+
+from dnnlens.cli import FailOn, OutputFormat
+from dnnlens.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, say
+
+if TYPE_CHECKING:
+    from dnnlens.model import ParsedLog
+
+EXIT_BROKEN_PIPE = 141
+
+# -- the options both commands take -----------------------------------------------------------
+
+FormatOption = Annotated[
+    OutputFormat, typer.Option("--format", "-f", help="Report format.", case_sensitive=False)
+]
+OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write the report here.")]
+TopOption = Annotated[
+    int, typer.Option("--top", min=1, help="Rows per table in the terminal report.")
+]
+StrictOption = Annotated[
+    bool,
+    typer.Option("--strict", help="Exit 2 if any line with a verbose marker is malformed."),
+]
+FailOnOption = Annotated[
+    FailOn,
+    typer.Option("--fail-on", help="Exit 1 if a finding at or above this severity exists."),
+]
+RulesOption = Annotated[
+    list[str],
+    typer.Option(
+        "--rules", help="A rule file (YAML/TOML) or Python plugin to run too; repeatable."
+    ),
+]
+SelectOption = Annotated[list[str], typer.Option("--select", help="Run only these rules.")]
+IgnoreOption = Annotated[list[str], typer.Option("--ignore", help="Do not run these rules.")]
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config", help="dnnlens.toml or pyproject.toml with \\[tool.dnnlens] thresholds."
+    ),
+]
+WindowOption = Annotated[
+    int,
+    typer.Option(
+        "--window",
+        min=0,
+        help="Events (the last ones) that iterations, graph, rules and charts look at; "
+        "0 for all. Totals are always exact.",
+    ),
+]
+SkipOption = Annotated[
+    int,
+    typer.Option(
+        "--skip-iterations",
+        min=0,
+        help="Leave out the first N iterations (warm-up), found in the exec stream.",
+    ),
+]
+QuietOption = Annotated[
+    bool,
+    typer.Option("--quiet", "-q", help="No progress bar, no live view, no notes on stderr."),
+]
+
+
+@dataclass
+class ReportOptions:
+    """The analysis and report options of ``analyze`` and ``run``."""
+
+    fmt: OutputFormat = OutputFormat.terminal
+    output: Path | None = None
+    top: int = 10
+    strict: bool = False
+    fail_on: FailOn = FailOn.never
+    rules: list[str] = field(default_factory=list)
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    config: Path | None = None
+    window: int = 200_000
+    skip: int = 0
+    quiet: bool = False
+    #: terminal: every table, and the line width (None: COLUMNS or the terminal's)
+    details: bool = False
+    width: int | None = None
+    #: all inputs as one run (by default each input is a run, unless a rank or a rotation)
+    combine: bool = False
+    #: the report goes to standard error unless ``output`` is given: standard output
+    #: carries the program's own lines (``--tee``, ``dnnlens run``)
+    report_to_stderr: bool = False
+    #: input errors make the exit code 2 (``run`` exits with its program's code instead)
+    input_errors_fail: bool = True
+    #: more keys of the JSON report (``run``: the command and its exit code)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def rule_options(self) -> Any:
+        """The options of the rule engine."""
+        from dnnlens.rules.engine import RuleOptions
+
+        return RuleOptions(
+            rule_paths=list(self.rules),
+            select=list(self.select),
+            ignore=list(self.ignore),
+            config_path=str(self.config) if self.config else None,
+        )
+
+
+def check_options(options: ReportOptions) -> str | None:
+    """What is wrong with ``options`` before anything runs (rule files, config, selection,
+    the report's directory), as one line; None when nothing is."""
+    from dnnlens.rules.config import load_config
+    from dnnlens.rules.engine import RuleSetupError, build_registry, selected_rules
+
+    if options.fmt is OutputFormat.html and options.output is None:
+        return "--format html needs --output FILE"
+    if options.output is not None and not options.output.parent.is_dir():
+        return f"{options.output}: the directory {options.output.parent} does not exist"
+    rule_options = options.rule_options()
+    try:
+        config = load_config(rule_options.config_path, rule_options.search_config)
+        selected_rules(build_registry(rule_options, config), rule_options, config)
+    except RuleSetupError as exc:
+        return str(exc)
+    return None
+
+
+# -- the report ---------------------------------------------------------------------------
+
+
+def _analyses(log: ParsedLog, options: ReportOptions) -> tuple[list[Any], list[Any]]:
+    """One analysis per run of ``log`` (:mod:`dnnlens.analysis.runs`), and the runs."""
+    from dnnlens.analysis.analysis import Analysis, AnalysisOptions
+    from dnnlens.analysis.runs import group_runs, split_log
+
+    # an input without any verbose line (empty, program output only) is a note beside the
+    # real logs, not a run of its own: it goes with the first run
+    real = [s.path for s in log.scans if s.parsed]
+    # a reader's window holds statistics of all inputs together: they can only be one run
+    runs = group_runs(real, combine=options.combine or log.window is not None)
+    if len(runs) > 1:
+        others = tuple(s.path for s in log.scans if not s.parsed)
+        runs[0] = dataclasses.replace(runs[0], paths=runs[0].paths + others)
+        parts = split_log(log, runs)
+    else:
+        runs, parts = runs or [], [log]
+    analysis_options = AnalysisOptions(
+        window_events=options.window or None, skip_iterations=options.skip
+    )
+    return [Analysis(part, analysis_options) for part in parts], runs
+
+
+def report_parsed(log: ParsedLog, options: ReportOptions) -> int:
+    """Analyse ``log`` (each run apart), run the rules, render the report, tell about the
+    inputs; the exit code (0, 1 for findings at ``--fail-on``, 2 for input errors and
+    ``--strict``)."""
+    from dnnlens.analysis.findings import severity_rank
+    from dnnlens.errors import UsageError
+    from dnnlens.io.problems import input_problems, strict_problem
+    from dnnlens.report.output import render_analysis, render_runs
+    from dnnlens.rules.engine import RuleSetupError
+    from dnnlens.rules.verdict import apply_rules
+
+    if not log.scans and log.framework is None:  # a trace alone is an input
+        say("error", "; ".join(log.input_errors) or "no input")
+        return EXIT_USAGE
+    analyses, runs = _analyses(log, options)
+    for analysis in analyses:
+        skipped = analysis.skipped
+        if skipped is not None and skipped.events_dropped >= len(analysis.log.events):
+            say(
+                "error",
+                f"--skip-iterations {options.skip}: the log has {skipped.found} passes, so "
+                "nothing is left to analyse",
+            )
+            return EXIT_USAGE
+        if "run" in options.extras:
+            analysis.run_info = dict(options.extras["run"])
+        try:
+            apply_rules(analysis.prepare(), options.rule_options())
+        except RuleSetupError as exc:
+            say("error", str(exc))
+            return EXIT_USAGE
+    redirect = options.report_to_stderr and options.output is None
+    layout = {"top": options.top, "details": options.details, "width": options.width}
+    with contextlib.redirect_stdout(sys.stderr) if redirect else contextlib.nullcontext():
+        try:
+            if len(analyses) > 1:
+                render_runs(analyses, runs, options.fmt.value, options.output, **layout)
+            else:
+                render_analysis(analyses[0], options.fmt.value, options.output, **layout)
+        except UsageError as exc:
+            say("error", str(exc))
+            return EXIT_USAGE
+    problems = input_problems(log)
+    for message in problems.notes if not options.quiet else []:
+        say("note", message)
+    for message in problems.errors:
+        say("error", message)
+    if problems.errors and options.input_errors_fail:
+        return EXIT_USAGE
+    strict = strict_problem(log) if options.strict else None
+    if strict:
+        say("error", strict)
+        return EXIT_USAGE
+    if options.fail_on is not FailOn.never:
+        threshold = severity_rank(options.fail_on.value)
+        findings = [f for a in analyses for f in a.findings]
+        if any(severity_rank(f.severity) >= threshold for f in findings):
+            return EXIT_FINDINGS
+    return EXIT_OK
+
+
+# -- reading, live --------------------------------------------------------------------------
+
+
+class _Tee:
+    """Standard output as ``--tee`` writes it: remembers that its reader went away."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+        self.closed_by_reader = False
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self._out.write(data)
+        except (OSError, ValueError):
+            self.closed_by_reader = True
+            raise
+
+    def flush(self) -> None:
+        try:
+            self._out.flush()
+        except (OSError, ValueError):
+            self.closed_by_reader = True
+            raise
+
+
+class _Output:
+    """Where the program's bytes go while reading, and the live view when it is shown."""
+
+    def __init__(self, show: bool, tee: bool) -> None:
+        self.view: Any = None
+        self.tee: Any = _Tee(sys.stdout.buffer) if tee else None
+        self.on_snapshot: Callable[[Any], None] | None = None
+        if show:
+            from dnnlens.report.live_view import LiveView
+
+            self.view = LiveView(sys.stdout.buffer, sys.stderr)
+            self.tee = self.view.program if tee else None
+            self.on_snapshot = self._show
+
+    def _show(self, snapshot: Any) -> None:
+        from dnnlens.analysis.analysis import Analysis
+        from dnnlens.report.live_view import live_panel
+
+        # the summary of the one analysis: of the snapshot's exact per-record statistics
+        self.view.show(live_panel(snapshot, Analysis(snapshot).summary))
+
+    def close(self) -> None:
+        """Erase the live view (the report comes next)."""
+        if self.view is not None:
+            self.view.close()
+
+    @property
+    def closed_by_reader(self) -> bool:
+        """Standard output's reader went away while the program's bytes were copied."""
+        if self.view is not None:
+            return bool(self.view.out_closed)
+        return bool(self.tee is not None and self.tee.closed_by_reader)
+
+
+def read_and_report(
+    specs: list[str],
+    options: ReportOptions,
+    *,
+    jobs: int = 1,
+    live: bool = True,
+    tee: bool = False,
+    stop: Any = None,
+    stdin: BinaryIO | None = None,
+    stdin_name: str = "-",
+    copy_to: BinaryIO | None = None,
+    before_report: Callable[[ReportOptions], None] | None = None,
+) -> int:
+    """Read ``specs`` through the front door, then :func:`report_parsed`; the exit code.
+
+    The live view is on for standard input when ``live``, not ``--quiet``, and both standard
+    output and standard error are terminals. ``stop`` is what reading looks at to stop early
+    (by default SIGINT and SIGTERM, see :class:`~dnnlens.io.signals.StopRequest`); after an
+    interruption the exit code is the signal's (130, 143), after standard output was closed
+    under ``--tee`` it is 141, once the report of what was read is out. ``before_report`` is
+    called between reading and the report (``run`` waits for its program there).
+    """
+    from dnnlens.io.inputs import expand_inputs
+    from dnnlens.io.signals import StopRequest
+    from dnnlens.reading import read
+    from dnnlens.reading.stream import DEFAULT_WINDOW_EVENTS
+    from dnnlens.report.console import InputProgress, progress_enabled
+    from dnnlens.report.live_view import live_view_possible
+
+    piped = "-" in specs
+    show = live and piped and not options.quiet and live_view_possible()
+    options.report_to_stderr = options.report_to_stderr or tee
+    # --skip-iterations needs every event (the warm-up is found in the whole exec stream)
+    window = None if options.skip else (options.window or DEFAULT_WINDOW_EVENTS)
+    bar = progress_enabled(options.quiet) and not piped
+    sources = expand_inputs(specs)[0] if bar else []
+    own = StopRequest() if stop is None else None
+    signals: Any = own if own is not None else contextlib.nullcontext()
+    with signals, InputProgress(sources, bar) as progress:
+        stop = own if own is not None else stop
+        output = _Output(show, tee)
+        try:
+            log = read(
+                specs,
+                jobs=jobs,
+                window_events=window,
+                progress=progress,
+                stop=stop,
+                tee=output.tee,
+                copy_to=copy_to,
+                on_snapshot=output.on_snapshot,
+                stdin=stdin,
+                stdin_name=stdin_name,
+            )
+        finally:
+            output.close()
+        if before_report is not None:
+            before_report(options)
+        code = report_parsed(log, options)
+        if getattr(stop, "signum", None):
+            read_lines = sum(s.lines for s in log.scans)
+            say(
+                "note",
+                f"interrupted by {stop.name}: the report covers the {read_lines:,} lines read",
+            )
+            return int(stop.exit_code)
+    if output.closed_by_reader:
+        say("note", "standard output was closed; the input was still read to its end")
+        return EXIT_BROKEN_PIPE
+    return code
