@@ -40,6 +40,7 @@ from dnnlens.model import ParsedLog
 from dnnlens.parsers.fields import parse_mds, parse_problem
 from dnnlens.parsers.torch_table import ProfilerTable
 from dnnlens.parsers.torch_trace import TraceData
+from dnnlens.reading.tables import marker_ranges
 
 METHODS = ("timestamp", "shape", "order")
 #: Trace categories that are framework ops (python frames and device work are not).
@@ -395,19 +396,6 @@ def _walk(
     return walk
 
 
-def _marker_ranges(markers: list[tuple[int, str]]) -> list[tuple[int, int]]:
-    ranges, start = [], None
-    for line, what in markers:
-        if what == "start":
-            start = line
-        elif start is not None:
-            ranges.append((start, line))
-            start = None
-    if start is not None:
-        ranges.append((start, 1 << 62))
-    return ranges
-
-
 def _by_sequence(
     execs: _Execs,
     trace: TraceData,
@@ -429,7 +417,7 @@ def _by_sequence(
     scored: list[tuple[tuple[int, int, int], _Walk, list[int]]] = []
     for source in sorted(set(execs.input.tolist())):
         in_source = np.flatnonzero(execs.input == source)
-        ranges = _marker_ranges(markers.get(source, []))
+        ranges = marker_ranges(markers.get(source, []))
         windows = (
             [
                 in_source[(execs.line[in_source] > a) & (execs.line[in_source] < b)]
@@ -796,14 +784,6 @@ def link_trace_events(
     return LinkResult(frame, instances, rows, without, info, notes)
 
 
-def table_region_start(markers: list[tuple[int, str]], table_line: int) -> int | None:
-    """The line of the ``profiler_start`` that opens the profiled region of a table printed
-    at ``table_line`` (see :func:`_table_window`); None when the log has no marker pair
-    before it (the table then covers the whole log before it)."""
-    ranges = [r for r in _marker_ranges(markers) if r[1] <= table_line]
-    return ranges[-1][0] if ranges else None
-
-
 def _table_window(
     markers: dict[str, list[tuple[int, str]]],
     execs: _Execs,
@@ -824,7 +804,7 @@ def _table_window(
     for source in sources:
         own = source == table.source
         limit = table.line if own else 1 << 62
-        ranges = [r for r in _marker_ranges(markers.get(source, [])) if r[1] <= limit]
+        ranges = [r for r in marker_ranges(markers.get(source, [])) if r[1] <= limit]
         if ranges:
             a, b = ranges[-1]
             window += execs.between(source, a, b).tolist()

@@ -13,12 +13,13 @@ import functools
 import os
 import sys
 from collections.abc import Callable
-from enum import StrEnum
-from pathlib import Path
 
 import typer
 
 from dnnlens._version import __version__
+from dnnlens.cli import pipeline as p
+from dnnlens.cli.pipeline import FailOn as FailOn
+from dnnlens.cli.pipeline import OutputFormat as OutputFormat
 from dnnlens.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_OUTPUT, OutputError
 from dnnlens.errors import EXIT_USAGE as EXIT_USAGE  # the exit codes, for callers
 from dnnlens.errors import fail as _fail
@@ -33,23 +34,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-
-class OutputFormat(StrEnum):
-    """Report formats of ``analyze``."""
-
-    terminal = "terminal"
-    json = "json"
-    html = "html"
-
-
-class FailOn(StrEnum):
-    """Severities for ``--fail-on``."""
-
-    info = "info"
-    warning = "warning"
-    error = "error"
-    never = "never"
 
 
 def _last_resort(command: Callable[..., None]) -> Callable[..., None]:
@@ -173,67 +157,36 @@ def analyze(
     paths: list[str] = typer.Argument(
         ..., help="Log files, globs, directories, or - for standard input (.gz is read too)."
     ),
-    fmt: OutputFormat = typer.Option(
-        OutputFormat.terminal, "--format", "-f", help="Report format."
-    ),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write the report here."),
-    top: int = typer.Option(10, "--top", min=1, help="Rows per table in the terminal report."),
-    details: bool = typer.Option(
-        False, "--details", help="Terminal: every table, not only the verdict and breakdown."
-    ),
-    width: int | None = typer.Option(
-        None, "--width", min=40, help="Terminal: line width (default COLUMNS or the terminal's)."
-    ),
-    strict: bool = typer.Option(
-        False, "--strict", help="Exit 2 if any line with a verbose marker is malformed."
-    ),
-    fail_on: FailOn = typer.Option(
-        FailOn.never, "--fail-on", help="Exit 1 if a finding at or above this severity exists."
-    ),
-    rules: list[str] = typer.Option(
-        [], "--rules", help="A rule file (YAML/TOML) or Python plugin to run too; repeatable."
-    ),
-    select: list[str] = typer.Option([], "--select", help="Run only these rules (names)."),
-    ignore: list[str] = typer.Option([], "--ignore", help="Do not run these rules (names)."),
-    config: Path | None = typer.Option(
-        None, "--config", help="dnnlens.toml or pyproject.toml with [tool.dnnlens] thresholds."
-    ),
+    fmt: p.FormatOption = OutputFormat.terminal,
+    output: p.OutputOption = None,
+    top: p.TopOption = 10,
+    details: p.DetailsOption = False,
+    width: p.WidthOption = None,
+    strict: p.StrictOption = False,
+    fail_on: p.FailOnOption = FailOn.never,
+    rules: p.RulesOption = [],  # noqa: B006 - typer's list default, never mutated
+    select: p.SelectOption = [],  # noqa: B006
+    ignore: p.IgnoreOption = [],  # noqa: B006
+    config: p.ConfigOption = None,
     tee: bool = typer.Option(
-        False, "--tee", help="With -: pass every input line through to stdout unchanged."
+        False,
+        "--tee",
+        help="With -: pass every input line through to stdout unchanged (the report then "
+        "goes to stderr or -o).",
     ),
     live: bool = typer.Option(
-        True, "--live/--no-live", help="With -: a live view on stderr while lines arrive."
+        True, "--live/--no-live", help="With -: a live view below the program's lines."
     ),
-    window: int = typer.Option(
-        200_000,
-        "--window",
-        min=0,
-        help="Events (the last ones) that iterations, graph, rules and charts look at; "
-        "0 for all. Totals are always exact.",
-    ),
-    skip: int = typer.Option(
-        0,
-        "--skip-iterations",
-        min=0,
-        help="Leave out the first N iterations (warm-up), found in the exec stream.",
-    ),
+    window: p.WindowOption = 200_000,
+    skip: p.SkipOption = 0,
     jobs: int = typer.Option(
         1, "--jobs", "-j", min=0, help="Processes scanning log files (0: one per CPU)."
     ),
-    quiet: bool = typer.Option(
-        False, "--quiet", "-q", help="No progress bar, no live view, no notes on stderr."
-    ),
-    combine: bool = typer.Option(
-        False,
-        "--combine",
-        help="Analyse all inputs as one run (by default each input is a run of its own, "
-        "unless it is a rank or a rotation of another).",
-    ),
+    quiet: p.QuietOption = False,
+    combine: p.CombineOption = False,
 ) -> None:
     """Parse oneDNN verbose logs and show where the time went."""
-    from dnnlens.cli.pipeline import ReportOptions, read_and_report
-
-    options = ReportOptions(
+    options = p.ReportOptions(
         fmt=fmt,
         output=output,
         top=top,
@@ -250,7 +203,7 @@ def analyze(
         width=width,
         combine=combine,
     )
-    raise typer.Exit(read_and_report(paths, options, jobs=jobs, live=live, tee=tee))
+    raise typer.Exit(p.read_and_report(paths, options, jobs=jobs, live=live, tee=tee))
 
 
 def _register_commands() -> None:

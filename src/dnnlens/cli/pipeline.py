@@ -19,12 +19,12 @@ import dataclasses
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 
-from dnnlens.cli import FailOn, OutputFormat
 from dnnlens.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, say
 
 if TYPE_CHECKING:
@@ -33,6 +33,24 @@ if TYPE_CHECKING:
 EXIT_BROKEN_PIPE = 141
 
 # -- the options both commands take -----------------------------------------------------------
+
+
+class OutputFormat(StrEnum):
+    """Report formats of ``analyze`` and ``run``."""
+
+    terminal = "terminal"
+    json = "json"
+    html = "html"
+
+
+class FailOn(StrEnum):
+    """Severities for ``--fail-on``."""
+
+    info = "info"
+    warning = "warning"
+    error = "error"
+    never = "never"
+
 
 FormatOption = Annotated[
     OutputFormat, typer.Option("--format", "-f", help="Report format.", case_sensitive=False)
@@ -83,6 +101,24 @@ SkipOption = Annotated[
 QuietOption = Annotated[
     bool,
     typer.Option("--quiet", "-q", help="No progress bar, no live view, no notes on stderr."),
+]
+DetailsOption = Annotated[
+    bool,
+    typer.Option("--details", help="Terminal: every table, not only the verdict and breakdown."),
+]
+WidthOption = Annotated[
+    int | None,
+    typer.Option(
+        "--width", min=40, help="Terminal: line width (default COLUMNS or the terminal's)."
+    ),
+]
+CombineOption = Annotated[
+    bool,
+    typer.Option(
+        "--combine",
+        help="Analyse all inputs as one run (by default each input is a run of its own, "
+        "unless it is a rank or a rotation of another).",
+    ),
 ]
 
 
