@@ -277,3 +277,28 @@ def test_a_table_printed_again_and_again_is_split_once_per_distinct_line():
     assert torch_table._head.cache_info().misses == 1
     cells = torch_table._cells.cache_info()
     assert cells.misses == rows and cells.hits == 4 * rows
+
+
+def test_a_table_given_twice_counts_once(tmp_path) -> None:
+    """profile_combined_infer.log prints its key_averages table at its end; the same table
+    saved to a file and given beside the log is the same table, linked once."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from dnnlens.cli import app
+
+    log = Path(__file__).resolve().parent.parent / "sample_logs" / "profile_combined_infer.log"
+    lines = log.read_text().splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("-----"))
+    table = tmp_path / "combined.table.txt"
+    table.write_text("\n".join(lines[start:]) + "\n")
+    runner = CliRunner()
+    alone = json.loads(runner.invoke(app, ["analyze", str(log), "-f", "json", "-q"]).stdout)
+    both = json.loads(
+        runner.invoke(app, ["analyze", str(log), str(table), "-f", "json", "-q"]).stdout
+    )
+    assert both["framework_ops"] == alone["framework_ops"]
+    assert len(both["framework_link"]["runs"]) == 1
+    (note,) = both["framework_link"]["notes"]
+    assert note.startswith(f"{table}:1: the same profiler table as {log}:") and "once" in note

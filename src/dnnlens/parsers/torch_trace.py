@@ -862,9 +862,23 @@ class FrameworkReader:
         return finder
 
     def result(self) -> FrameworkData | None:
-        """The framework data found, None if there is none."""
+        """The framework data found, None if there is none.
+
+        A table given twice (printed in the log and saved to a file beside it) counts once:
+        the later copy is left out with a note.
+        """
+        seen: dict[tuple, ProfilerTable] = {}
         for f in self._finders:
-            self.data.tables.extend(f.tables)
+            for table in f.tables:
+                key = (tuple(table.headers), tuple(map(tuple, table.rows.astype(str).to_numpy())))
+                first = seen.setdefault(key, table)
+                if first is table:
+                    self.data.tables.append(table)
+                else:
+                    self.data.errors.append(
+                        f"{table.source}:{table.line}: the same profiler table as "
+                        f"{first.source}:{first.line}: counted once"
+                    )
             self.data.errors.extend(f.errors)
             if f.markers:
                 self.data.markers[f.source] = list(f.markers)
