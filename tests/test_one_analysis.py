@@ -81,7 +81,7 @@ def test_views_agree(log: str, tmp_path: Path) -> None:
     assert sum(p["iter_ms"] for p in doc["primitives"]) == pytest.approx(typical, abs=1e-9)
     assert doc["iterations"]["steady"] == steady
     for f in doc["findings"]:
-        if f["impact_ms_per_iteration"] is not None and typical > 0:
+        if f["impact_ms_per_iteration"] is not None and typical > 0 and f["basis"] == "iteration":
             assert f["share_of_iteration"] == pytest.approx(f["impact_ms_per_iteration"] / typical)
     impacts = [f["impact_ms_per_iteration"] for f in doc["findings"]]
     timed = [i for i in impacts if i is not None]

@@ -419,6 +419,22 @@ class Analysis:
             steady_steps=self.steady.divisor,
         )
 
+    def basis_ms(self, finding: Finding) -> float:
+        """What a finding's impact is a part of: the typical iteration, or for a framework
+        finding the framework view's typical step."""
+        if finding.basis == "step":
+            fw = self.framework
+            return float(fw.typical_step_ms) if fw is not None else 0.0
+        return self.typical_iteration_ms
+
+    def share_of(self, finding: Finding) -> float | None:
+        """A finding's impact as a share of its basis (``None``: not about time)."""
+        impact = finding.impact_ms_per_iteration
+        if impact is None:
+            return None
+        basis = self.basis_ms(finding)
+        return impact / basis if basis > 0 else None
+
     # -- everything at once ----------------------------------------------------------------
     def prepare(self) -> Analysis:
         """Compute the facts every report shows, so that a failure surfaces before rules run."""

@@ -56,6 +56,9 @@ class Finding:
     impact_ms_per_iteration: float | None = None
     #: The rule's one-line description ("Reorders take a large share of each iteration.").
     title: str = ""
+    #: What the impact is a part of: ``iteration`` (the typical oneDNN iteration) or ``step``
+    #: (the typical training step of a profiler trace, framework time included).
+    basis: str = "iteration"
 
     def to_json(self) -> dict[str, Any]:
         """The JSON shape of a finding (keys ``rule, code, severity, message, evidence``)."""
@@ -69,4 +72,5 @@ class Finding:
             "fix": self.fix,
             "impact_ms_per_iteration": self.impact_ms_per_iteration,
             "title": self.title,
+            "basis": self.basis,
         }

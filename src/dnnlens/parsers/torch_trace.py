@@ -865,14 +865,15 @@ class FrameworkReader:
         """The framework data found, None if there is none.
 
         A table given twice (printed in the log and saved to a file beside it) counts once:
-        the later copy is left out with a note.
+        the copy in the later input is left out with a note. The same table printed again
+        in one log is another run's (each links to the stretch of log before it): kept.
         """
         seen: dict[tuple, ProfilerTable] = {}
         for f in self._finders:
             for table in f.tables:
                 key = (tuple(table.headers), tuple(map(tuple, table.rows.astype(str).to_numpy())))
                 first = seen.setdefault(key, table)
-                if first is table:
+                if first is table or first.source == table.source:
                     self.data.tables.append(table)
                 else:
                     self.data.errors.append(

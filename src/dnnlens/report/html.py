@@ -81,12 +81,12 @@ def _banner(a: Analysis) -> str:
     if not a.findings:
         return f'<div class="banner ok" id="verdict"><p class="head">{text}</p></div>'
     top = a.findings[0]
-    share = a.typical.share(top.impact_ms_per_iteration or 0.0)
+    share = a.share_of(top) or 0.0
     bar = ""
-    if top.impact_ms_per_iteration is not None and a.typical_iteration_ms > 0:
+    if top.impact_ms_per_iteration is not None and a.basis_ms(top) > 0:
         width = max(0.5, min(100.0, 100 * share))
         bar = (
-            f'<div class="meter" title="{esc(pct(share))} of the typical iteration">'
+            f'<div class="meter" title="{esc(pct(share))} of the typical {esc(top.basis)}">'
             f'<i style="width:{width:.1f}%"></i></div>'
         )
     cls = "banner" if top.severity != "info" or share >= ALERT_SHARE else "banner ok"

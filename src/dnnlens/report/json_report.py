@@ -78,12 +78,13 @@ def finding_doc(f: Finding, analysis: Analysis) -> s.FindingDoc:
         code=f.code,
         severity=f.severity,
         title=f.title,
+        basis=f.basis,
         message=f.message,
         evidence=[s.EvidenceDoc(e.path, e.line) for e in f.evidence],
         data=dict(f.data),
         fix=f.fix,
         impact_ms_per_iteration=impact,
-        share_of_iteration=None if impact is None else analysis.typical.share(impact),
+        share_of_iteration=analysis.share_of(f),
     )
 
 

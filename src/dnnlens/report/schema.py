@@ -113,14 +113,16 @@ class FindingDoc:
     """A rule's verdict, with what it costs per typical iteration.
 
     ``impact_ms_per_iteration``: the steady time per iteration it accounts for (``None``
-    where the finding is not about time); ``share_of_iteration`` that over the typical
-    iteration. ``findings`` are in report order: highest impact first.
+    where the finding is not about time); ``share_of_iteration`` that over its ``basis``:
+    the typical iteration (``iteration``), or for a framework finding the profiler trace's
+    typical step (``step``). ``findings`` are in report order: highest impact first.
     """
 
     rule: str
     code: str
     severity: str
     title: str
+    basis: str
     message: str
     evidence: list[EvidenceDoc]
     data: dict[str, Any]

@@ -13,14 +13,18 @@ from dnnlens.fmt import ms, pct
 
 
 def cost(f: Finding, analysis: Analysis) -> str:
-    """``0.67 ms per iteration, 32% of the typical 2.09 ms iteration`` ('' without a time)."""
+    """``0.67 ms per iteration, 32% of the typical 2.09 ms`` ('' without a time); a
+    framework finding's is per step, of the trace's typical step."""
     impact = f.impact_ms_per_iteration
     if impact is None:
         return ""
-    typical = analysis.typical_iteration_ms
-    if typical <= 0:
-        return f"{ms(impact)} per iteration"
-    return f"{ms(impact)} per iteration, {pct(impact / typical)} of the typical {ms(typical)}"
+    unit = "step" if f.basis == "step" else "iteration"
+    share = analysis.share_of(f)
+    if share is None:
+        return f"{ms(impact)} per {unit}"
+    return f"{ms(impact)} per {unit}, {pct(share)} of the typical {ms(analysis.basis_ms(f))}" + (
+        " step" if unit == "step" else ""
+    )
 
 
 def title(f: Finding) -> str:

@@ -78,12 +78,14 @@ class Rule:
         fix: str = "",
         severity: str | None = None,
         impact_ms: float | None = None,
+        basis: str = "iteration",
     ) -> Finding:
         """A finding of this rule (its name, code and effective severity).
 
         ``impact_ms`` is the steady time per typical iteration the finding accounts for
-        (a part of :attr:`RuleContext.typical_iteration_ms`); ``None`` for a finding that
-        is not about time. Reports rank findings by it.
+        (a part of :attr:`RuleContext.typical_iteration_ms`, or with ``basis="step"`` of the
+        framework view's typical step); ``None`` for a finding that is not about time.
+        Reports rank findings by it.
         """
         return Finding(
             rule=self.rule_name,
@@ -95,6 +97,7 @@ class Rule:
             fix=fix or self.fix_text(),
             impact_ms_per_iteration=None if impact_ms is None else float(impact_ms),
             title=self.summary(),
+            basis=basis,
         )
 
     def fix_text(self) -> str:

@@ -136,7 +136,7 @@ def run_selected(
         found = _run_one(rule, ctx, budget)
         if rule.level == type(rule).severity:  # not set by configuration: grade by cost
             for f in found:
-                grade_by_impact(f, analysis.typical_iteration_ms)
+                grade_by_impact(f, analysis.share_of(f))
         findings.extend(found)
     order = {id(f): i for i, f in enumerate(findings)}
     return sorted(findings, key=lambda f: (-severity_rank(f.severity), order[id(f)]))
@@ -148,13 +148,12 @@ INFO_BELOW_SHARE = 0.02
 WARNING_SHARE = 0.10
 
 
-def grade_by_impact(f: Finding, typical_ms: float) -> None:
+def grade_by_impact(f: Finding, share: float | None) -> None:
     """Severity follows cost: a finding about time that costs under 2% of the typical
-    iteration is info, one of 10% or more at least a warning (an error stays an error)."""
-    impact = f.impact_ms_per_iteration
-    if impact is None or typical_ms <= 0 or f.severity == "error":
+    iteration (or step) is info, one of 10% or more at least a warning (an error stays an
+    error)."""
+    if share is None or f.severity == "error":
         return
-    share = impact / typical_ms
     if share < INFO_BELOW_SHARE:
         f.severity = "info"
     elif share >= WARNING_SHARE:

@@ -54,6 +54,7 @@ def checked_finding(item: Any) -> Finding:
         fix=item.fix[:MAX_TEXT_CHARS],
         impact_ms_per_iteration=None if impact is None else float(impact),
         title=title[:MAX_TEXT_CHARS],
+        basis=item.basis if item.basis in ("iteration", "step") else "iteration",
     )
 
 

@@ -67,4 +67,6 @@ def masked_finding(
         f"{cost(fw, total)}",
         fw.evidence(mask, 3),
         data=impact(fw, total, **{count_key: count}, ops_per_step=calls),
+        impact_ms=total,
+        basis="step",
     )

@@ -70,6 +70,8 @@ class AtenNormalization(Rule):
             + "; ".join(parts)
             + f": {cost(fw, total)}",
             evidence,
+            impact_ms=total,
+            basis="step",
             data=impact(
                 fw,
                 total,
@@ -90,4 +92,6 @@ class AtenNormalization(Rule):
             f"ATen's batch norm kernels in training ({', '.join(ops['name'])}): {cost(fw, total)}",
             fw.table_evidence(list(ops["name"])),
             data=impact(fw, total, native_ms_per_step=total),
+            impact_ms=total,
+            basis="step",
         )

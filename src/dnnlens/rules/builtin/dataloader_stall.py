@@ -50,4 +50,6 @@ class DataloaderStall(Rule):
             f"waiting for data (enumerate(DataLoader)): {cost(fw, data_ms)}",
             evidence,
             data=impact(fw, data_ms, main_thread_idle_ms_per_step=idle),
+            impact_ms=data_ms,
+            basis="step",
         )

@@ -78,4 +78,6 @@ class ElementwiseChain(Rule):
             message,
             fw.evidence(mask, 3),
             data=impact(fw, total, chains=described, ops_per_step=sum(c["ops"] for c in described)),
+            impact_ms=total,
+            basis="step",
         )

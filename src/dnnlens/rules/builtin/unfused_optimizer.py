@@ -64,6 +64,8 @@ class UnfusedOptimizer(Rule):
         yield self.finding(
             message,
             evidence,
+            impact_ms=step_ms,
+            basis="step",
             data=impact(
                 fw,
                 step_ms,
