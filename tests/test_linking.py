@@ -195,8 +195,10 @@ def test_json_report_and_terminal():
     assert row["link"] in ("timestamp", "shape", "order")
     assert all(set(k) == {"kind", "count", "time_ms"} for k in row["onednn"])
     res = runner.invoke(app, ["analyze", *_files("nchw_infer")])
-    assert "Framework ops and their oneDNN primitives" in res.stdout
+    assert "Framework view: steps, phases, ops" in res.stdout  # first screen
     assert "aten::mkldnn_convolution" in res.stdout
+    res = runner.invoke(app, ["analyze", *_files("nchw_infer"), "--details"])
+    assert "Framework ops and their oneDNN primitives" in res.stdout
 
 
 def test_truncated_trace_is_an_input_error_not_a_crash(tmp_path):

@@ -31,7 +31,7 @@ from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.layouts import flow_label, md_layouts
 from dnnlens.fmt import ms, ms_cell, pct, pct_cell
 from dnnlens.io.inputs import InputSource, ReadStats, iter_lines
-from dnnlens.report import training_view, verdict_text
+from dnnlens.report import framework_view, training_view, verdict_text
 from dnnlens.report.svg_charts import (
     Bar,
     Column,
@@ -200,6 +200,8 @@ def _findings(a: Analysis) -> str:
             out.append(f"<p><b>Fix:</b> {prose(x.fix)}</p>")
         for e in x.evidence[:EVIDENCE_SHOWN]:
             text = texts.get((e.path, int(e.line)))
+            if e.op is not None:  # a trace event: its op, step and start say more than "{"
+                text = f"{e.op} in {e.step or 'the trace'} at {e.ts_us or 0:,.0f} us"
             out.append(
                 f'<div class="tag">{esc(e.path)}:{int(e.line)}</div>'
                 + (f"<pre>{esc(text)}</pre>" if text is not None else "")
@@ -646,7 +648,8 @@ def _body(a: Analysis) -> list[str]:
         ("findings", "Findings", _findings(a)),
         ("time", "Where the time went", _time_section(a)),
         ("training", training_view.TITLE, training_view.html_section(a)),
-        ("framework", "Framework ops", _framework(a)),
+        ("framework-view", framework_view.TITLE, framework_view.html_section(a)),
+        ("framework", "Framework ops and oneDNN", _framework(a)),
         ("iteration", "One iteration", _iteration_strip(a) if has_execs else ""),
         ("passes", "Time per pass", _passes(a) if has_execs else ""),
         ("reorders", "Reorders", _reorder_section(a) if has_execs else ""),

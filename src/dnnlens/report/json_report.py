@@ -169,6 +169,7 @@ def report_doc(analysis: Analysis) -> s.ReportDoc:
         framework_ops_without_onednn=links.get("framework_ops_without_onednn"),
         framework_link=s.FrameworkLinkDoc(**link) if link is not None else None,
         run=s.RunDoc(**analysis.run_info) if analysis.run_info is not None else None,
+        framework=analysis.framework.to_json() if analysis.framework is not None else None,
         training=training_doc(analysis.training),
     )
 

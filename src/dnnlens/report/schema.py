@@ -305,6 +305,10 @@ class ReportDoc:
     run_name: str | None = None
     run_inputs: str | None = None
     training: TrainingDoc | None = None
+    #: The framework view of a profiler trace or table (:mod:`dnnlens.analysis.framework`):
+    #: ``steps`` (passes, warm-up, the typical step), ``phases``, ``ops``, ``threads``,
+    #: ``aten_outside_onednn``, and with a verbose log ``primitives`` and ``link``.
+    framework: dict[str, Any] | None = None
 
 
 @dataclass

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from dnnlens.analysis.analysis import Analysis
 from dnnlens.fmt import ms, ms_cell, pct, pct_cell
-from dnnlens.report import training_view, verdict_text
+from dnnlens.report import framework_view, training_view, verdict_text
 from dnnlens.report.text_layout import Grid, prose, unique_suffixes
 from dnnlens.textsafe import safe
 
@@ -136,7 +136,8 @@ def _findings(console: Console, a: Analysis, names: dict[str, str]) -> None:
 def _breakdown(console: Console, a: Analysis) -> None:
     s = a.summary
     if not s.exec_count:
-        console.print("\n[bold]No oneDNN primitive events in the input.[/bold]")
+        if a.framework is None:  # a profiler trace alone is reported in its own section
+            console.print("\n[bold]No oneDNN primitive events in the input.[/bold]")
         return
     typical = a.typical.by_kind()
     raw = {r["kind"]: r for r in s.by_kind}
@@ -347,9 +348,7 @@ def render_terminal(
     _findings(console, a, names)
     _breakdown(console, a)
     training_view.terminal_lines(a, console)
-    if a.log.framework is not None and not details:
-        console.print()
-        _framework(console, a, min(top, 5))
+    framework_view.terminal_lines(a, console, min(top, 5))
     if details:
         _details(console, a, names, top)
     elif a.summary.exec_count or a.log.framework is not None:
