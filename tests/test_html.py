@@ -236,3 +236,31 @@ def test_browser_screenshot(tmp_path, nchw_html):
     assert done.returncode == 0, done.stderr[-2000:]
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+
+
+SCREENSHOTS = {  # the inputs of docs/img/*.png (scripts/make_screenshots.py)
+    "nchw": [NCHW],
+    "lstm-train": [str(LOGS / "lstm_train.log")],
+    "contended": [str(LOGS / "contended_infer.log")],
+    "profiler-pair": [
+        str(LOGS / "framework" / "layout_bad.log"),
+        str(LOGS / "framework" / "layout_bad.trace.json.gz"),
+    ],
+}
+
+
+@needs_chromium
+@pytest.mark.parametrize("name", sorted(SCREENSHOTS))
+def test_the_screenshot_reports_open_with_their_top_finding(tmp_path, name):
+    """What Chromium shows at the top of each report in docs/img is its top finding."""
+    analysis = Analysis(load(SCREENSHOTS[name]))
+    apply_rules(analysis, RuleOptions(search_config=False))
+    page = tmp_path / f"{name}.html"
+    page.write_text(render_html(analysis), encoding="utf-8")
+    done = _chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    banner = done.stdout.split('id="verdict"', 1)[1].split("</p>", 1)[0]
+    assert "Fix first: " + analysis.findings[0].title.rstrip(".") in banner
+    assert (
+        Path(__file__).resolve().parent.parent / "docs" / "img" / f"report-{name}.png"
+    ).is_file()
