@@ -1,4 +1,4 @@
-"""Render four sample reports to HTML and screenshot them with headless Chromium.
+"""Render five sample reports to HTML and screenshot them with headless Chromium.
 
 The pictures in ``docs/img/`` are made by this script, from the bundled sample logs::
 
@@ -27,6 +27,7 @@ REPORTS = {
         "sample_logs/framework/layout_bad.log",
         "sample_logs/framework/layout_bad.trace.json.gz",
     ],
+    "report-trace.png": ["sample_logs/framework/focal_bad.trace.json.gz"],
 }
 FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -246,6 +246,7 @@ SCREENSHOTS = {  # the inputs of docs/img/*.png (scripts/make_screenshots.py)
         str(LOGS / "framework" / "layout_bad.log"),
         str(LOGS / "framework" / "layout_bad.trace.json.gz"),
     ],
+    "trace": [str(LOGS / "framework" / "focal_bad.trace.json.gz")],
 }
 
 

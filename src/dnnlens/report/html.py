@@ -108,9 +108,27 @@ def _contents(entries: list[tuple[str, str]]) -> str:
     return f'<nav class="toc" aria-label="contents">{items}</nav>'
 
 
+def _framework_cards(a: Analysis) -> list[tuple[str, str, str, bool]]:
+    """The cards of a profiler trace or table given without a verbose log."""
+    doc = a.framework.to_json() if a.framework is not None else None
+    if doc is None:
+        return []
+    st = doc["steps"]
+    phases = sorted(doc["phases"], key=lambda p: -p["ms_per_step"])
+    top = phases[0] if phases else None
+    return [
+        ("Typical step", ms(st["typical_step_ms"]),
+         f"over {st['steady']} steady of {st['count']} steps ({st['warmup']} warm-up)", False),
+        ("Largest phase", top["phase"] if top else "-",
+         f"{ms(top['ms_per_step'])} per step, {pct(top['share'])}" if top else "", False),
+        ("oneDNN", "no verbose log", "give the run's ONEDNN_VERBOSE log to join the two", False),
+    ]  # fmt: skip
+
+
 def _cards(a: Analysis) -> str:
     s, st, part = a.summary, a.steady, a.reorder_part
-    cards = [
+    fw_cards = _framework_cards(a) if not s.exec_count else []
+    cards = fw_cards or [
         (
             "Typical iteration",
             ms(a.typical_iteration_ms),
@@ -642,6 +660,8 @@ def _body(a: Analysis) -> list[str]:
     sub = (
         f"{s.exec_count:,} primitive executions, {ms(s.total_time_ms)} raw; typical "
         f"iteration {ms(a.typical_iteration_ms)}"
+        if s.exec_count or a.framework is None
+        else "a profiler trace or table without a verbose log: the framework view"
     )
     has_execs = bool(len(a.execs))
     sections = [
