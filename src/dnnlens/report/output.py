@@ -102,6 +102,22 @@ def report_console(output: Path | None, width: int | None = None) -> Console:
     return make_console(width=width)
 
 
+def _renderer_for(fmt: str, output: Path | None, analyses: list[Any]) -> Any:
+    """The renderer of ``fmt``, once the output is known to be allowed (not an input, a
+    file for a page)."""
+    from dnnlens.report.renderers import renderer
+
+    for a in analyses:
+        refuse_input(output, input_paths(a.log))
+    try:
+        chosen = renderer(fmt)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not chosen.to_terminal and output is None:
+        raise UsageError(f"--format {fmt} needs --output FILE")
+    return chosen
+
+
 def render_analysis(
     analysis: Any,
     fmt: str,
@@ -116,15 +132,9 @@ def render_analysis(
     Raises :class:`~dnnlens.errors.UsageError` for an unknown format, for ``html`` without
     ``output`` (a page is not for a terminal) and for an ``output`` that is one of the inputs.
     """
-    from dnnlens.report.renderers import RenderOptions, renderer
+    from dnnlens.report.renderers import RenderOptions
 
-    refuse_input(output, input_paths(analysis.log))
-    try:
-        chosen = renderer(fmt)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if not chosen.to_terminal and output is None:
-        raise UsageError(f"--format {fmt} needs --output FILE")
+    chosen = _renderer_for(fmt, output, [analysis])
     chosen.write(analysis, output, RenderOptions(top=top, details=details, width=width))
 
 
@@ -139,16 +149,9 @@ def render_runs(
 ) -> None:
     """Several runs (:mod:`dnnlens.analysis.runs`) in one report, like
     :func:`render_analysis` for one."""
-    from dnnlens.report.renderers import RenderOptions, renderer, write_runs
+    from dnnlens.report.renderers import RenderOptions, write_runs
 
-    for a in analyses:
-        refuse_input(output, input_paths(a.log))
-    try:
-        chosen = renderer(fmt)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if not chosen.to_terminal and output is None:
-        raise UsageError(f"--format {fmt} needs --output FILE")
+    _renderer_for(fmt, output, analyses)
     write_runs(analyses, runs, fmt, output, RenderOptions(top=top, details=details, width=width))
 
 
