@@ -124,3 +124,57 @@ def test_views_agree(log: str, tmp_path: Path) -> None:
     jsonschema.validate(p, schema("project.schema.json"))
     assert p["baseline"]["typical_iteration_ms"] == typical == p["baseline_ms"]
     assert p["baseline"]["steady_iterations"] == steady
+
+
+def test_one_html_run_finds_the_iterations_once_and_builds_the_graph_once(monkeypatch, tmp_path):
+    import dnnlens.analysis.analysis as analysis_module
+    import dnnlens.analysis.graph as graph_module
+
+    calls = {"iterations": 0, "graph": 0}
+    find, build = analysis_module.find_iterations, graph_module.build_graph
+
+    def counting_find(*a, **k):
+        calls["iterations"] += 1
+        return find(*a, **k)
+
+    def counting_build(*a, **k):
+        calls["graph"] += 1
+        return build(*a, **k)
+
+    monkeypatch.setattr(analysis_module, "find_iterations", counting_find)
+    monkeypatch.setattr(graph_module, "build_graph", counting_build)
+    page = tmp_path / "r.html"
+    code, _ = run("analyze", str(ROOT / "sample_logs/convnet_nchw_infer.log"), "-q",
+                  "-f", "html", "-o", str(page))  # fmt: skip
+    assert code == 0 and page.stat().st_size > 10_000
+    assert calls == {"iterations": 1, "graph": 1}
+
+
+def _without_the_finding_list(html: str) -> str:
+    """The page less what lists the findings (the banner's links, the findings card and
+    section): what must not move when another rule is left out."""
+    import re
+
+    html = re.sub(r'<ol class="links">.*?</ol>', "", html, flags=re.S)
+    html = re.sub(r'<div class="card[^"]*"><div class="k">Findings</div>.*?</div></div>', "", html)
+    return re.sub(r'<section id="findings">.*?</section>', "", html, flags=re.S)
+
+
+@pytest.mark.parametrize(
+    "log", ["sample_logs/convnet_nchw_infer.log", "sample_logs/legacy/onednn-3.2.0.log",
+            "sample_logs/resnet18_nchw_train.log"],
+)  # fmt: skip
+def test_the_page_does_not_move_when_another_rule_is_ignored(log: str, tmp_path: Path) -> None:
+    """Leaving out any rule but the one the banner shows changes nothing else on the page."""
+    doc = analyzed(log)
+    top = doc["findings"][0]["rule"]
+    pages = {}
+    for ignored in [None, *(f["rule"] for f in doc["findings"][1:])]:
+        page = tmp_path / f"{ignored}.html"
+        extra = ["--ignore", ignored] if ignored else []
+        code, _ = run("analyze", str(ROOT / log), "-q", "-f", "html", "-o", str(page), *extra)
+        assert code == 0
+        pages[ignored] = _without_the_finding_list(page.read_text(encoding="utf-8"))
+    assert top not in pages
+    for ignored, page in pages.items():
+        assert page == pages[None], f"ignoring {ignored} changed the page"

@@ -31,6 +31,7 @@ from typing import Any
 import networkx as nx
 
 from dnnlens.analysis.graph import OpGraph
+from dnnlens.fmt import ms
 from dnnlens.textsafe import safe
 
 __all__ = [
@@ -168,10 +169,7 @@ def _layout_colours(g: OpGraph) -> dict[str, str]:
 
 
 def _ms(v: Any) -> str:
-    v = _num(v)
-    if v is None:
-        return "? ms"
-    return f"{v:.3g} ms"
+    return ms(_num(v))
 
 
 def _label_lines(nid: str, a: dict[str, Any]) -> list[str]:

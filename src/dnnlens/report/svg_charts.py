@@ -13,6 +13,8 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from dnnlens.fmt import ms
+
 #: Colours per primitive kind; reorders are the one red.
 KIND_COLORS = {
     "reorder": "#d62728",
@@ -58,15 +60,6 @@ def color_for(kind: str) -> str:
     if kind in KIND_COLORS:
         return KIND_COLORS[kind]
     return _SPARE[zlib.crc32(kind.encode("utf-8", "replace")) % len(_SPARE)]
-
-
-def fmt_ms(value: float) -> str:
-    """``1,234.5 ms`` / ``12.35 ms`` / ``0.012 ms``."""
-    if value >= 100:
-        return f"{value:,.1f} ms"
-    if value >= 1:
-        return f"{value:.2f} ms"
-    return f"{value:.3f} ms"
 
 
 def _text(
@@ -266,7 +259,7 @@ def stacked_columns(
                 continue
             h = plot_h * v / y_max
             y -= h
-            body.append(_rect(x, y, bar_w, h, color, f"{c.label} {name}: {fmt_ms(v)}"))
+            body.append(_rect(x, y, bar_w, h, color, f"{c.label} {name}: {ms(v)}"))
         if c.marked:
             body.append(
                 _rect(x, y, bar_w, top_pad + plot_h - y, "url(#hatch)", f"{c.label}: {mark_label}")
@@ -385,7 +378,7 @@ def flow_chart(
         b.used += h
         xa, xb = x0 + node_w, x1
         mid = (xa + xb) / 2
-        tip = f.tooltip or f"{f.src} -> {f.dst}: {fmt_ms(f.value)}"
+        tip = f.tooltip or f"{f.src} -> {f.dst}: {ms(f.value)}"
         body.append(
             f'<path d="M{xa:.1f} {ya:.1f} C{mid:.1f} {ya:.1f} {mid:.1f} {yb:.1f} '
             f'{xb:.1f} {yb:.1f}" stroke="{f.color}" stroke-opacity="0.45" '
@@ -393,23 +386,23 @@ def flow_chart(
             "</title></path>"
         )
     for node in lefts.values():
-        body.append(_rect(x0, node.y, node_w, node.h, "#444", f"{node.name}: {fmt_ms(node.value)}"))
+        body.append(_rect(x0, node.y, node_w, node.h, "#444", f"{node.name}: {ms(node.value)}"))
         body.append(
             _text(
                 x0 - 6,
                 node.y + node.h / 2 + 4,
-                _clip(f"{node.name}  {fmt_ms(node.value)}", label_w),
+                _clip(f"{node.name}  {ms(node.value)}", label_w),
                 "end",
                 "lbl",
             )
         )
     for node in rights.values():
-        body.append(_rect(x1, node.y, node_w, node.h, "#444", f"{node.name}: {fmt_ms(node.value)}"))
+        body.append(_rect(x1, node.y, node_w, node.h, "#444", f"{node.name}: {ms(node.value)}"))
         body.append(
             _text(
                 x1 + node_w + 6,
                 node.y + node.h / 2 + 4,
-                _clip(f"{node.name}  {fmt_ms(node.value)}", label_w),
+                _clip(f"{node.name}  {ms(node.value)}", label_w),
                 "start",
                 "lbl",
             )
