@@ -27,7 +27,9 @@ def unique_suffixes(paths: list[str]) -> dict[str, str]:
     parts = {p: PurePath(p).parts or (p,) for p in dict.fromkeys(paths)}
     out = {}
     for p, mine in parts.items():
-        for k in range(1, len(mine) + 1):
+        # a bare number (/dev/fd/63 of a process substitution) says nothing alone
+        first = 2 if mine[-1].isdigit() and len(mine) > 1 else 1
+        for k in range(first, len(mine) + 1):
             tail = mine[-k:]
             if not any(o != p and other[-k:] == tail for o, other in parts.items()):
                 out[p] = str(PurePath(*tail)) if k < len(mine) else p
