@@ -80,6 +80,7 @@ class DaskEngine:
         self._owned = owned  # the client and cluster this engine started, closed by close()
         self._done = as_completed([], with_results=False)
         self._keys: dict[str, str] = {}
+        client.run(_import_tasks)  # each worker imports the analysis now, not in its first run
         info = client.scheduler_info()
         workers = info.get("workers", {})
         self.workers = sum(int(w.get("nthreads", 1)) for w in workers.values()) or 1
@@ -120,6 +121,11 @@ class DaskEngine:
         """Close the client and cluster this engine started (an existing one stays up)."""
         for thing in self._owned:
             thing.close()
+
+
+def _import_tasks() -> None:
+    """Import the tasks' modules (pandas, the parsers, the rules) on a worker."""
+    import dnnlens.fleet.work  # noqa: F401
 
 
 def _distributed() -> Any:
