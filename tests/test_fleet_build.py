@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from typer.testing import CliRunner
 
 from dnnlens.cli import app
@@ -218,3 +219,25 @@ def test_the_command_line_stays_light() -> None:
     assert out.stdout.strip() == "[]"
     help_text = invoke("--help").stdout
     assert " fleet " in help_text
+
+
+def test_a_scheduler_that_does_not_answer_is_one_line() -> None:
+    pytest.importorskip("distributed")
+    from dnnlens.fleet.engine import EngineError, scheduler_engine
+
+    with pytest.raises(EngineError, match=r"--scheduler tcp://127.0.0.1:9: cannot connect"):
+        scheduler_engine("tcp://127.0.0.1:9", timeout_s=0.5)
+    with pytest.raises(EngineError, match="missing port number"):
+        scheduler_engine("nonsense", timeout_s=0.5)
+
+
+def test_a_cluster_without_workers_is_one_line() -> None:
+    distributed = pytest.importorskip("distributed")
+    from dnnlens.fleet.engine import DaskEngine, EngineError
+
+    with (
+        distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as c,
+        distributed.Client(c) as client,
+        pytest.raises(EngineError, match=r"no Dask worker joined the scheduler in 0.2 s"),
+    ):
+        DaskEngine(client, worker_wait_s=0.2)

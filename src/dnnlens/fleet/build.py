@@ -163,6 +163,7 @@ class _Build:
         self.names = RunNames(specs, set(self.known.values()))
         self.reports: dict[int, RunReport] = {}
         self.jobs: dict[int, RunJob] = {}
+        self.pending: dict[str, str] = {}  # content hash -> name of the runs being analysed
 
     def run(self) -> list[RunReport]:
         self.progress.start(len(self.specs), sum(s.size_bytes for s in self.specs))
@@ -187,14 +188,12 @@ class _Build:
     def _hashed(self, i: int, files: tuple[RunFile, ...]) -> None:
         spec = self.specs[i]
         digest = content_hash(files)
-        same = self.known.get(digest) or next(
-            (j.identity.name for j in self.jobs.values() if j.identity.content_hash == digest),
-            None,
-        )
+        same = self.known.get(digest) or self.pending.get(digest)
         if same is not None:
             self._done(i, "skipped", f"same content as run {same}", name=same)
             return
         identity = RunIdentity(self.names.name(spec, digest), digest, files)
+        self.pending[digest] = identity.name
         job = RunJob(identity, self.options.analysis_options(), self.options.rule_options())
         self.jobs[i] = job
         parts = self._ranges(files)

@@ -140,11 +140,14 @@ class Dataset:
             return []
         return sorted(p for p in folder.iterdir() if run_of(p) is not None)
 
-    def read(self, table: str, columns: list[str] | None = None) -> pa.Table:
-        """The whole table (of the runs in the dataset) as one Arrow table."""
+    def read(
+        self, table: str, columns: list[str] | None = None, runs: list[str] | None = None
+    ) -> pa.Table:
+        """The table (of the runs in the dataset, or of ``runs`` only) as one Arrow table."""
         import pyarrow.dataset as ds
 
-        files = [str(p) for p in self.files(table)]
+        wanted = set(runs) if runs is not None else None
+        files = [str(p) for p in self.files(table) if wanted is None or run_of(p) in wanted]
         if not files:
             empty = schema.arrow_schema(table).empty_table()
             return empty.select(columns) if columns else empty

@@ -102,12 +102,12 @@ def _slower_primitives(
     dataset: Dataset, baseline: str, chosen: list[str], out: FleetDiff
 ) -> list[SlowerPrimitive]:
     columns = ["run", *PRIMITIVE_KEY, "impl", "ms_per_iteration"]
-    prims = dataset.read("primitives", columns).to_pandas()
-    prims = prims[prims["run"].isin([baseline, *chosen])].fillna(dict.fromkeys(PRIMITIVE_KEY, ""))
+    prims = dataset.read("primitives", columns, runs=[baseline, *chosen]).to_pandas()
+    prims = prims.fillna(dict.fromkeys(PRIMITIVE_KEY, ""))
     prims["ms_per_iteration"] = prims["ms_per_iteration"].fillna(0.0)
     summed = prims.groupby(["run", *PRIMITIVE_KEY], sort=True).agg(
         ms_per_iteration=("ms_per_iteration", "sum"),
-        impl=("impl", lambda s: ",".join(sorted({str(v) for v in s if v is not None}))),
+        impl=("impl", lambda s: ",".join(sorted({v for v in s if isinstance(v, str)}))),
     )
     summed = summed.reset_index()
     base = summed[summed["run"] == baseline].set_index(list(PRIMITIVE_KEY))["ms_per_iteration"]
@@ -131,7 +131,7 @@ def _slower_primitives(
                 baseline_ms_per_iteration=before,
                 added_ms=added,
                 change=added / before if before > 0 else None,
-            )  # fmt: skip
+            )
         )
     return sorted(found, key=lambda p: (p.run, -p.added_ms))
 

@@ -33,13 +33,15 @@ class EngineError(Exception):
 
 
 class SerialEngine:
-    """Tasks run one at a time in this process, in the order they were submitted."""
+    """Tasks run one at a time in this process: those submitted before :meth:`completed`
+    in order, and a task submitted by the caller while it handles an outcome right after
+    (a run is analysed as soon as it is hashed, so a build goes run by run)."""
 
-    workers = 1
     description = "this process"
 
     def __init__(self) -> None:
         self._queue: deque[tuple[str, Task, dict[str, list[Task]] | None]] = deque()
+        self._running = False
 
     def submit(
         self,
@@ -49,10 +51,15 @@ class SerialEngine:
         parts: dict[str, list[Task]] | None = None,
     ) -> None:
         """Queue ``fn(*args)``; with ``parts``, ``fn(*args, parts={name: [results]})``."""
-        self._queue.append((key, (fn, args), parts))
+        task = (key, (fn, args), parts)
+        if self._running:
+            self._queue.appendleft(task)
+        else:
+            self._queue.append(task)
 
     def completed(self) -> Iterator[Outcome]:
         """Run the queued tasks, yielding each outcome; tasks queued meanwhile run too."""
+        self._running = True
         while self._queue:
             key, (fn, args), parts = self._queue.popleft()
             try:
@@ -73,17 +80,23 @@ class SerialEngine:
 class DaskEngine:
     """Tasks run on a ``dask.distributed`` cluster through ``client``."""
 
-    def __init__(self, client: Any, owned: tuple[Any, ...] = ()) -> None:
+    def __init__(
+        self, client: Any, owned: tuple[Any, ...] = (), worker_wait_s: float = 30.0
+    ) -> None:
         from distributed import as_completed
 
         self.client = client
         self._owned = owned  # the client and cluster this engine started, closed by close()
         self._done = as_completed([], with_results=False)
         self._keys: dict[str, str] = {}
-        client.run(_import_tasks)  # each worker imports the analysis now, not in its first run
+        try:
+            client.wait_for_workers(1, timeout=worker_wait_s)
+            client.run(_import_tasks)  # each worker imports the analysis now, not in a run
+        except Exception as exc:  # noqa: BLE001 - said in one line; the build does not start
+            self.close()
+            raise EngineError(_worker_problem(exc, worker_wait_s)) from None
         info = client.scheduler_info()
         workers = info.get("workers", {})
-        self.workers = sum(int(w.get("nthreads", 1)) for w in workers.values()) or 1
         self.description = f"Dask at {info.get('address', '?')} ({len(workers)} worker(s))"
 
     def submit(
@@ -123,6 +136,16 @@ class DaskEngine:
             thing.close()
 
 
+def _worker_problem(exc: Exception, waited_s: float) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"no Dask worker joined the scheduler in {waited_s:g} s"
+    detail = (str(exc).strip().splitlines() or [""])[0][:200]
+    return (
+        f"the Dask workers cannot run dnnlens ({type(exc).__name__}: {detail}); install "
+        "the same dnnlens with its 'fleet' extra where they run"
+    )
+
+
 def _import_tasks() -> None:
     """Import the tasks' modules (pandas, the parsers, the rules) on a worker."""
     import dnnlens.fleet.work  # noqa: F401
@@ -141,15 +164,22 @@ def _distributed() -> Any:
 def local_engine(workers: int, processes: bool = True) -> DaskEngine:
     """A :class:`LocalCluster` of ``workers`` single-threaded workers, and its client."""
     distributed = _distributed()
-    cluster = distributed.LocalCluster(
-        n_workers=workers,
-        threads_per_worker=1,
-        processes=processes,
-        dashboard_address="127.0.0.1:0",  # its health page on a free local port
-        scheduler_kwargs={"dashboard": False},
-        worker_dashboard_address=None,
-        silence_logs=logging.ERROR,
-    )
+    try:
+        cluster = distributed.LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=processes,
+            dashboard_address="127.0.0.1:0",  # its health page on a free local port
+            scheduler_kwargs={"dashboard": False},
+            worker_dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+    except Exception as exc:  # noqa: BLE001 - said in one line; --workers 1 needs no cluster
+        detail = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise EngineError(
+            f"cannot start a local Dask cluster ({type(exc).__name__}: {detail}); "
+            "--workers 1 builds in this process"
+        ) from None
     client = distributed.Client(cluster)
     return DaskEngine(client, owned=(client, cluster))
 
