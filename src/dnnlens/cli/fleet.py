@@ -126,7 +126,7 @@ def build(
     )
     options = BuildOptions(settings, group_by.value)
     try:
-        specs, input_errors = plan(paths, options)
+        specs, input_errors = plan(paths, options, output)
         engine = choose_engine(workers, scheduler, sum(s.size_bytes for s in specs), default_jobs())
     except (BuildError, EngineError) as exc:
         raise _fail(str(exc)) from None

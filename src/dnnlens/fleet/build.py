@@ -116,10 +116,12 @@ def check_rules(options: BuildOptions) -> None:
     selected_rules(build_registry(announcing, config), announcing, config)
 
 
-def plan(paths: list[str], options: BuildOptions) -> tuple[list[RunSpec], list[str]]:
-    """The runs named by ``paths`` and the paths that name nothing; none at all is an
-    error (:class:`BuildError`)."""
-    specs, errors = discover(paths, options.group)
+def plan(
+    paths: list[str], options: BuildOptions, dataset: Path | None = None
+) -> tuple[list[RunSpec], list[str]]:
+    """The runs named by ``paths`` (files inside ``dataset`` left out) and the paths that
+    name nothing; none at all is an error (:class:`BuildError`)."""
+    specs, errors = discover(paths, options.group, dataset)
     if not specs:
         raise BuildError("; ".join(errors) or "no input")
     return specs, errors

@@ -35,15 +35,24 @@ class RunSpec:
     size_bytes: int
 
 
-def discover(paths: list[str], group: str = "file") -> tuple[list[RunSpec], list[str]]:
-    """The runs named by ``paths``, and one error line per path that names nothing."""
+def discover(
+    paths: list[str], group: str = "file", dataset: Path | None = None
+) -> tuple[list[RunSpec], list[str]]:
+    """The runs named by ``paths``, and one error line per path that names nothing.
+
+    Files inside ``dataset`` (the build's output, when a glob reaches into it) are not
+    inputs.
+    """
     if group not in GROUPS:
         raise ValueError(f"unknown grouping {group!r} (file or directory)")
     sources, errors = expand_inputs(paths)
+    inside = os.path.join(os.path.abspath(dataset), "") if dataset is not None else None
     grouped: dict[tuple[str, str], list[str]] = {}
     for source in sources:
         if source.is_stdin:
             errors.append("-: a fleet is built from files, not standard input")
+            continue
+        if inside is not None and os.path.abspath(source.path).startswith(inside):
             continue
         folder = os.path.dirname(os.path.abspath(source.path))
         if group == "directory":
