@@ -318,3 +318,33 @@ def test_byte_ranges_of_a_large_file_on_the_cluster(cluster, tmp_path) -> None:
     for table in TABLES:
         got = Dataset.open(tmp_path / "split").read(table)
         assert got.equals(Dataset.open(tmp_path / "whole").read(table)), table
+
+
+def test_a_run_that_raises_on_the_cluster_fails_alone(
+    cluster, fleet, tmp_path, monkeypatch
+) -> None:
+    """The workers are threads of this process, so the patched function is theirs too."""
+    from dnnlens.fleet import work
+    from dnnlens.fleet.build import BuildOptions, build_dataset, plan
+    from dnnlens.fleet.dataset import Settings
+    from dnnlens.fleet.engine import DaskEngine
+
+    real = work.run_tables
+
+    def broken(analysis, identity):  # noqa: ANN001, ANN202
+        if identity.name == SLOW:
+            raise RuntimeError("a bug")
+        return real(analysis, identity)
+
+    monkeypatch.setattr(work, "run_tables", broken)
+    root, _ = fleet
+    options = BuildOptions(Settings(200_000), group="directory")
+    paths = [str(root / "logs" / run / "*") for run in (BASELINE, SLOW)]
+    specs, _ = plan(paths, options)
+    with distributed.Client(cluster) as client:
+        result = build_dataset(specs, tmp_path / "ds", options, DaskEngine(client))
+    assert [(r.name, r.status, r.internal) for r in result.runs] == [
+        (BASELINE, "written", False),
+        (SLOW, "failed", True),
+    ]
+    assert result.runs[1].message == "internal error: RuntimeError: a bug"

@@ -87,7 +87,8 @@ class DaskEngine:
 
         self.client = client
         self._owned = owned  # the client and cluster this engine started, closed by close()
-        self._done = as_completed([], with_results=False)
+        # results come with the futures (gathered in batches), errors as results
+        self._done = as_completed([], with_results=True, raise_errors=False)
         self._keys: dict[str, str] = {}
         try:
             client.wait_for_workers(1, timeout=worker_wait_s)
@@ -119,21 +120,29 @@ class DaskEngine:
 
     def completed(self) -> Iterator[Outcome]:
         """Outcomes as tasks finish on the cluster."""
-        for future in self._done:
+        for future, result in self._done:
             key = self._keys.pop(future.key)
-            try:
-                result = future.result()
-            except Exception as exc:  # noqa: BLE001 - reported per run by the caller
-                outcome: Outcome = (key, None, exc)
-            else:
-                outcome = (key, result, None)
+            failed = future.status != "finished"
             future.release()
-            yield outcome
+            if failed:
+                yield key, None, _task_error(result)
+            else:
+                yield key, result, None
 
     def close(self) -> None:
         """Close the client and cluster this engine started (an existing one stays up)."""
         for thing in self._owned:
             thing.close()
+
+
+def _task_error(result: Any) -> BaseException:
+    """The exception of a failed task: ``as_completed`` hands it over as the result, alone
+    or as ``(type, exception, traceback)``; a cancelled task has none of its own."""
+    if isinstance(result, tuple) and len(result) == 3 and isinstance(result[1], BaseException):
+        return result[1]
+    if isinstance(result, BaseException):
+        return result
+    return RuntimeError(f"the task did not finish ({result!r:.100})")
 
 
 def _worker_problem(exc: Exception, waited_s: float) -> str:
