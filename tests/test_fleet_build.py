@@ -262,3 +262,21 @@ def test_a_cluster_without_workers_is_one_line() -> None:
         pytest.raises(EngineError, match=r"no Dask worker joined the scheduler in 0.2 s"),
     ):
         DaskEngine(client, worker_wait_s=0.2)
+
+
+def test_rule_files_run_on_every_run_as_analyze_runs_them(tmp_path: Path) -> None:
+    """tests/rules/team_rules.yaml expects reorders-between-convs on convnet_nchw_infer.log
+    (its first test case); the run's findings are those of analyze --rules with that file."""
+    import json
+
+    rules = str(Path(__file__).parent / "rules" / "team_rules.yaml")
+    out = tmp_path / "ds"
+    assert build(str(NCHW), "-o", str(out), "--rules", rules).exit_code == 0
+    analyze = json.loads(invoke("analyze", str(NCHW), "--rules", rules, "-f", "json").stdout)
+    rows = sorted(Dataset.open(out).read("findings").to_pylist(), key=lambda r: r["position"])
+    assert [(r["rule"], r["message"]) for r in rows] == [
+        (f["rule"], f["message"]) for f in analyze["findings"]
+    ]
+    assert "reorders-between-convs" in [r["rule"] for r in rows]
+    result = build(str(SAMPLE_LOGS / "lstm_infer.log"), "-o", str(out))  # without the file
+    assert result.exit_code == 2 and "rule_files" in result.stderr
