@@ -144,3 +144,78 @@ def test_profiler_ops_join_the_log_run(tmp_path):
     ]
     ops = pd.read_csv(tmp_path / names[1])
     assert len(ops) == len(log.framework.traces[0].ops) and "name" in ops.columns
+
+
+def test_iterations_are_numbered_per_run(tmp_path):
+    """Each run is analysed alone: both logs (11 passes each, ``done: ... passes=11`` at
+    their end) number their iterations 0..10; the second is not 11..21."""
+    pytest.importorskip("pyarrow")
+    export_tables(load([NCHW, CL]), tmp_path, "parquet")
+    df = pd.read_parquet(tmp_path / "events")
+    execs = df[df["operation"] == "exec"]
+    by_run = execs.groupby("run", observed=True)["iteration"].agg(["min", "max"])
+    assert by_run.to_dict("index") == {
+        "convnet_cl_infer": {"min": 0, "max": 10},
+        "convnet_nchw_infer": {"min": 0, "max": 10},
+    }
+
+
+def test_missing_values_are_null(tmp_path):
+    """A field the line did not print is NULL, not an empty string. Hand counts of
+    convnet_nchw_infer.log: ``grep -c ',exec,'`` 165 exec lines (no cache state),
+    ``grep -c ',reorder,'`` 242 reorder lines (empty aux field), no timestamps."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    export_tables(load([NCHW]), tmp_path, "parquet")
+    table = pq.read_table(tmp_path / "events" / "run=convnet_nchw_infer" / "rank=0")
+    assert table.num_rows == 330
+    assert table.column("cache").null_count == 165
+    assert table.column("aux").null_count == 242
+    assert table.column("timestamp_ms").null_count == 330
+    assert "" not in set(table.column("cache").to_pylist())
+
+
+def test_memory_descriptors_split_per_argument(tmp_path):
+    """``<arg>_dtype``/``<arg>_layout`` per argument. Hand counts of convnet_nchw_infer.log
+    (``grep ',exec,' | grep ',reorder,' | awk -F, '{print $9}' | sort | uniq -c``): 33 exec
+    reorders abcd->aBcd8b; 88 convolution lines (``grep -c ',convolution,'``) with a weight,
+    66 of them ABcd8b8a; the bias is ``bia:undef`` everywhere (absent: NULL)."""
+    pytest.importorskip("pyarrow")
+    export_tables(load([NCHW]), tmp_path, "parquet")
+    df = pd.read_parquet(tmp_path / "events")
+    assert {"src_dtype", "src_layout", "wei_layout", "bia_dtype", "dst_layout"} <= set(df.columns)
+    execs = df[(df["operation"] == "exec") & (df["kind"] == "reorder")]
+    flows = execs.groupby(["src_layout", "dst_layout"], observed=True).size()
+    assert flows[("abcd", "aBcd8b")] == 33
+    assert (df["wei_layout"].notna() == (df["kind"] == "convolution")).all()
+    assert (df["wei_layout"] == "ABcd8b8a").sum() == 66
+    assert df["bia_dtype"].isna().all() and df["bia_layout"].isna().all()
+    assert set(df["src_dtype"].astype(str)) == {"f32"}
+    assert df["mds"].notna().all()  # the field as printed stays
+
+
+def test_md_columns_of_one_field():
+    from dnnlens.report.tables_export import md_args, md_columns
+
+    mds = (
+        "src:f32:a:blocked:abcd::f0 wei:bf16::blocked:Acdb8a::f0 bia:undef::undef::: "
+        "dst:f32:a:any:any::f0"
+    )
+    assert md_args([mds, "diff_dst:f32::blocked:ab::f0"]) == [
+        "src",
+        "wei",
+        "bia",
+        "dst",
+        "diff_dst",
+    ]
+    assert md_columns(mds, ["src", "wei", "bia", "dst", "diff_dst"]) == {
+        "src_dtype": "f32",
+        "src_layout": "abcd",
+        "wei_dtype": "bf16",
+        "wei_layout": "Acdb8a",
+        "bia_dtype": None,
+        "bia_layout": None,
+        "dst_dtype": "f32",
+        "dst_layout": "any",
+        "diff_dst_dtype": None,
+        "diff_dst_layout": None,
+    }

@@ -11,6 +11,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "dnnlens.cli.capture",
     "dnnlens.cli.graph",
     "dnnlens.cli.export",
+    "dnnlens.cli.fleet",
     "dnnlens.cli.diff",
     "dnnlens.cli.rules",
     "dnnlens.cli.project",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import io
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import BinaryIO
 
 import numpy as np
@@ -77,6 +77,7 @@ def read(
     on_snapshot: Snapshot | None = None,
     stdin: BinaryIO | None = None,
     stdin_name: str = "-",
+    parts: Mapping[str, Sequence[tuple[parallel.Part, int]]] | None = None,
 ) -> ParsedLog:
     """Read every input named by ``specs`` (paths, globs, directories, ``-``).
 
@@ -89,6 +90,9 @@ def read(
     (a snapshot, see ``ParsedLog``) at most every :data:`SNAPSHOT_SECONDS`. ``stop`` is
     looked at between blocks. ``stdin`` and ``stdin_name``: what ``-`` reads and what it is
     called (``dnnlens run`` reads its program's output under the name of its log).
+    ``parts``: files scanned already, elsewhere, in byte ranges (:func:`parallel.scan_range`
+    of each of :func:`parallel.ranges`, with their sizes): merged in their place, exactly as
+    the parts of ``jobs`` workers are (``dnnlens fleet`` scans them on a cluster).
     """
     sources, errors = expand_inputs(list(specs))
     reading = _Reading(
@@ -104,7 +108,9 @@ def read(
     reading.progress.start(sources)
     try:
         jobs = parallel.bounded_jobs(jobs)
-        if jobs > 1 and len(sources) > 0:
+        if parts:
+            reading.parallel(sources, 1, parts)
+        elif jobs > 1 and len(sources) > 0:
             reading.parallel(sources, jobs)
         else:
             for source in sources:
@@ -276,26 +282,41 @@ class _Reading:
             self.on_snapshot(self.collector.snapshot())
 
     # -- parallel ----------------------------------------------------------------------------
-    def parallel(self, sources: list[InputSource], jobs: int) -> None:
-        """Plain files in worker processes, the others here, everything in input order."""
+    def parallel(
+        self,
+        sources: list[InputSource],
+        jobs: int,
+        given: Mapping[str, Sequence[tuple[parallel.Part, int]]] | None = None,
+    ) -> None:
+        """Plain files in worker processes (or their ``given`` parts), the others here,
+        everything in input order."""
         plan: list[tuple[InputSource, list[tuple[int, int]] | None]] = []
         for source in sources:
             is_file = not source.is_stdin and _is_regular(source.path)
             if is_file and self.framework.take_trace(source.path):
                 continue
+            if given is not None:  # parts scanned elsewhere, or read here as usual
+                sizes = [size for _, size in given.get(source.path, ())]
+                plan.append((source, [(0, size) for size in sizes] or None))
+                continue
             plan.append((source, parallel.ranges(source.path, jobs) if is_file else None))
-        tasks = list(parallel.tasks_of([(s.path, spans) for s, spans in plan]))
+        tasks = (
+            []
+            if given is not None
+            else list(parallel.tasks_of([(s.path, spans) for s, spans in plan]))
+        )
         with parallel.Workers(tasks, jobs, self.stop) as workers:
             for source, spans in plan:
                 if self.stopped:
                     return
                 if spans is None:
-                    self.source(source, tables=False, traces=False)
+                    self.source(source, tables=given is not None, traces=False)
                     continue
                 self.collector.begin(source.path)
                 stats = ReadStats()
+                ready = iter(given[source.path]) if given is not None else None
                 for start, end in spans:
-                    part = workers.next_part()
+                    part = next(ready)[0] if ready is not None else workers.next_part()
                     if part is None:
                         return
                     self._add_worker_part(part, stats, end - start)

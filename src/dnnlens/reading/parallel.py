@@ -69,10 +69,12 @@ def ranges(path: str, jobs: int) -> list[tuple[int, int]] | None:
         return None
     if size < SPLIT_MIN_BYTES:
         return [(0, size)]
-    return _line_ranges(path, size, max(jobs, -(-size // RANGE_BYTES)))
+    return line_ranges(path, size, max(jobs, -(-size // RANGE_BYTES)))
 
 
-def _line_ranges(path: str, size: int, parts: int) -> list[tuple[int, int]]:
+def line_ranges(path: str, size: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` byte ranges of about equal size covering ``path`` (``size`` bytes), each cut
+    at a line start."""
     cuts = [0]
     with open(path, "rb") as f:
         for k in range(1, parts):
@@ -100,7 +102,9 @@ def _line_start(f: BinaryIO, pos: int, size: int) -> int:
     return size
 
 
-def _scan_range(path: str, start: int, end: int) -> Part:
+def scan_range(path: str, start: int, end: int) -> Part:
+    """The scan of bytes ``start``..``end`` of ``path`` (cut at line starts), in a fresh
+    scanner: what a worker, a Dask task or this process returns for one byte range."""
     scanner = Scanner()
     stats = ReadStats()
     scan = bulk.scan_blocks(scanner, path, open_range_blocks(path, start, end, stats), stats)
@@ -146,7 +150,7 @@ class Workers:
                 return
             if self._pool is None:
                 self._pool = get_context("fork").Pool(self._jobs, initializer=_worker_init)
-            self._pending.append(self._pool.apply_async(_scan_range, task))
+            self._pending.append(self._pool.apply_async(scan_range, task))
 
     def next_part(self) -> Part | None:
         """The part of the next task, in task order; None when reading was asked to stop."""

@@ -15,7 +15,12 @@ The scanner does not keep prefixes, so ranks are read back from the input file, 
 when the scanner saw prefixed lines; standard input cannot be read twice, so its rank is 0.
 
 The partition columns live in the directory names, not in the files. Each row also gets
-``iteration`` (0-based, see :mod:`dnnlens.analysis.steady`) and ``steady``.
+``iteration`` (0-based, see :mod:`dnnlens.analysis.steady`) and ``steady``, from the
+analysis of its run alone, so every run's iterations start at 0; and the memory descriptors
+split per argument, ``<arg>_dtype`` and ``<arg>_layout`` (``src_dtype``, ``wei_layout``,
+``diff_dst_dtype``...) for every argument the inputs name, beside ``mds`` as printed.
+A value a line does not have (the cache state of an exec line, a timestamp that was not
+printed, a tensor that is absent) is NULL in Parquet, an empty cell in CSV.
 
 A CSV file is opened by spreadsheets, which run a cell that starts with ``=``, ``+``,
 ``-`` or ``@`` (or a tab or carriage return) as a formula: such text cells get a leading
@@ -29,6 +34,7 @@ so ``-1.5`` stays a number; Parquet is typed and is written unchanged.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,12 +43,18 @@ import pandas as pd
 
 from dnnlens.errors import OutputError
 from dnnlens.io.inputs import InputSource, ReadStats, iter_lines
-from dnnlens.model import ParsedLog
+from dnnlens.model import ParsedLog, build_diagnostics, build_events
+from dnnlens.parsers.fields import parse_mds
 from dnnlens.parsers.scanner import InputScan
 
 FORMATS = ("parquet", "csv")
 _RANK = re.compile(r"\[rank(\d+)\]")
 _SUFFIXES = (".gz", ".json", ".log", ".txt")
+_TRACE = re.compile(r"(\.pt)?\.trace(?=\.json(\.gz)?$)")
+#: What each memory descriptor gives its columns: ``<arg>_dtype``, ``<arg>_layout``.
+MD_FIELDS = ("dtype", "layout")
+#: An argument name that can be part of a column name (others stay in ``mds`` only).
+_ARG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,31}\Z")
 
 
 class ExportError(Exception):
@@ -76,6 +88,91 @@ def run_name(path: str, seen: set[str]) -> str:
     return name
 
 
+def trace_log_path(path: str) -> str:
+    """The log path a profiler trace belongs to: ``run.trace.json`` (or ``run.pt.trace.json``)
+    -> ``run.json``, whose :func:`run_name` is the run of ``run.log``."""
+    return _TRACE.sub("", path)
+
+
+def md_args(mds_fields: Iterable[str]) -> list[str]:
+    """The argument names of the memory descriptors in ``mds_fields``, in first-seen order.
+
+    Names that cannot be part of a column name are left out (``mds`` keeps them as printed).
+    """
+    seen: dict[str, None] = {}
+    for text in mds_fields:
+        for md in parse_mds(text):
+            if md.arg and _ARG_NAME.match(md.arg):
+                seen.setdefault(md.arg)
+    return list(seen)
+
+
+def md_column_names(args: Sequence[str]) -> list[str]:
+    """``<arg>_dtype``, ``<arg>_layout`` of each argument, in order."""
+    return [f"{arg}_{what}" for arg in args for what in MD_FIELDS]
+
+
+def md_columns(mds: str, args: Sequence[str]) -> dict[str, str | None]:
+    """The data type and layout of each of ``args`` in one memory-descriptor field.
+
+    ``None`` where the field names no such argument or its tensor is absent (``undef``):
+    a missing value, never an empty string. The layout is the tag of blocked memory
+    (``acdb``, ``aBcd8b``), else the format kind (``any``).
+    """
+    out: dict[str, str | None] = dict.fromkeys(md_column_names(args))
+    for md in parse_mds(mds):
+        key = f"{md.arg}_dtype"
+        if key in out and out[key] is None and not md.is_absent:
+            out[key] = md.dtype or None
+            out[f"{md.arg}_layout"] = md.layout or None
+    return out
+
+
+def _md_split(events: pd.DataFrame, args: Sequence[str]) -> pd.DataFrame:
+    """``events`` with :func:`md_columns` as categorical columns (parsed once per distinct
+    ``mds`` value, so the cost per event is one array lookup)."""
+    mds = events["mds"]
+    per_value = [md_columns(str(v), args) for v in mds.cat.categories]
+    codes = mds.cat.codes.to_numpy()
+    columns = {}
+    for name in md_column_names(args):
+        values = pd.Categorical([p[name] for p in per_value], categories=_strings(per_value, name))
+        lookup = np.append(values.codes, -1)  # an event without mds (code -1) stays missing
+        columns[name] = pd.Categorical.from_codes(
+            lookup[codes], categories=values.categories, validate=False
+        )
+    return events.assign(**columns)
+
+
+def _strings(rows: list[dict[str, str | None]], name: str) -> pd.Index:
+    return pd.Index(sorted({r[name] for r in rows if r[name] is not None}), dtype=str)
+
+
+def _missing_as_null(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text columns with the empty string (a field the line did not print) as missing."""
+    out = {}
+    for col in frame.columns:
+        series = frame[col]
+        if isinstance(series.dtype, pd.CategoricalDtype) and "" in series.cat.categories:
+            out[col] = series.cat.remove_categories([""])
+    return frame.assign(**out) if out else frame
+
+
+def run_log(log: ParsedLog, index: int) -> ParsedLog:
+    """The part of ``log`` read from its input ``index``, to be analysed on its own (its
+    passes numbered from 0). Records stay those of ``log``; the events and diagnostics are
+    built again for that input alone."""
+    scans = [log.scans[index]]
+    return ParsedLog(
+        scans=scans,
+        records=log.records,
+        reasons=log.reasons,
+        events=build_events(scans, log.records),
+        diagnostics=build_diagnostics(scans, log.records),
+        input_errors=[],
+    )
+
+
 def event_ranks(scan: InputScan, lines: np.ndarray) -> tuple[np.ndarray, bool]:
     """Rank per event line of one input, and whether any ``[rankN]`` prefix was found."""
     ranks = np.zeros(len(lines), dtype=np.int32)
@@ -99,14 +196,15 @@ def event_ranks(scan: InputScan, lines: np.ndarray) -> tuple[np.ndarray, bool]:
 
 
 def _frames(log: ParsedLog, notes: list[str]) -> list[tuple[str, int, pd.DataFrame]]:
+    """Per run and rank, its events with their iteration, from the analysis of that run."""
     from dnnlens.analysis.analysis import Analysis, AnalysisOptions
 
-    ev = Analysis(log, AnalysisOptions(window_events=None)).events
+    args = md_args(str(v) for v in log.events["mds"].cat.categories)
     seen: set[str] = set()
     out = []
-    codes = ev["input"].cat.codes.to_numpy() if len(ev) else np.zeros(0, dtype=np.int8)
     for i, scan in enumerate(log.scans):
-        part = ev[codes == i]
+        part = Analysis(run_log(log, i), AnalysisOptions(window_events=None)).events
+        part = _missing_as_null(_md_split(part, args))
         run = run_name(scan.path, seen)
         ranks, found = event_ranks(scan, part["line"].to_numpy())
         if scan.prefixed and not found:
@@ -200,7 +298,7 @@ def export_tables(log: ParsedLog, out_dir: Path, fmt: str) -> ExportResult:
                 result.runs.append(run)
         seen_ops: set[str] = set()
         for path, ops in _ops_frames(log):
-            run = run_name(re.sub(r"(\.pt)?\.trace(?=\.json(\.gz)?$)", "", path), seen_ops)
+            run = run_name(trace_log_path(path), seen_ops)
             out = out_dir / "ops" / f"run={run}" / "rank=0" / f"part-0.{ext}"
             _write(ops, out, fmt)
             result.files.append(out)

@@ -1,0 +1,262 @@
+"""``dnnlens fleet build|query|diff``: many runs into one dataset, queried and compared.
+
+Exit codes: 0 done; 1 ``fleet diff`` found runs or primitives slower than the baseline by
+more than ``--fail-if-slower``; 2 usage or input error (no input, a dataset built with other
+settings, an unknown baseline, SQL that fails, Dask or DuckDB missing, a run whose inputs
+cannot be analysed: the other runs are built first); 3 a run failed inside dnnlens (a bug;
+the other runs are built first); 4 the dataset could not be written.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+
+from dnnlens.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, say
+
+fleet_app = typer.Typer(
+    name="fleet",
+    help="Many runs into one dataset: build it (Dask), query it (DuckDB), compare its runs.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+class GroupBy(StrEnum):
+    """What makes one run."""
+
+    file = "file"
+    directory = "directory"
+
+
+class QueryFormat(StrEnum):
+    """Output formats of ``fleet query``."""
+
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+class DiffFormat(StrEnum):
+    """Output formats of ``fleet diff``."""
+
+    terminal = "terminal"
+    json = "json"
+
+
+def _command(name: str):  # noqa: ANN202 - a decorator
+    """``fleet_app.command(name)`` under the command line's last-resort handler."""
+    from dnnlens.cli import _last_resort
+
+    def wrap(function):  # noqa: ANN001, ANN202
+        return fleet_app.command(name)(_last_resort(function))
+
+    return wrap
+
+
+def _fail(message: str) -> typer.Exit:
+    say("error", message)
+    return typer.Exit(EXIT_USAGE)
+
+
+def _absolute(path: str | Path) -> str:
+    return os.path.abspath(os.fspath(path))
+
+
+# -- build --------------------------------------------------------------------------------
+
+
+@_command("build")
+def build(
+    paths: list[str] = typer.Argument(
+        ..., help="Log files, globs or directories: each log file is a run (see --group-by)."
+    ),
+    output: Path = typer.Option(..., "--output", "-o", help="The dataset directory."),
+    group_by: GroupBy = typer.Option(
+        GroupBy.file,
+        "--group-by",
+        help="file: each log file is a run (with its profiler trace); directory: the files "
+        "of one directory are one run (the ranks of one job).",
+    ),
+    workers: int | None = typer.Option(
+        None,
+        "--workers",
+        "-w",
+        min=1,
+        help="Worker processes of a local Dask cluster (1: this process, no Dask). "
+        "Default: this process for a small build, else one per core.",
+    ),
+    scheduler: str | None = typer.Option(
+        None, "--scheduler", help="Address of an existing Dask scheduler (tcp://host:8786)."
+    ),
+    window: int = typer.Option(
+        200_000, "--window", min=0, help="As analyze --window (0: every event)."
+    ),
+    skip: int = typer.Option(0, "--skip-iterations", min=0, help="As analyze."),
+    rules: list[str] = typer.Option([], "--rules", help="A rule file to run too; repeatable."),
+    select: list[str] = typer.Option([], "--select", help="Run only these rules."),
+    ignore: list[str] = typer.Option([], "--ignore", help="Do not run these rules."),
+    config: Path | None = typer.Option(
+        None, "--config", help="Rule configuration (never searched for: name it here)."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress, no summary."),
+) -> None:
+    """Analyse every run into a Parquet dataset (runs already in it are skipped)."""
+    from dnnlens.fleet.build import BuildError, BuildOptions, build_dataset, plan
+    from dnnlens.fleet.dataset import DatasetError, Settings
+    from dnnlens.fleet.engine import EngineError, choose_engine
+    from dnnlens.fleet.progress import BuildProgress, rate
+    from dnnlens.reading.parallel import default_jobs
+    from dnnlens.report.console import progress_enabled
+    from dnnlens.rules.engine import RuleSetupError
+
+    if workers is not None and scheduler:
+        raise _fail("--workers and --scheduler: give one (the cluster's workers are its own)")
+    settings = Settings(
+        window_events=window or None,
+        skip_iterations=skip,
+        rule_files=[_absolute(r) for r in rules],
+        select=list(select),
+        ignore=list(ignore),
+        config=_absolute(config) if config else None,
+    )
+    options = BuildOptions(settings, group_by.value)
+    try:
+        specs, input_errors = plan(paths, options, output)
+        engine = choose_engine(workers, scheduler, sum(s.size_bytes for s in specs), default_jobs())
+    except (BuildError, EngineError) as exc:
+        raise _fail(str(exc)) from None
+    progress = BuildProgress(terminal=progress_enabled(quiet)) if not quiet else None
+    try:
+        result = build_dataset(specs, output, options, engine, progress)
+    except (DatasetError, RuleSetupError) as exc:
+        raise _fail(str(exc)) from None
+    finally:
+        if progress is not None:
+            progress.close()
+        engine.close()
+    for message in input_errors:
+        say("error", message)
+    for run in result.runs:
+        if run.status == "failed":
+            say("error", f"run {run.name or ', '.join(run.files)}: {run.message}")
+    if not quiet:
+        failed = result.count("failed")
+        say(
+            "note",
+            f"{result.count('written'):,} run(s) written, {result.count('skipped'):,} "
+            f"skipped (already in the dataset), {failed:,} failed, to {output} in "
+            f"{result.seconds:.1f} s ({rate(result.input_bytes, result.seconds)}; "
+            f"{result.engine})",
+        )
+    if any(r.internal for r in result.runs):
+        raise typer.Exit(EXIT_INTERNAL)
+    if input_errors or result.count("failed"):
+        raise typer.Exit(EXIT_USAGE)
+
+
+# -- query --------------------------------------------------------------------------------
+
+
+@_command("query")
+def query(
+    dataset: Path = typer.Argument(..., help="The dataset directory."),
+    sql: str | None = typer.Argument(None, help="SQL over runs, inputs, primitives, ..."),
+    fmt: QueryFormat = typer.Option(QueryFormat.table, "--format", "-f", help="Output format."),
+    views: bool = typer.Option(False, "--views", help="Print the views' SQL and exit."),
+    width: int | None = typer.Option(None, "--width", min=40, help="Table: line width."),
+) -> None:
+    """Run SQL on the dataset with DuckDB (tables and views defined; see docs/fleet.md)."""
+    from dnnlens.fleet.dataset import Dataset, DatasetError
+    from dnnlens.fleet.query import QueryError, run_query, table_lines, write_csv, write_json
+    from dnnlens.fleet.views import VIEWS, view_sql
+    from dnnlens.report.console import make_console, report_width
+
+    if views:
+        for view in VIEWS:
+            sys.stdout.write(f"-- {view.name}: {view.doc}\n{view_sql(view)}\n\n")
+        return
+    if not sql:
+        raise _fail("give the SQL to run (or --views)")
+    try:
+        result = run_query(Dataset.open(dataset), sql)
+    except (DatasetError, QueryError) as exc:
+        raise _fail(str(exc)) from None
+    if fmt is QueryFormat.csv:
+        write_csv(result, sys.stdout)
+    elif fmt is QueryFormat.json:
+        write_json(result, sys.stdout)
+    elif result.columns:
+        console = make_console(width=width)
+        from rich.text import Text
+
+        for text, style in table_lines(result, report_width(sys.stdout, width) or console.width):
+            console.print(Text(text, style=style), soft_wrap=True)
+
+
+# -- diff ---------------------------------------------------------------------------------
+
+
+@_command("diff")
+def diff(
+    dataset: Path = typer.Argument(..., help="The dataset directory."),
+    baseline: str = typer.Option(..., "--baseline", help="The run to compare the others with."),
+    fail_if_slower: str = typer.Option(
+        "5%",
+        "--fail-if-slower",
+        help="List, and exit 1 for, runs and primitives slower than the baseline by more "
+        "than this (5% or 5).",
+    ),
+    min_share: float = typer.Option(
+        1.0,
+        "--min-share",
+        min=0.0,
+        help="A primitive counts only if it adds at least this percent of the baseline's "
+        "typical iteration.",
+    ),
+    runs: list[str] = typer.Option(
+        [],
+        "--run",
+        help="Runs to compare (shell pattern; repeatable). Default: the "
+        "runs of the baseline's workload.",
+    ),
+    fmt: DiffFormat = typer.Option(DiffFormat.terminal, "--format", "-f", help="Output format."),
+    top: int = typer.Option(20, "--top", min=1, help="Terminal: primitives listed per run."),
+    width: int | None = typer.Option(None, "--width", min=40, help="Terminal: line width."),
+) -> None:
+    """Runs and primitives slower than a baseline run; exit 1 if there are any (CI)."""
+    import json
+
+    from dnnlens.cli.diff import parse_percent
+    from dnnlens.fleet.dataset import Dataset, DatasetError
+    from dnnlens.fleet.diff import diff_dataset, to_doc
+    from dnnlens.report.console import make_console
+    from dnnlens.report.json_safe import json_safe
+
+    try:
+        threshold = parse_percent(fail_if_slower)
+        found = diff_dataset(Dataset.open(dataset), baseline, threshold, min_share / 100, runs)
+    except (ValueError, DatasetError) as exc:
+        raise _fail(str(exc)) from None
+    if fmt is DiffFormat.json:
+        sys.stdout.write(json.dumps(json_safe(to_doc(found)), indent=2) + "\n")
+    else:
+        from dnnlens.fleet.diff_text import render
+
+        render(found, make_console(width=width), top)
+    if found.slower:
+        say(
+            "error",
+            f"{len(found.runs)} run(s) and {len(found.primitives)} primitive(s) slower than "
+            f"{baseline} by more than {100 * threshold:g}% (--fail-if-slower)",
+        )
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``dnnlens fleet ...`` to the command line."""
+    app.add_typer(fleet_app, name="fleet")

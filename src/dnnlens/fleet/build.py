@@ -1,0 +1,228 @@
+"""``fleet build``: analyse every run named by the paths into the dataset, on an engine.
+
+For each run: hash its files (a task); a run whose content hash is in the dataset already
+is skipped; else it gets its name (:class:`~dnnlens.fleet.discover.RunNames`) and is
+analysed (a task, after one task per byte range of each large file), and its rows are
+written (:meth:`~dnnlens.fleet.dataset.Dataset.write_run`) as soon as it is done. A run
+that fails is reported and the others go on: its inputs could not be analysed
+(:class:`~dnnlens.fleet.work.RunFailure`), or a task raised (a bug, ``internal``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from dnnlens.analysis.analysis import AnalysisOptions
+from dnnlens.fleet.dataset import Dataset, Settings
+from dnnlens.fleet.discover import RunNames, RunSpec, discover
+from dnnlens.fleet.engine import DaskEngine, SerialEngine
+from dnnlens.fleet.rows import RunFile, RunIdentity
+from dnnlens.fleet.work import RunFailure, RunJob, analyse_run, content_hash, hash_files, scan_range
+from dnnlens.io.inputs import splittable
+from dnnlens.reading.parallel import SPLIT_MIN_BYTES, line_ranges
+from dnnlens.rules.config import load_config
+from dnnlens.rules.engine import RuleOptions, build_registry, selected_rules
+
+
+class BuildError(Exception):
+    """Nothing to build (no input at all): one line, a usage error."""
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How to build: the settings every run is analysed with, grouping, splitting."""
+
+    settings: Settings
+    group: str = "file"
+    #: A plain file at least this large is scanned in byte ranges of about this size.
+    split_bytes: int = SPLIT_MIN_BYTES
+
+    def analysis_options(self) -> AnalysisOptions:
+        """The analysis options of every run (as ``analyze --window/--skip-iterations``)."""
+        s = self.settings
+        return AnalysisOptions(window_events=s.window_events, skip_iterations=s.skip_iterations)
+
+    def rule_options(self) -> RuleOptions:
+        """The rule options of every run: only the configuration named, never searched for
+        (a worker's current directory is not the user's)."""
+        s = self.settings
+        return RuleOptions(
+            rule_paths=list(s.rule_files),
+            select=list(s.select),
+            ignore=list(s.ignore),
+            config_path=s.config,
+            search_config=False,
+            announce_python=False,
+        )
+
+
+@dataclass
+class RunReport:
+    """What became of one run."""
+
+    files: tuple[str, ...]
+    status: str  # written, skipped, failed
+    name: str | None = None
+    message: str = ""
+    internal: bool = False
+    size_bytes: int = 0
+
+
+@dataclass
+class BuildResult:
+    """Every run's outcome, in the order of the runs."""
+
+    runs: list[RunReport] = field(default_factory=list)
+    seconds: float = 0.0
+    engine: str = ""
+
+    def count(self, status: str) -> int:
+        """Runs with that status."""
+        return sum(r.status == status for r in self.runs)
+
+    @property
+    def input_bytes(self) -> int:
+        """Bytes of every run's files."""
+        return sum(r.size_bytes for r in self.runs)
+
+
+class Progress(Protocol):
+    """What a build tells as it goes (see :mod:`dnnlens.fleet.progress`)."""
+
+    def start(self, runs: int, total_bytes: int) -> None: ...
+
+    def advance(self, report: RunReport) -> None: ...
+
+
+class _Silent:
+    def start(self, runs: int, total_bytes: int) -> None:
+        pass
+
+    def advance(self, report: RunReport) -> None:
+        pass
+
+
+def check_rules(options: BuildOptions) -> None:
+    """Read the rule setup once here, so a mistake in it stops the build before any run
+    (:class:`~dnnlens.rules.engine.RuleSetupError`) and a Python rule file is announced
+    once, not by every worker."""
+    announcing = replace(options.rule_options(), announce_python=True)
+    config = load_config(announcing.config_path, search=False)
+    selected_rules(build_registry(announcing, config), announcing, config)
+
+
+def plan(
+    paths: list[str], options: BuildOptions, dataset: Path | None = None
+) -> tuple[list[RunSpec], list[str]]:
+    """The runs named by ``paths`` (files inside ``dataset`` left out) and the paths that
+    name nothing; none at all is an error (:class:`BuildError`)."""
+    specs, errors = discover(paths, options.group, dataset)
+    if not specs:
+        raise BuildError("; ".join(errors) or "no input")
+    return specs, errors
+
+
+def build_dataset(
+    specs: list[RunSpec],
+    root: Path,
+    options: BuildOptions,
+    engine: SerialEngine | DaskEngine,
+    progress: Progress | None = None,
+) -> BuildResult:
+    """Analyse the runs ``specs`` (see :func:`plan`) into the dataset at ``root``."""
+    started = time.perf_counter()
+    check_rules(options)
+    dataset = Dataset.for_build(root, options.settings)
+    build = _Build(specs, dataset, options, engine, progress or _Silent())
+    result = BuildResult(engine=engine.description)
+    result.runs = build.run()
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+class _Build:
+    """The state of one build: runs hashed, named, analysed, written."""
+
+    def __init__(
+        self,
+        specs: list[RunSpec],
+        dataset: Dataset,
+        options: BuildOptions,
+        engine: SerialEngine | DaskEngine,
+        progress: Progress,
+    ) -> None:
+        self.specs = specs
+        self.dataset = dataset
+        self.options = options
+        self.engine = engine
+        self.progress = progress
+        self.known = dataset.content_hashes()  # content hash -> run, growing as runs finish
+        self.names = RunNames(specs, set(self.known.values()))
+        self.reports: dict[int, RunReport] = {}
+        self.jobs: dict[int, RunJob] = {}
+        self.pending: dict[str, str] = {}  # content hash -> name of the runs being analysed
+
+    def run(self) -> list[RunReport]:
+        self.progress.start(len(self.specs), sum(s.size_bytes for s in self.specs))
+        for i, spec in enumerate(self.specs):
+            self.engine.submit(f"hash:{i}", hash_files, spec.files)
+        for key, result, error in self.engine.completed():
+            step, index = key.split(":")
+            i = int(index)
+            if error is not None:
+                self._done(i, "failed", _internal(error), internal=True)
+            elif isinstance(result, RunFailure):
+                self._done(i, "failed", result.message)
+            elif step == "hash":
+                self._hashed(i, result)
+            else:
+                job = self.jobs.pop(i)
+                self.dataset.write_run(job.identity.name, result)
+                self.known[job.identity.content_hash] = job.identity.name
+                self._done(i, "written", name=job.identity.name)
+        return [self.reports[i] for i in range(len(self.specs))]
+
+    def _hashed(self, i: int, files: tuple[RunFile, ...]) -> None:
+        spec = self.specs[i]
+        digest = content_hash(files)
+        same = self.known.get(digest) or self.pending.get(digest)
+        if same is not None:
+            self._done(i, "skipped", f"same content as run {same}", name=same)
+            return
+        identity = RunIdentity(self.names.name(spec, digest), digest, files)
+        self.pending[digest] = identity.name
+        job = RunJob(identity, self.options.analysis_options(), self.options.rule_options())
+        self.jobs[i] = job
+        parts = self._ranges(files)
+        self.engine.submit(f"run:{i}", analyse_run, job, parts=parts or None)
+
+    def _ranges(self, files: tuple[RunFile, ...]) -> dict[str, list[tuple[Any, tuple]]]:
+        """Byte-range scan tasks of each file large enough to split."""
+        size = self.options.split_bytes
+        out = {}
+        for f in files:
+            if f.size_bytes >= size and splittable(f.path):
+                spans = line_ranges(f.path, f.size_bytes, max(1, math.ceil(f.size_bytes / size)))
+                out[f.path] = [(scan_range, (f.path, a, b)) for a, b in spans]
+        return {p: tasks for p, tasks in out.items() if len(tasks) > 1}
+
+    def _done(
+        self, i: int, status: str, message: str = "", name: str | None = None,
+        internal: bool = False,
+    ) -> None:  # fmt: skip
+        spec = self.specs[i]
+        job = self.jobs.pop(i, None)
+        if job is not None and name is None:
+            name = job.identity.name
+        report = RunReport(spec.files, status, name, message, internal, spec.size_bytes)
+        self.reports[i] = report
+        self.progress.advance(report)
+
+
+def _internal(error: BaseException) -> str:
+    detail = (str(error).strip().splitlines() or [""])[0][:300]
+    return f"internal error: {type(error).__name__}: {detail}"

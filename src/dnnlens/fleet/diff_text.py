@@ -1,0 +1,61 @@
+"""``fleet diff`` for a terminal: the baseline, then the slower runs and their primitives."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from dnnlens.fleet.diff import FleetDiff
+from dnnlens.fmt import ms, ms_cell, pct, pct_cell
+from dnnlens.report.text_layout import Grid, prose
+
+
+def render(d: FleetDiff, console: Console, top: int = 20) -> None:
+    """The comparison at the console's width; every cell terminal-safe."""
+    limit = f"more than {pct(d.threshold)}"
+    prose(
+        console,
+        f"Baseline {d.baseline}: typical iteration {ms(d.baseline_typical_ms)}; "
+        f"{len(d.compared):,} run(s) compared with it.",
+        style="bold",
+    )
+    if not d.compared:
+        prose(console, "No other run of its workload is in the dataset (see --run).")
+        return
+    if not d.slower:
+        prose(console, f"No run or primitive is slower than the baseline by {limit}.")
+        return
+    if d.runs:
+        grid = Grid(
+            f"Runs slower than the baseline by {limit}",
+            [("run", "flex"), ("typical ms", "right"), ("baseline ms", "right"),
+             ("change", "right")],
+        )  # fmt: skip
+        for r in sorted(d.runs, key=lambda r: -r.change):
+            grid.add_row(
+                r.run, ms_cell(r.typical_iteration_ms), ms_cell(r.baseline_ms), _change(r.change)
+            )
+        grid.print(console)
+    if d.primitives:
+        grid = Grid(
+            f"Primitives slower than the baseline's by {limit}, adding at least "
+            f"{pct(d.min_share)} of its iteration (ms per typical iteration)",
+            [("run", "flex"), ("kind", "left"), ("problem", "flex"), ("impl", "flex"),
+             ("ms", "right"), ("baseline", "right"), ("added", "right"), ("change", "right")],
+        )  # fmt: skip
+        shown: dict[str, int] = {}
+        for p in d.primitives:
+            shown[p.run] = shown.get(p.run, 0) + 1
+            if shown[p.run] > top:
+                continue
+            grid.add_row(
+                p.run, p.kind, p.problem, p.impl, ms_cell(p.ms_per_iteration),
+                ms_cell(p.baseline_ms_per_iteration), ms_cell(p.added_ms), _change(p.change),
+            )  # fmt: skip
+        left = sum(max(0, n - top) for n in shown.values())
+        if left:
+            grid.caption = f"{left:,} more (--top, or --format json for all)"
+        grid.print(console)
+
+
+def _change(change: float | None) -> str:
+    return "new" if change is None else "+" + pct_cell(change)

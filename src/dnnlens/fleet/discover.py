@@ -1,0 +1,92 @@
+"""Which files make up which run, and what each run is called in the dataset.
+
+Paths, globs and directories expand as for ``analyze`` (:func:`dnnlens.io.inputs.expand_inputs`).
+Then, grouped ``by file`` (the default), each log file is a run, named after the file
+(:func:`dnnlens.report.tables_export.run_name`), and a profiler trace ``run.trace.json``
+beside ``run.log`` belongs to that run; grouped ``by directory``, the files directly in one
+directory are one run (the ranks of one job), named after the directory.
+
+A name is the run's own when no other run has it; two runs of one name (``a/train.log``
+and ``b/train.log``, or a new ``train.log`` beside an older one in the dataset) are told
+apart by their content hash: ``train-3f2a9c0d1e4b``. So a name never depends on the order
+runs finish in.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from dnnlens.io.inputs import expand_inputs
+from dnnlens.report.tables_export import run_name, trace_log_path
+
+GROUPS = ("file", "directory")
+_HASH_CHARS = 12
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run to build: the name it would like, its files (sorted) and their size."""
+
+    stem: str
+    files: tuple[str, ...]
+    size_bytes: int
+
+
+def discover(
+    paths: list[str], group: str = "file", dataset: Path | None = None
+) -> tuple[list[RunSpec], list[str]]:
+    """The runs named by ``paths``, and one error line per path that names nothing.
+
+    Files inside ``dataset`` (the build's output, when a glob reaches into it) are not
+    inputs.
+    """
+    if group not in GROUPS:
+        raise ValueError(f"unknown grouping {group!r} (file or directory)")
+    sources, errors = expand_inputs(paths)
+    inside = os.path.join(os.path.abspath(dataset), "") if dataset is not None else None
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for source in sources:
+        if source.is_stdin:
+            errors.append("-: a fleet is built from files, not standard input")
+            continue
+        if inside is not None and os.path.abspath(source.path).startswith(inside):
+            continue
+        folder = os.path.dirname(os.path.abspath(source.path))
+        if group == "directory":
+            key = (folder, run_name(Path(folder).name or "run", set()))
+        else:
+            key = (folder, run_name(trace_log_path(source.path), set()))
+        grouped.setdefault(key, []).append(source.path)
+    specs = [
+        RunSpec(stem, tuple(sorted(files)), sum(_size(f) for f in files))
+        for (_, stem), files in sorted(grouped.items())
+    ]
+    return specs, errors
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:  # reading it says why (the run fails with that reason)
+        return 0
+
+
+class RunNames:
+    """Names for new runs: unique in the dataset and in this build."""
+
+    def __init__(self, specs: list[RunSpec], taken: set[str]) -> None:
+        self._stems = Counter(s.stem for s in specs)
+        self._taken = set(taken)
+
+    def name(self, spec: RunSpec, content_hash: str) -> str:
+        """The name of ``spec``'s run with that content hash (and take it)."""
+        name = spec.stem
+        if self._stems[spec.stem] > 1 or name in self._taken:
+            name = f"{spec.stem}-{content_hash[:_HASH_CHARS]}"
+        if name in self._taken:
+            name = f"{spec.stem}-{content_hash}"
+        self._taken.add(name)
+        return name

@@ -1,0 +1,219 @@
+"""Where a build's tasks run: in this process, or on a Dask cluster.
+
+Both engines take tasks with :meth:`submit` (a key, a function, its arguments, and
+optionally tasks whose results it needs) and hand back ``(key, result, error)`` as tasks
+finish, tasks submitted meanwhile included. A task that raises gives its exception as
+``error`` and the others go on.
+
+* :class:`SerialEngine`: one task at a time in this process; no Dask needed. The default
+  for small builds, where starting worker processes costs more than the work.
+* :class:`DaskEngine`: a ``dask.distributed`` client: of a :class:`LocalCluster` sized to
+  this machine's cores (one single-threaded worker process per core: the analysis is
+  Python that holds the GIL), or of an existing cluster (``--scheduler ADDRESS``). The
+  input files must be readable at the same paths on the workers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+#: Below this many input bytes a build runs in this process unless told otherwise:
+#: starting worker processes takes about as long as analysing this much.
+SMALL_BUILD_BYTES = 64 << 20
+
+Task = tuple[Callable[..., Any], tuple[Any, ...]]
+Outcome = tuple[str, Any, BaseException | None]
+
+
+class EngineError(Exception):
+    """The engine cannot be used: Dask missing, a scheduler that does not answer."""
+
+
+class SerialEngine:
+    """Tasks run one at a time in this process: those submitted before :meth:`completed`
+    in order, and a task submitted by the caller while it handles an outcome right after
+    (a run is analysed as soon as it is hashed, so a build goes run by run)."""
+
+    description = "this process"
+
+    def __init__(self) -> None:
+        self._queue: deque[tuple[str, Task, dict[str, list[Task]] | None]] = deque()
+        self._running = False
+
+    def submit(
+        self,
+        key: str,
+        fn: Callable[..., Any],
+        *args: Any,
+        parts: dict[str, list[Task]] | None = None,
+    ) -> None:
+        """Queue ``fn(*args)``; with ``parts``, ``fn(*args, parts={name: [results]})``."""
+        task = (key, (fn, args), parts)
+        if self._running:
+            self._queue.appendleft(task)
+        else:
+            self._queue.append(task)
+
+    def completed(self) -> Iterator[Outcome]:
+        """Run the queued tasks, yielding each outcome; tasks queued meanwhile run too."""
+        self._running = True
+        while self._queue:
+            key, (fn, args), parts = self._queue.popleft()
+            try:
+                if parts is None:
+                    result = fn(*args)
+                else:
+                    done = {name: [f(*a) for f, a in tasks] for name, tasks in parts.items()}
+                    result = fn(*args, parts=done)
+            except Exception as exc:  # noqa: BLE001 - reported per run by the caller
+                yield key, None, exc
+            else:
+                yield key, result, None
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class DaskEngine:
+    """Tasks run on a ``dask.distributed`` cluster through ``client``."""
+
+    def __init__(
+        self, client: Any, owned: tuple[Any, ...] = (), worker_wait_s: float = 30.0
+    ) -> None:
+        from distributed import as_completed
+
+        self.client = client
+        self._owned = owned  # the client and cluster this engine started, closed by close()
+        # results come with the futures (gathered in batches), errors as results
+        self._done = as_completed([], with_results=True, raise_errors=False)
+        self._keys: dict[str, str] = {}
+        try:
+            client.wait_for_workers(1, timeout=worker_wait_s)
+            client.run(_import_tasks)  # each worker imports the analysis now, not in a run
+        except Exception as exc:  # noqa: BLE001 - said in one line; the build does not start
+            self.close()
+            raise EngineError(_worker_problem(exc, worker_wait_s)) from None
+        info = client.scheduler_info()
+        workers = info.get("workers", {})
+        self.description = f"Dask at {info.get('address', '?')} ({len(workers)} worker(s))"
+
+    def submit(
+        self,
+        key: str,
+        fn: Callable[..., Any],
+        *args: Any,
+        parts: dict[str, list[Task]] | None = None,
+    ) -> None:
+        """Run ``fn(*args)`` on the cluster; ``parts`` run first, as tasks of their own."""
+        kwargs: dict[str, Any] = {}
+        if parts is not None:
+            kwargs["parts"] = {
+                name: [self.client.submit(f, *a, pure=False) for f, a in tasks]
+                for name, tasks in parts.items()
+            }
+        future = self.client.submit(fn, *args, pure=False, **kwargs)
+        self._keys[future.key] = key
+        self._done.add(future)
+
+    def completed(self) -> Iterator[Outcome]:
+        """Outcomes as tasks finish on the cluster."""
+        for future, result in self._done:
+            key = self._keys.pop(future.key)
+            failed = future.status != "finished"
+            future.release()
+            if failed:
+                yield key, None, _task_error(result)
+            else:
+                yield key, result, None
+
+    def close(self) -> None:
+        """Close the client and cluster this engine started (an existing one stays up)."""
+        for thing in self._owned:
+            thing.close()
+
+
+def _task_error(result: Any) -> BaseException:
+    """The exception of a failed task: ``as_completed`` hands it over as the result, alone
+    or as ``(type, exception, traceback)``; a cancelled task has none of its own."""
+    if isinstance(result, tuple) and len(result) == 3 and isinstance(result[1], BaseException):
+        return result[1]
+    if isinstance(result, BaseException):
+        return result
+    return RuntimeError(f"the task did not finish ({result!r:.100})")
+
+
+def _worker_problem(exc: Exception, waited_s: float) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"no Dask worker joined the scheduler in {waited_s:g} s"
+    detail = (str(exc).strip().splitlines() or [""])[0][:200]
+    return (
+        f"the Dask workers cannot run dnnlens ({type(exc).__name__}: {detail}); install "
+        "the same dnnlens with its 'fleet' extra where they run"
+    )
+
+
+def _import_tasks() -> None:
+    """Import the tasks' modules (pandas, the parsers, the rules) on a worker."""
+    import dnnlens.fleet.work  # noqa: F401
+
+
+def _distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise EngineError(
+            "a Dask cluster needs dask.distributed: pip install 'dnnlens[fleet]'"
+        ) from None
+    return distributed
+
+
+def local_engine(workers: int, processes: bool = True) -> DaskEngine:
+    """A :class:`LocalCluster` of ``workers`` single-threaded workers, and its client."""
+    distributed = _distributed()
+    try:
+        cluster = distributed.LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=processes,
+            dashboard_address="127.0.0.1:0",  # its health page on a free local port
+            scheduler_kwargs={"dashboard": False},
+            worker_dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+    except Exception as exc:  # noqa: BLE001 - said in one line; --workers 1 needs no cluster
+        detail = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise EngineError(
+            f"cannot start a local Dask cluster ({type(exc).__name__}: {detail}); "
+            "--workers 1 builds in this process"
+        ) from None
+    client = distributed.Client(cluster)
+    return DaskEngine(client, owned=(client, cluster))
+
+
+def scheduler_engine(address: str, timeout_s: float = 10.0) -> DaskEngine:
+    """A client of the cluster whose scheduler is at ``address``."""
+    distributed = _distributed()
+    try:
+        client = distributed.Client(address, timeout=f"{timeout_s}s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        detail = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise EngineError(f"--scheduler {address}: cannot connect ({detail})") from None
+    return DaskEngine(client, owned=(client,))
+
+
+def choose_engine(
+    workers: int | None, scheduler: str | None, input_bytes: int, cores: int
+) -> SerialEngine | DaskEngine:
+    """The engine of a build: ``scheduler`` if given; else ``workers`` (1: this process);
+    else this process for a small build and a local cluster of ``cores`` workers for a
+    large one."""
+    if scheduler:
+        return scheduler_engine(scheduler)
+    if workers is None:
+        workers = 1 if input_bytes < SMALL_BUILD_BYTES or cores < 2 else cores
+    if workers <= 1:
+        return SerialEngine()
+    return local_engine(workers)
