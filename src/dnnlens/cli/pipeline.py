@@ -15,7 +15,6 @@ output stream: it goes to ``-o``, else to standard error.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -191,13 +190,11 @@ def _analyses(log: ParsedLog, options: ReportOptions) -> tuple[list[Any], list[A
     from dnnlens.analysis.runs import group_runs, split_log
 
     # an input without any verbose line (empty, program output only) is a note beside the
-    # real logs, not a run of its own: it goes with the first run
+    # real logs (listed with the inputs), not a run of its own
     real = [s.path for s in log.scans if s.parsed]
     # a reader's window holds statistics of all inputs together: they can only be one run
     runs = group_runs(real, combine=options.combine or log.window is not None)
     if len(runs) > 1:
-        others = tuple(s.path for s in log.scans if not s.parsed)
-        runs[0] = dataclasses.replace(runs[0], paths=runs[0].paths + others)
         parts = split_log(log, runs)
     else:
         runs, parts = runs or [], [log]
@@ -243,7 +240,7 @@ def report_parsed(log: ParsedLog, options: ReportOptions) -> int:
     with contextlib.redirect_stdout(sys.stderr) if redirect else contextlib.nullcontext():
         try:
             if len(analyses) > 1:
-                render_runs(analyses, runs, options.fmt.value, options.output, **layout)
+                render_runs(analyses, runs, options.fmt.value, options.output, log, **layout)
             else:
                 render_analysis(analyses[0], options.fmt.value, options.output, **layout)
         except UsageError as exc:

@@ -174,15 +174,20 @@ def report_doc(analysis: Analysis) -> s.ReportDoc:
     )
 
 
-def runs_doc(analyses: list[Analysis], runs: list[Any]) -> s.RunsDoc:
-    """The document of several runs: one report each, named."""
+def runs_doc(analyses: list[Analysis], runs: list[Any], log: Any = None) -> s.RunsDoc:
+    """The document of several runs: one report each, named; ``inputs`` and
+    ``input_errors`` of every input (``log``: all of them, those in no run too)."""
     docs = []
     for analysis, run in zip(analyses, runs, strict=True):
         doc = report_doc(analysis)
         doc.run_name, doc.run_inputs = run.name, run.how
         docs.append(doc)
-    inputs = [i for d in docs for i in d.inputs]
-    errors = [e for d in docs for e in d.input_errors]
+    if log is not None:
+        inputs = [input_doc(scan, log.reasons) for scan in log.scans]
+        errors = list(log.input_errors)
+    else:
+        inputs = [i for d in docs for i in d.inputs]
+        errors = [e for d in docs for e in d.input_errors]
     return s.RunsDoc(s.SCHEMA_VERSION, __version__, inputs, errors, docs)
 
 

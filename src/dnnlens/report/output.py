@@ -143,6 +143,7 @@ def render_runs(
     runs: list[Any],
     fmt: str,
     output: Path | None,
+    log: Any = None,
     top: int = 10,
     details: bool = False,
     width: int | None = None,
@@ -152,7 +153,8 @@ def render_runs(
     from dnnlens.report.renderers import RenderOptions, write_runs
 
     _renderer_for(fmt, output, analyses)
-    write_runs(analyses, runs, fmt, output, RenderOptions(top=top, details=details, width=width))
+    options = RenderOptions(top=top, details=details, width=width)
+    write_runs(analyses, runs, fmt, output, options, log)
 
 
 # -- standard output ------------------------------------------------------------------------

@@ -108,9 +108,15 @@ def renderer(name: str) -> Renderer:
 
 
 def write_runs(
-    analyses: list[Analysis], runs: list, fmt: str, output: Path | None, options: RenderOptions
+    analyses: list[Analysis],
+    runs: list,
+    fmt: str,
+    output: Path | None,
+    options: RenderOptions,
+    log: object = None,
 ) -> None:
-    """Several runs in one format: one document (JSON), page (HTML) or report (terminal)."""
+    """Several runs in one format: one document (JSON), page (HTML) or report (terminal);
+    ``log`` (all the inputs) lists the inputs that are in no run (no verbose line)."""
     import json
 
     from dnnlens.report.output import FILE_WIDTH, emit_text, open_output
@@ -119,7 +125,7 @@ def write_runs(
         from dnnlens.report.json_report import runs_doc
         from dnnlens.report.schema import to_plain
 
-        emit_text(json.dumps(to_plain(runs_doc(analyses, runs)), indent=2) + "\n", output)
+        emit_text(json.dumps(to_plain(runs_doc(analyses, runs, log)), indent=2) + "\n", output)
     elif fmt == "html":
         from dnnlens.report.html import render_runs
 
