@@ -128,8 +128,9 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def run_command(cmd: Command, where: Path) -> tuple[int, str]:
-    """Run one documented command; its exit code and what it printed."""
+def run_command(cmd: Command, where: Path) -> tuple[int, str | None]:
+    """Run one documented command; its exit code and what it printed (``None``: the rest
+    of its pipeline needs a tool that is not installed)."""
     for words, why in NOT_RUN.items():
         if tuple(cmd.argv[: len(words)]) == words:
             pytest.skip(f"dnnlens {' '.join(words)}: {why}")
@@ -145,7 +146,7 @@ def run_command(cmd: Command, where: Path) -> tuple[int, str]:
         tools = re.findall(r"(?:^|\|)\s*([\w.-]+)", cmd.pipe)
         missing = [t for t in tools if shutil.which(t) is None]
         if missing:
-            pytest.skip(f"{', '.join(missing)} not installed")
+            return result.exit_code, None
         piped = subprocess.run(
             ["bash", "-c", cmd.pipe], input=text, capture_output=True, text=True, check=True
         )
@@ -174,12 +175,14 @@ def check_excerpt(excerpt: str, output: str) -> None:
 def test_documented_commands_run_as_shown(block: Block, workdir: Path) -> None:
     cmds = commands(block)
     if cmds:
-        printed = []
+        printed: list[str | None] = []
         for cmd in cmds:
             code, text = run_command(cmd, workdir)
             assert code == cmd.exit_code, (cmd.argv, code)
             printed.append(text)
-        output = "".join(printed)
+        if None in printed and block.excerpt is not None:
+            pytest.skip("the excerpt is the output of a tool that is not installed (jq)")
+        output = "".join(x or "" for x in printed)
     else:  # a shell recipe
         done = subprocess.run(
             ["bash", "-c", "set -o pipefail\n" + block.text], capture_output=True, text=True
