@@ -37,11 +37,12 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 NCHW = ROOT / "sample_logs" / "convnet_nchw_infer.log"
 
-#: Commands a test cannot run here, and why (none is in a ```bash block today).
+#: Commands a test cannot run here, and why.
 NOT_RUN = {
     ("run",): "runs a program",
     ("capture",): "runs a program (torch)",
     ("machine", "probe"): "measures this machine for seconds",
+    ("fleet",): "a dataset of many runs, or a Dask cluster (tests/test_fleet_*.py)",
 }
 
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
