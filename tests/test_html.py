@@ -104,8 +104,10 @@ def test_sections_and_numbers(nchw, nchw_html):
     assert f"{nchw.typical_iteration_ms:.2f} ms" in html
     assert "raw sums 69% (245.7 ms in 121 executions)" in html
     assert html.count("<svg") >= 6
-    # evidence lines are quoted from the log itself
-    assert "dst:f32::blocked:aBcd8b::f0,attr-scratchpad:user,,4x16x32x32,5.58691" in html
+    # evidence lines are quoted from the log itself: a steady execution (line 136),
+    # not the warm-up pass's first run of the same reorder (line 16, 5.58691 ms)
+    assert "dst:f32::blocked:aBcd8b::f0,attr-scratchpad:user,,4x16x32x32,0.0700684" in html
+    assert "4x16x32x32,5.58691" not in html
 
 
 def test_banner_is_the_top_finding_with_links_to_all(nchw, nchw_html):
@@ -265,3 +267,18 @@ def test_the_screenshot_reports_open_with_their_top_finding(tmp_path, name):
     assert (
         Path(__file__).resolve().parent.parent / "docs" / "img" / f"report-{name}.png"
     ).is_file()
+
+
+def test_the_strip_and_the_top_table_show_the_analysis_figures(nchw, nchw_html):
+    """The one-iteration strip is as wide as the typical iteration, and the top table's
+    steady columns are those of the JSON's primitives."""
+    import re
+
+    tips = re.findall(r"<title>#\d+ [^<]*?: ([0-9.]+) ms typical run", nchw_html)
+    assert len(tips) == 15 and sum(map(float, tips)) == pytest.approx(
+        nchw.typical_iteration_ms, abs=0.02
+    )
+    table = nchw_html.split('id="primitives"', 1)[1]
+    first = nchw.summary.top_primitives[0]
+    part = nchw.typical.by_record[first["record"]]
+    assert f"<td class=n>{part:,.3f}</td>" in table.split("</tr>", 2)[1]

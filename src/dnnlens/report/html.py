@@ -266,7 +266,7 @@ def _time_section(a: Analysis) -> str:
     if segs:
         body += (
             f'<p class="note">The typical steady iteration, {esc(ms(typical))}, by kind '
-            "(per-primitive medians over the steady passes):</p>"
+            "(the typical run of each position of a pass, over the steady passes):</p>"
             + share_bar(segs, label="typical iteration by kind")
         )
     body += (
@@ -332,12 +332,12 @@ def _iteration_strip(a: Analysis) -> str:
     steady = nodes[nodes["position"] >= 0].sort_values("position") if len(nodes) else nodes
     if steady.empty:
         return ""
-    run = a.typical.terms["run_ms"]
+    run = a.typical.terms.set_index("node")["run_ms"]
     reorders = a.reorders.set_index("node") if len(a.reorders) else None
     items, keys = [], {}
     for n in steady.head(MAX_STRIP_ITEMS).itertuples(index=False):
         kind = str(n.kind)
-        value = float(run.get(int(n.record), 0.0)) if int(n.record) in run.index else 0.0
+        value = float(run.get(str(n.node), 0.0))
         value = value if math.isfinite(value) else 0.0
         tip = f"#{int(n.position)} {kind} {n.impl} {n.problem}: {ms(value)} typical run"
         color, key = color_for(kind), kind
@@ -571,7 +571,8 @@ def _top_table(a: Analysis) -> str:
     rows = a.summary.top_primitives[:TOP_ROWS]
     if not rows:
         return ""
-    terms = a.typical.terms
+    stats, part = a.steady_stats, a.typical.by_record
+    steady = max(a.steady.divisor, 1)
     out = [
         "<table><tr><th>kind</th><th>impl</th><th>prop_kind</th><th>problem</th>"
         "<th>layouts</th><th class=n>per pass</th><th class=n>median</th><th class=n>p95</th>"
@@ -579,23 +580,25 @@ def _top_table(a: Analysis) -> str:
         "<th class=n>raw share</th><th>first at</th></tr>"
     ]
     for r in rows:
-        t = terms.loc[r["record"]] if r["record"] in terms.index else None
+        rid = r["record"]
+        t = stats.loc[rid] if rid in stats.index else None
         layouts = (
             flow_label(r["mds"]).replace("->", " → ")
             if r["kind"] == "reorder"
             else md_layouts(r["mds"])
         )
         cls = " class=reorder" if r["kind"] == "reorder" else ""
-        steady = (
-            f"<td class=n>{t['per_iteration']:g}</td><td class=n>{ms_cell(t['median_ms'])}</td>"
-            f"<td class=n>{ms_cell(t['p95_ms'])}</td><td class=n>{ms_cell(t['iter_ms'])}</td>"
+        cells = (
+            f"<td class=n>{t['count'] / steady:g}</td><td class=n>{ms_cell(t['median_ms'])}</td>"
+            f"<td class=n>{ms_cell(t['p95_ms'])}</td>"
+            f"<td class=n>{ms_cell(float(part.get(rid, 0.0)))}</td>"
             if t is not None
             else "<td class=n>0</td><td class=n>-</td><td class=n>-</td><td class=n>-</td>"
         )
         out.append(
             f"<tr{cls}><td>{esc(r['kind'])}</td><td class='mono nw'>{esc(r['impl'] or '-')}</td>"
             f"<td>{esc(r['prop_kind'])}</td><td class=mono>{esc(r['problem'])}</td>"
-            f"<td class=mono>{esc(layouts)}</td>{steady}<td class=n>{r['count']:,}</td>"
+            f"<td class=mono>{esc(layouts)}</td>{cells}<td class=n>{r['count']:,}</td>"
             f"<td class=n>{ms_cell(r['time_ms'])}</td><td class=n>{pct_cell(r['share'])}</td>"
             f"<td class=mono>{esc(r['example']['path'])}:{r['example']['line']}</td></tr>"
         )
