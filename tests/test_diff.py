@@ -338,3 +338,12 @@ def test_a_full_disk_is_an_output_error():
         )  # fmt: skip
     assert done.returncode == 4, done.stderr
     assert done.stderr.strip().count("\n") == 0 and "No space left" in done.stderr
+
+
+def test_primitive_rows_carry_their_part_of_the_typical_iteration(pair):
+    """Each primitive row's typical ms is its lines' part of the typical iteration: they add
+    up to it on both sides."""
+    base = sum(p["base_typical_ms"] for p in pair.primitives)
+    new = sum(p["new_typical_ms"] for p in pair.primitives)
+    assert base == pytest.approx(pair.base.typical_ms)
+    assert new == pytest.approx(pair.new.typical_ms)

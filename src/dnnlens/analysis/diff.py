@@ -155,7 +155,7 @@ def _empty_entry() -> dict[str, Any]:
 
 def _per_primitive(analysis: Analysis) -> dict[tuple[str, str, str, str], dict[str, Any]]:
     totals = analysis.record_totals
-    terms = analysis.typical.terms
+    part = analysis.typical.by_record
     out: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for rid, row in totals.iterrows():
         r = analysis.log.records[int(rid)]
@@ -165,8 +165,7 @@ def _per_primitive(analysis: Analysis) -> dict[tuple[str, str, str, str], dict[s
         count = int(row["count"])
         entry["count"] += count
         entry["ms"] += float(row["time_ms"])
-        if int(rid) in terms.index:
-            entry["typical_ms"] += float(terms.at[int(rid), "iter_ms"])
+        entry["typical_ms"] += float(part.get(int(rid), 0.0))
         entry["impls"][r.impl] += count
         entry["layouts"][md_layouts(r.mds)] += count
     return out
