@@ -305,6 +305,25 @@ class Analysis:
         where = [str(e).rpartition(":") for e in frame["example"]]
         frame["path"] = [w[0] for w in where]
         frame["line"] = [int(w[2]) if w[2].isdigit() else 0 for w in where]
+        # the evidence of a node: its first execution in a steady pass (a warm-up run of
+        # the same line printed other times), else its first execution
+        events = self._windowed[0]
+        rows, nodes = self.graph.exec_rows, self.graph.exec_node
+        in_steady = self.steady.steady[rows]
+        first = pd.Series(rows[in_steady]).groupby(nodes[in_steady]).min()
+        names = self.graph.nodes["node"].to_numpy()
+        at = {str(names[n]): int(r) for n, r in first.items()}
+        lines = events["line"].to_numpy()
+        inputs = events["input"].astype(str).to_numpy()
+        steady_rows = [at.get(str(n)) for n in frame["node"]]
+        frame["path"] = [
+            inputs[r] if r is not None else p
+            for r, p in zip(steady_rows, frame["path"], strict=True)
+        ]
+        frame["line"] = [
+            int(lines[r]) if r is not None else ln
+            for r, ln in zip(steady_rows, frame["line"], strict=True)
+        ]
         terms = self.typical.terms.set_index("node")
         run = terms["run_ms"].reindex(frame["node"].to_numpy()).to_numpy(dtype=np.float64)
         run = np.nan_to_num(run)
