@@ -214,7 +214,7 @@ def sections(d: Diff, top: int) -> list[tuple[str, list[str], list[list[str]], s
     ]
     cap = (
         "total: summed raw times of all passes; typical iteration: the kind's part of the "
-        "typical steady iteration (per-primitive medians)"
+        "typical steady iteration (typical run of each position in a pass)"
     )
     out.append(("Time by kind", head, rows, cap))
 

@@ -72,8 +72,9 @@ class InputDoc:
 class SummaryDoc:
     """Totals over all events (grep/awk reproducible) and the one typical iteration.
 
-    ``typical_iteration_ms``: the sum over distinct primitives of steady executions per
-    steady pass x typical run (:mod:`dnnlens.analysis.timing`); ``steady_iterations`` and
+    ``typical_iteration_ms``: the sum over the nodes of the op graph (positions of one
+    pass) of steady executions per steady pass x typical run of that node
+    (:mod:`dnnlens.analysis.timing`); ``steady_iterations`` and
     ``warmup_iterations`` as :mod:`dnnlens.analysis.steady` defines them;
     ``reorder_ms_per_iteration`` / ``reorder_share_of_iteration``: the reorders' part of it.
     """
@@ -135,9 +136,12 @@ class FindingDoc:
 class PrimitiveDoc:
     """One distinct executed primitive: totals over all events, steady timing, roofline.
 
-    ``steady_count`` / ``median_ms`` / ``p95_ms`` / ``run_ms`` are over the steady passes
-    (``None`` when it ran in none); ``iter_ms`` = steady_count / steady_iterations x run_ms
-    is its part of the typical iteration, so the ``iter_ms`` of all primitives add up to
+    ``steady_count`` / ``median_ms`` / ``p95_ms`` / ``run_ms`` are over all its steady
+    executions (``None`` when it ran in none); ``iter_ms`` is its part of the typical
+    iteration: the sum, over the op-graph nodes that run this line, of executions per
+    steady pass x the node's typical run. The same line can cost different amounts at
+    different places in a pass, so ``iter_ms`` need not equal steady_count /
+    steady_iterations x run_ms; the ``iter_ms`` of all primitives add up to
     ``summary.typical_iteration_ms``.
     """
 
