@@ -11,7 +11,10 @@
   was on;
 * an eltwise-only log (the header and eltwise exec lines of the real
   sample_logs/legacy/onednn-3.2.0.log) got low-efficiency, which is about convolutions
-  and matmuls.
+  and matmuls;
+* a PyTorch profiler table alone (sample_logs/profile_lstm_infer.table.txt) was told it
+  had no oneDNN lines and that verbose was off, though a table is framework input that the
+  framework view reads.
 """
 
 from __future__ import annotations
@@ -77,3 +80,15 @@ def test_low_efficiency_judges_convolutions_and_matmuls_only(tmp_path: Path) -> 
     # on the whole log the rule still looks at its convolutions
     whole = Analysis(load([str(SAMPLES / "legacy" / "onednn-3.2.0.log")]))
     assert whole.summary.exec_count == 47
+
+
+def test_a_profiler_table_alone_is_framework_input_not_a_missing_log() -> None:
+    table = SAMPLES / "profile_lstm_infer.table.txt"
+    assert "no-onednn-lines" not in findings(table)
+    result = CliRunner().invoke(app, ["analyze", str(table), "--width", "100"])
+    assert result.exit_code == 0, result.output
+    # wc -l: 25 lines: three rules, the header, 19 op rows (lines 4-22, grep -c aten::),
+    # the CPU total and a blank line
+    assert "profile_lstm_infer.table.txt: 25 lines, 0 parsed, 25 foreign" in result.output
+    assert "profiler table at line 1: 19 rows" in result.output
+    assert "verbose was off" not in result.output

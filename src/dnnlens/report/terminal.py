@@ -13,7 +13,7 @@ from an input goes through :func:`~dnnlens.textsafe.safe` first.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -22,6 +22,9 @@ from dnnlens.fmt import ms, ms_cell, pct, pct_cell
 from dnnlens.report import framework_view, training_view, verdict_text
 from dnnlens.report.text_layout import Grid, prose, unique_suffixes
 from dnnlens.textsafe import safe
+
+if TYPE_CHECKING:
+    from dnnlens.parsers.torch_table import ProfilerTable
 
 MALFORMED_SHOWN = 10
 EVIDENCE_SHOWN = 3
@@ -64,6 +67,10 @@ def _headline(console: Console, a: Analysis, names: dict[str, str]) -> None:
 
 def _inputs(console: Console, a: Analysis, names: dict[str, str]) -> None:
     console.print()
+    fw = a.log.framework
+    tables_in: dict[str, list[ProfilerTable]] = {}
+    for table in fw.tables if fw is not None else []:
+        tables_in.setdefault(table.source, []).append(table)
     for s in a.log.scans:
         h = s.header
         head = " ".join(
@@ -81,6 +88,13 @@ def _inputs(console: Console, a: Analysis, names: dict[str, str]) -> None:
             f"{s.parsed:,} parsed, {s.foreign:,} foreign, {s.malformed:,} malformed"
         )
         prose(console, line, indent=2)
+        for t in tables_in.get(s.path, []):
+            prose(
+                console,
+                f"profiler table at line {t.line:,}: {len(t.rows):,} rows "
+                "(its lines are among the foreign ones)",
+                indent=4,
+            )
         if s.read_error:
             prose(console, f"error: {s.read_error}", indent=4, style="red")
         if s.invalid_utf8_bytes:
@@ -104,7 +118,6 @@ def _inputs(console: Console, a: Analysis, names: dict[str, str]) -> None:
                 "(all listed in --format json)",
                 indent=4,
             )
-    fw = a.log.framework
     for t in fw.traces if fw is not None else []:
         prose(console, f"{names.get(t.path, t.path)}: profiler trace, {len(t.ops):,} ops",
                indent=2)  # fmt: skip

@@ -13,6 +13,9 @@ from dnnlens.rules.context import RuleContext
 class NoOnednnLines(Rule):
     """An input has no oneDNN primitive lines at all: there is nothing to analyse.
 
+    An input that holds a PyTorch profiler table (``key_averages().table()``) is framework
+    input, read by the framework view, and is not reported here.
+
     Usual reasons: verbose mode was not on (``ONEDNN_VERBOSE=1`` or ``2``; ``DNNL_VERBOSE``
     before oneDNN 2.5, ``MKLDNN_VERBOSE`` for 0.x) or was set after the library was loaded;
     the framework ran its own kernels instead of oneDNN's (PyTorch bf16 on CPUs without
@@ -38,8 +41,11 @@ class NoOnednnLines(Rule):
         with_events = set(str_values(ev["input"].drop_duplicates())) if len(ev) else set()
         diag = ctx.log.diagnostics
         diag_inputs = set(str_values(diag["input"].drop_duplicates())) if len(diag) else set()
+        # a PyTorch profiler table is framework input, analysed in the framework view
+        fw = ctx.log.framework
+        with_tables = {t.source for t in fw.tables} if fw is not None else set()
         for scan in ctx.log.scans:
-            if scan.path in with_events or scan.read_error:
+            if scan.path in with_events or scan.path in with_tables or scan.read_error:
                 continue
             h = scan.header
             first_bad = (
