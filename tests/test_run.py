@@ -68,6 +68,18 @@ def test_run_takes_the_analysis_options(tmp_path: Path) -> None:
     assert proc.returncode == 1  # the program succeeded: the gate decides
 
 
+def test_run_takes_the_terminal_layout_options(tmp_path: Path) -> None:
+    log = ["--log", str(tmp_path / "k.log"), "--no-live"]
+    short = _run(*log, "--width", "60", "--", *_print_nchw())
+    assert short.returncode == 0, short.stderr
+    report = [line for line in short.stderr.splitlines() if not line.startswith("dnnlens: ")]
+    assert report and max(len(line) for line in report) <= 60  # notes are one line each
+    assert "Creations by cache state" not in short.stderr
+    full = _run(*log, "--width", "100", "--details", "--", *_print_nchw())
+    assert full.returncode == 0, full.stderr
+    assert "Creations by cache state" in full.stderr  # --details: every table
+
+
 def test_run_sets_verbose_variables(tmp_path: Path) -> None:
     program = "import os; print(os.environ['ONEDNN_VERBOSE'], os.environ['DNNL_VERBOSE_TIMESTAMP'])"
     proc = _run(

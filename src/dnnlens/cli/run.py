@@ -253,6 +253,8 @@ def register(app: typer.Typer) -> None:
         fmt: p.FormatOption = OutputFormat.terminal,
         output: p.OutputOption = None,
         top: p.TopOption = 10,
+        details: p.DetailsOption = False,
+        width: p.WidthOption = None,
         strict: p.StrictOption = False,
         fail_on: p.FailOnOption = FailOn.never,
         rules: p.RulesOption = [],  # noqa: B006 - typer copies its defaults
@@ -282,6 +284,8 @@ def register(app: typer.Typer) -> None:
             window=window,
             skip=skip,
             quiet=quiet,
+            details=details,
+            width=width,
             report_to_stderr=True,
             input_errors_fail=False,
         )
