@@ -55,7 +55,7 @@ from dnnlens.io.inputs import (
     open_blocks,
 )
 from dnnlens.parsers.records import LINE_DIAGNOSTIC
-from dnnlens.parsers.scanner import InputScan, Scanner
+from dnnlens.parsers.scanner import FOREIGN_EXAMPLES_KEPT, InputScan, Scanner
 
 if TYPE_CHECKING:
     from dnnlens.parsers.torch_table import TableFinder
@@ -133,7 +133,7 @@ class BulkScan:
         scan, stats = self.scan, self.stats
         texts = decode_lines(block, starts[slow].tolist(), nexts[slow].tolist(), stats)
         if self.finder is not None:
-            self._watch_tables(block, n, slow, texts)
+            self._watch_tables(block, n, slow, texts, starts, nexts)
         n0 = len(scan.event_line)
         classify = self.scanner._classify  # noqa: SLF001 - the same classification, by design
         add_untimed = self.scanner._add_untimed  # noqa: SLF001
@@ -149,14 +149,27 @@ class BulkScan:
             )[which]
             diag, known = known[is_diag], known[~is_diag]
         d0 = len(scan.diag_line)
-        text_of = dict(zip(slow.tolist(), texts, strict=True))
-        for i in np.sort(np.concatenate([slow, known])).tolist():
-            text = text_of.get(i)
-            if text is None:
-                v = int(untimed[i])
-                add_untimed(scan, base + i + 1, v >> 1, bool(v & 1))
-            else:
+        at = slow.tolist()
+        if len(scan.foreign_examples) >= FOREIGN_EXAMPLES_KEPT:
+            # a line without the "dnn" of a marker (nor a NUL byte, removed before a line is
+            # classified) is foreign: counted here, not classified one by one
+            keep = [k for k, t in enumerate(texts) if "dnn" in t or "\x00" in t]
+            if len(keep) < len(texts):
+                scan.foreign += len(texts) - len(keep)
+                at = [at[k] for k in keep]
+                texts = [texts[k] for k in keep]
+        if not len(known):
+            for i, text in zip(at, texts, strict=True):
                 classify(scan, base + i + 1, text)
+        else:
+            text_of = dict(zip(at, texts, strict=True))
+            for i in np.sort(np.concatenate([np.array(at, np.int64), known])).tolist():
+                text = text_of.get(i)
+                if text is None:
+                    v = int(untimed[i])
+                    add_untimed(scan, base + i + 1, v >> 1, bool(v & 1))
+                else:
+                    classify(scan, base + i + 1, text)
         if fast.any():
             self._add_fast(np.flatnonzero(fast), base, rid2[fast], times[fast], stamps[fast], n0)
         if len(diag):
@@ -397,26 +410,45 @@ class BulkScan:
         )
 
     # -- profiler tables --------------------------------------------------------------------
-    def _watch_tables(self, block: bytes, n: int, slow: np.ndarray, slow_texts: list[str]) -> None:
-        """Show the finder the block's lines, as the line scanner's caller would.
+    def _watch_tables(
+        self,
+        block: bytes,
+        n: int,
+        slow: np.ndarray,
+        slow_texts: list[str],
+        starts: np.ndarray,
+        nexts: np.ndarray,
+    ) -> None:
+        """Show the finder the block's lines that matter, as the line scanner's caller would.
 
         Rule lines and profiler markers are slow lines (an event line is never a rule line,
-        and a line holding ``profiler_st`` is never fast), so while no table is open a block
-        whose slow lines hold neither is skipped without decoding it.
+        and a line holding ``profiler_st`` is never fast): while no table is open the finder
+        only needs those, and from a rule line on, every line until the table ends (a fast
+        line inside a table is decoded here). The other lines are counted, not looked at.
         """
         finder = self.finder
         assert finder is not None
-        if finder.idle and not any("---" in t for t in slow_texts):
-            base = finder.lines_seen
-            for i, text in zip(slow.tolist(), slow_texts, strict=True):
-                if "profiler_st" in text:  # a profiler marker: the finder notes its line
-                    finder.seek(base + i)
-                    finder.feed([text])
-            finder.seek(base + n)
-            return
-        text = decode_line(block, ReadStats())  # invalid bytes are counted by the slow lines
-        lines = text.split("\n")
-        finder.feed(lines[:n])
+        base = finder.lines_seen
+        at = slow.tolist()
+        hits = [k for k, t in enumerate(slow_texts) if "---" in t or "profiler_st" in t]
+        if hits or not finder.idle:
+            slow_pos = {i: k for k, i in enumerate(at)}
+            i, h = 0, 0
+            while i < n:
+                if finder.idle:  # jump to the next line that can start a table or mark
+                    while h < len(hits) and at[hits[h]] < i:
+                        h += 1
+                    if h == len(hits):
+                        break
+                    i = at[hits[h]]
+                k = slow_pos.get(i)
+                if k is not None:
+                    text = slow_texts[k]
+                else:  # ASCII (else it were slow): nothing to count
+                    text = decode_line(block[int(starts[i]) : int(nexts[i])], ReadStats())
+                finder.line(base + i + 1, text)
+                i += 1
+        finder.seek(base + n)
 
 
 def _append_in_order(line_column: array, columns: list[tuple[array, np.ndarray]], n0: int) -> None:
