@@ -123,6 +123,25 @@ class StatsAccumulator:
             for rid in new:
                 self._first_input[rid] = path
 
+    def merge(self, other: StatsAccumulator, ids: np.ndarray, line_offset: int) -> None:
+        """Fold in ``other``, the statistics of the next events of the inputs (folded in
+        another process): ``ids`` maps its record ids to these, ``line_offset`` shifts its
+        line numbers (of the same input as its first events)."""
+        present = np.flatnonzero(other._count)
+        if not len(present):
+            return
+        into = ids[present]
+        self._grow(int(into.max()) + 1)
+        self._count[into] += other._count[present]
+        self._timed[into] += other._timed[present]
+        self._sum[into] += other._sum[present]
+        self._min[into] = np.minimum(self._min[into], other._min[present])
+        self._max[into] = np.maximum(self._max[into], other._max[present])
+        new = self._first_line[into] < 0
+        self._first_line[into[new]] = other._first_line[present[new]] + line_offset
+        for rid, src in zip(into[new].tolist(), present[new].tolist(), strict=True):
+            self._first_input[rid] = other._first_input[src]
+
     def frame(self) -> pd.DataFrame:
         """The stats frame of everything added so far."""
         seen = np.flatnonzero(self._count)

@@ -359,6 +359,8 @@ class TableFinder:
         self.source = source
         self.tables: list[ProfilerTable] = []
         self.errors: list[str] = []
+        #: the line each error names (``source:line: ...``), for :meth:`absorb`
+        self.error_lines: list[int] = []
         #: (line number, "start" | "stop") of the profiler marker lines, in order
         self.markers: list[tuple[int, str]] = []
         self._lineno = 0
@@ -476,11 +478,37 @@ class TableFinder:
                 f"{self.source}:{self._block_line}: profiler table cut off "
                 f"after {len(self._block) - 3} rows; they were read"
             )
+            self.error_lines.append(self._block_line)
             self._block.append(self._block[0])
         try:
             self.tables.append(table_from_lines(self._block, self.source, self._block_line))
         except TableParseError as exc:
             self.errors.append(str(exc))
+            self.error_lines.append(self._block_line)
+
+    # -- finders of the parts of one input (parallel reading) ---------------------------------
+    @property
+    def found(self) -> tuple[int, int, int]:
+        """How many tables, markers and errors were found so far."""
+        return len(self.tables), len(self.markers), len(self.errors)
+
+    def absorb(self, part: TableFinder, offset: int, skip: tuple[int, int, int]) -> None:
+        """Take in what ``part`` found in the next lines of the same input, numbered from 1
+        there (``offset``: the lines before them), leaving out its first ``skip`` tables,
+        markers and errors (found again here); then go on in ``part``'s state."""
+        for table in part.tables[skip[0] :]:
+            table.line += offset
+            self.tables.append(table)
+        self.markers.extend((line + offset, what) for line, what in part.markers[skip[1] :])
+        for line, error in zip(part.error_lines[skip[2] :], part.errors[skip[2] :], strict=True):
+            named = f"{part.source}:{line}:"
+            if error.startswith(named):
+                error = f"{part.source}:{line + offset}:{error[len(named) :]}"
+            self.errors.append(error)
+            self.error_lines.append(line + offset)
+        self._block, self._state = list(part._block), part._state
+        self._block_line = part._block_line + offset
+        self._lineno = part._lineno + offset
 
 
 def find_tables(lines: Iterable[str], source: str = "<lines>") -> list[ProfilerTable]:
