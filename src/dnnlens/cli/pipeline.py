@@ -331,7 +331,7 @@ def read_and_report(
     specs: list[str],
     options: ReportOptions,
     *,
-    jobs: int = 1,
+    jobs: int | None = 1,
     live: bool = True,
     tee: bool = False,
     stop: Any = None,
@@ -348,6 +348,8 @@ def read_and_report(
     interruption the exit code is the signal's (130, 143), after standard output was closed
     under ``--tee`` it is 141, once the report of what was read is out. ``before_report`` is
     called between reading and the report (``run`` waits for its program there).
+    ``jobs`` None: as many processes as pay for the size of the inputs, with a note when
+    that is more than one (:func:`dnnlens.reading.parallel.choose_jobs`).
     """
     from dnnlens.io.inputs import expand_inputs
     from dnnlens.io.signals import StopRequest
@@ -362,7 +364,15 @@ def read_and_report(
     # --skip-iterations needs every event (the warm-up is found in the whole exec stream)
     window = None if options.skip else (options.window or DEFAULT_WINDOW_EVENTS)
     bar = progress_enabled(options.quiet) and not piped
-    sources = expand_inputs(specs)[0] if bar else []
+    sources = expand_inputs(specs)[0] if bar or jobs is None else []
+    if jobs is None:  # chosen by the size of the inputs
+        from dnnlens.reading.parallel import choose_jobs
+
+        jobs = choose_jobs(sources)
+        if jobs > 1 and not options.quiet:
+            say("note", f"reading with {jobs} processes, the inputs being large (-j 1: one)")
+    if not bar:
+        sources = []
     own = StopRequest() if stop is None else None
     signals: Any = own if own is not None else contextlib.nullcontext()
     with signals, InputProgress(sources, bar) as progress:
