@@ -119,16 +119,17 @@ class BulkScan:
         if not block:
             return
         arr = np.frombuffer(block, dtype=np.uint8)
-        ends = np.flatnonzero(arr == _NL)
-        if block[-1] != _NL:
-            ends = np.append(ends, len(block))
+        marks, nl = _marks(block, arr)
+        ends = marks[nl]
         n = len(ends)
         starts = np.empty(n, dtype=np.int64)
         starts[0] = 0
         starts[1:] = ends[:-1] + 1
         nexts = np.minimum(ends + 1, len(block))
         base = self.scan.lines
-        fast, rid2, times, stamps, untimed = self._fast_lines(block, arr, starts, ends, nexts)
+        fast, rid2, times, stamps, untimed = self._fast_lines(
+            block, arr, starts, ends, nexts, marks, nl
+        )
         slow = np.flatnonzero(~fast & (untimed < 0))
         scan, stats = self.scan, self.stats
         texts = decode_lines(block, starts[slow].tolist(), nexts[slow].tolist(), stats)
@@ -183,6 +184,8 @@ class BulkScan:
         starts: np.ndarray,
         ends: np.ndarray,
         nexts: np.ndarray,
+        marks: np.ndarray,
+        nl: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Which lines are events of a known shape: their record id * 2 + prefixed, time and
         timestamp; and the record id * 2 + prefixed of header and diagnostic lines of a
@@ -193,7 +196,7 @@ class BulkScan:
         untimed = np.full(n, _SLOW, dtype=np.int64)
         times = np.full(n, np.nan)
         stamps = np.full(n, np.nan)
-        cut = _cut_lines(block, arr, starts, ends, nexts)
+        cut = _cut_lines(block, arr, starts, ends, nexts, marks, nl)
         if cut is None:
             return fast, rid2, times, stamps, untimed
         idx, s, nx, bstart, bend, lc, te, has_b = cut
@@ -469,26 +472,41 @@ def _append_in_order(line_column: array, columns: list[tuple[array, np.ndarray]]
         target.frombytes(merged.tobytes())
 
 
+def _marks(block: bytes, arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The positions of the block's commas and line ends in one array (one pass), with
+    ``len(block)`` as the end of a last line without ``\\n``; and where in it each line
+    ends. A line's commas are the marks between its end and the previous line's."""
+    found = arr == _NL
+    found |= arr == _COMMA
+    marks = np.flatnonzero(found)
+    is_end = arr[marks] == _NL
+    if block[-1] != _NL:
+        marks = np.append(marks, len(block))
+        is_end = np.append(is_end, True)
+    return marks, np.flatnonzero(is_end)
+
+
 def _cut_lines(
     block: bytes,
     arr: np.ndarray,
     starts: np.ndarray,
     ends: np.ndarray,
     nexts: np.ndarray,
+    marks: np.ndarray,
+    nl: np.ndarray,
 ) -> tuple[np.ndarray, ...] | None:
     """Where the pieces of each line that may be fast begin and end (module doc, step 2).
 
     Lines with a NUL or non-ASCII byte, fewer than four commas or over
     :data:`MAX_SHAPE_LINE` bytes are left out. Returns the indices of the other lines and,
     for each, its start, next line's start, B's start and end, last comma, time's end (a
-    ``\r`` left out) and whether B is there; None when no line is left.
+    ``\r`` left out) and whether B is there; None when no line is left. ``marks`` and
+    ``nl``: see :func:`_marks`.
     """
-    commas = np.flatnonzero(arr == _COMMA)
-    if len(commas) < 4:
-        return None
-    last = np.searchsorted(commas, ends) - 1  # index of the last comma before the end
-    first = np.searchsorted(commas, starts)  # index of the first comma of the line
-    ok = (first + 3 <= last) & (ends - starts <= MAX_SHAPE_LINE)
+    first = np.empty_like(nl)  # index in marks of each line's first comma (if it has one)
+    first[0] = 0
+    first[1:] = nl[:-1] + 1
+    ok = (nl - first >= 4) & (ends - starts <= MAX_SHAPE_LINE)
     if not block.isascii() or b"\0" in block:  # lines with a NUL or non-ASCII byte
         special = np.flatnonzero(arr.view(np.int8) <= 0)
         ok[np.searchsorted(ends, special)] = False
@@ -497,8 +515,8 @@ def _cut_lines(
         return None
     s, e, nx = starts[idx], ends[idx], nexts[idx]
     fi = first[idx]
-    c1, c2, c3 = commas[fi], commas[fi + 1], commas[fi + 2]
-    lc = commas[last[idx]]
+    c1, c2, c3 = marks[fi], marks[fi + 1], marks[fi + 2]
+    lc = marks[nl[idx] - 1]
     has_v = arr[c1 + 1] == _V  # the format version field: the timestamp comes after it
     bstart = np.where(has_v, c2 + 1, c1 + 1)
     bcomma = np.where(has_v, c3, c2)
