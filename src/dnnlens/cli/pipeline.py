@@ -327,6 +327,12 @@ class _Output:
         return bool(self.tee is not None and self.tee.closed_by_reader)
 
 
+def _live_view_possible() -> bool:
+    from dnnlens.report.live_view import live_view_possible  # rich: only for a live view
+
+    return live_view_possible()
+
+
 def read_and_report(
     specs: list[str],
     options: ReportOptions,
@@ -356,10 +362,9 @@ def read_and_report(
     from dnnlens.reading import read
     from dnnlens.reading.stream import DEFAULT_WINDOW_EVENTS
     from dnnlens.report.console import InputProgress, progress_enabled
-    from dnnlens.report.live_view import live_view_possible
 
     piped = "-" in specs
-    show = live and piped and not options.quiet and live_view_possible()
+    show = live and piped and not options.quiet and _live_view_possible()
     options.report_to_stderr = options.report_to_stderr or tee
     # --skip-iterations needs every event (the warm-up is found in the whole exec stream)
     window = None if options.skip else (options.window or DEFAULT_WINDOW_EVENTS)

@@ -27,8 +27,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing import get_context
-from multiprocessing.pool import AsyncResult, Pool
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from dnnlens.io.inputs import InputSource, ReadStats, open_range_blocks, splittable
 from dnnlens.io.signals import StopCheck
@@ -37,6 +36,9 @@ from dnnlens.parsers.records import LineRecord
 from dnnlens.parsers.scanner import InputScan, Scanner
 from dnnlens.parsers.torch_table import TableFinder
 from dnnlens.reading.stream import FoldedPart, fold_part
+
+if TYPE_CHECKING:  # the pool is made only when workers start
+    from multiprocessing.pool import AsyncResult, Pool
 
 #: Files smaller than this are one range (a range costs a process's time to start).
 SPLIT_MIN_BYTES = 32 << 20
