@@ -109,18 +109,22 @@ class StatsAccumulator:
             return
         self._grow(int(records.max()) + 1)
         size = len(self._count)
-        self._count += np.bincount(records, minlength=size)
+        counts = np.bincount(records, minlength=size)
+        self._count += counts
         timed = ~np.isnan(times)
         self._timed += np.bincount(records[timed], minlength=size)
         self._sum += np.bincount(records[timed], weights=times[timed], minlength=size)
         np.minimum.at(self._min, records[timed], times[timed])
         np.maximum.at(self._max, records[timed], times[timed])
-        uniq, first = np.unique(records, return_index=True)
-        new = uniq[self._first_line[uniq] < 0]
-        if len(new):
-            pos = first[np.searchsorted(uniq, new)]
-            self._first_line[new] = lines[pos]
-            for rid in new:
+        present = np.flatnonzero(counts)
+        new = present[self._first_line[present] < 0]
+        if len(new):  # first seen here: their first lines (only their events are looked at)
+            is_new = np.zeros(size, dtype=bool)
+            is_new[new] = True
+            at = np.flatnonzero(is_new[records])
+            uniq, first = np.unique(records[at], return_index=True)
+            self._first_line[uniq] = lines[at[first]]
+            for rid in uniq:
                 self._first_input[rid] = path
 
     def merge(self, other: StatsAccumulator, ids: np.ndarray, line_offset: int) -> None:
