@@ -255,3 +255,20 @@ def test_tables_inside_a_log_are_found_across_ranges(many_cores, monkeypatch, tm
     assert a.tables[0].rows.equals(b.tables[0].rows)
     assert a.markers == b.markers and len(a.markers[str(path)]) == 12
     assert a.errors == b.errors and any("cut off" in e for e in a.errors)
+
+
+def test_jobs_are_chosen_by_size_and_idle_cpus(monkeypatch, big_log: Path) -> None:
+    """Without ``-j``: one process for small inputs, one per idle CPU for large ones (a CPU
+    other work keeps busy, by the load average, gives a worker little)."""
+    from dnnlens.io.inputs import InputSource
+
+    sources = [InputSource(str(big_log)), InputSource("-")]
+    monkeypatch.setattr(parallel, "default_jobs", lambda: 4)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.2, 0.2))
+    assert parallel.choose_jobs(sources) == 1  # a few hundred KiB
+    monkeypatch.setattr(parallel, "AUTO_MIN_BYTES", big_log.stat().st_size // 3)
+    assert parallel.choose_jobs(sources) == 4
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.0, 2.0, 2.0))
+    assert parallel.choose_jobs(sources) == 2
+    monkeypatch.setattr(os, "getloadavg", lambda: (3.6, 2.0, 2.0))
+    assert parallel.choose_jobs(sources) == 1

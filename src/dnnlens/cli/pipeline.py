@@ -375,7 +375,7 @@ def read_and_report(
 
         jobs = choose_jobs(sources)
         if jobs > 1 and not options.quiet:
-            say("note", f"reading with {jobs} processes, the inputs being large (-j 1: one)")
+            say("note", f"reading with {jobs} processes: the inputs are large (-j 1: one)")
     if not bar:
         sources = []
     own = StopRequest() if stop is None else None

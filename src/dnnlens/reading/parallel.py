@@ -98,11 +98,23 @@ def bounded_jobs(jobs: int) -> int:
     return cores if jobs <= 0 else max(1, min(jobs, cores))
 
 
-def choose_jobs(sources: Sequence[InputSource]) -> int:
-    """The processes to read ``sources`` with when the user did not say: one per CPU,
-    up to one per :data:`AUTO_MIN_BYTES` of plain files (several only when that pays:
-    starting and merging workers costs about what scanning a few MiB does)."""
+def idle_cores() -> int:
+    """CPUs this process may use that other work does not keep busy (by the load average
+    of the last minute): a worker on a busy CPU only adds the cost of parallel reading."""
     cores = default_jobs()
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # not a Unix
+        return cores
+    return max(1, min(cores, round(cores - load)))
+
+
+def choose_jobs(sources: Sequence[InputSource]) -> int:
+    """The processes to read ``sources`` with when the user did not say: one per idle
+    CPU, up to one per :data:`AUTO_MIN_BYTES` of plain files (several only when that pays:
+    starting and merging workers costs about what scanning a few MiB does, and a CPU that
+    other work keeps busy gives a worker little)."""
+    cores = idle_cores()
     if cores < 2:
         return 1
     total = 0
@@ -228,6 +240,7 @@ class Workers:
             self._pool.terminate()
         self._pool.join()
         self._pool = None
+        _WORKER.clear()
 
     def _submit(self) -> None:
         while len(self._pending) < 2 * self._jobs:
@@ -238,13 +251,11 @@ class Workers:
                 if task is self._first and task.end - task.start <= 2 * WARM_BYTES:
                     self._pending.append(scan_range(task, self._scanner))
                     continue
+                # what the workers inherit (a worker started later to replace one does too)
                 _WORKER["scanner"] = self._scanner
                 self.inherited = (len(self._scanner.records), len(self._scanner.reasons))
                 _WORKER["sent"] = self.inherited
-                try:
-                    self._pool = get_context("fork").Pool(self._jobs, initializer=_worker_init)
-                finally:
-                    _WORKER.clear()
+                self._pool = get_context("fork").Pool(self._jobs, initializer=_worker_init)
             self._pending.append(self._pool.apply_async(scan_range, (task,)))
 
     def next_part(self) -> Part | None:
