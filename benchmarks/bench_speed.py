@@ -513,7 +513,7 @@ def report(
                 "rss_mib": rss,
                 "tree_mib": tree,
             }
-            mem = f"{rss:.0f}" if tool == "dnnlens" else f"{rss:.0f} ({tree:.0f} tree)"
+            mem = f"{rss:.0f} ({tree:.0f} tree)"
             print(
                 f"| {label} | {lines_of[shape]:,} | {secs:.3f} | "
                 f"{fmt_ratio(x_floor) if shape != 'tiny' else '-'} | {fmt_ratio(x_grep)} | "
