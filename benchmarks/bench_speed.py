@@ -304,6 +304,16 @@ def ratios(pairs: list[tuple[dict, dict]]) -> list[float]:
     return [b["seconds"] / a["seconds"] for a, b in pairs]
 
 
+def chosen_jobs(pairs: list[tuple[dict, dict]]) -> str:
+    """The ``-j`` dnnlens chose in each round (its note on stderr says when it is not 1)."""
+    found = [re.search(r"reading with (\d+) processes", p[1]["err"]) for p in pairs]
+    counts: dict[str, int] = {}
+    for m in found:
+        key = m.group(1) if m else "1"
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"-j {k} x{n}" for k, n in sorted(counts.items()))
+
+
 def relative(a: list[tuple[dict, dict]], b: list[tuple[dict, dict]]) -> list[float]:
     """Per round, the time of ``a``'s command over ``b``'s (both paired with a floor)."""
     return [x[1]["seconds"] / y[1]["seconds"] for x, y in zip(a, b, strict=True)] if b else []
@@ -485,8 +495,9 @@ def report(
                 secs = median([x["seconds"] for x in runs])
                 tree = max((x["tree_mib"] or 0) for x in runs) if runs else 0
                 summary[f"files {tool}"] = {"seconds": secs, "tree_mib": tree}
+                label = tool if tool != "auto" else f"auto ({chosen_jobs([(x, x) for x in runs])})"
                 print(
-                    f"| 40 files, {tool} | {lines_of[shape]:,} | {secs:.2f} | - | - | - |"
+                    f"| 40 files, {label} | {lines_of[shape]:,} | {secs:.2f} | - | - | - |"
                     f" {tree:.0f} (tree) |"
                 )
             continue
@@ -505,7 +516,9 @@ def report(
             conv_pairs = r.get("converter", [])
             x_conv = relative(pairs, conv_pairs)
             label = shape if tool == "dnnlens" else f"{shape} {tool}"
-            summary[label] = {
+            if tool == "dnnlens":
+                label += f" ({chosen_jobs(pairs)})"
+            summary[shape if tool == "dnnlens" else f"{shape} {tool}"] = {
                 "seconds": secs,
                 "x_floor": median(x_floor),
                 "x_grep": median(x_grep),
