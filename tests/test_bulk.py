@@ -276,3 +276,17 @@ def test_arrow_reads_numbers_as_python_does(text: str) -> None:
         return
     expected = ascii_float(text)  # Arrow took it: the line scanner must too, with its value
     assert value == expected or (math.isnan(value) and math.isnan(expected))
+
+
+def test_a_block_that_ends_in_a_comma(tmp_path, monkeypatch) -> None:
+    """Found by the fuzzer: two lines glued, the last one cut right after a comma, at the end
+    of a 64-byte block; the bulk scanner read one byte past the block."""
+    data = (
+        b"dnnl_verbose,create:cache_miss,cpu,re,order,jit:uni,undef,src_f32::blocked:abcd:f0 "
+        b"dst_f32::blocked:ABcd8b8a:f0,,,16x8x3x3,0.1191onednn_verbose,"
+    )
+    path = tmp_path / "glued.log"
+    path.write_bytes(data)
+    monkeypatch.setattr(inputs, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(bulk, "UNTIMED_SHARE", 8)
+    assert_same(path)

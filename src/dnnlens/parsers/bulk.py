@@ -201,7 +201,10 @@ class BulkScan:
             return fast, rid2, times, stamps, untimed
         idx, s, nx, bstart, bend, lc, te, has_b = cut
         # events: B and D must start and end with a digit to be read as numbers here
-        d_first, d_last = arr[lc + 1], arr[np.maximum(te - 1, 0)]
+        # (a line may end in its last comma, at the end of the block: clamp, te > lc + 1
+        # below already says it has no time)
+        d_first = arr[np.minimum(lc + 1, len(arr) - 1)]
+        d_last = arr[np.maximum(te - 1, 0)]
         b_ok = ~has_b | _digit(arr[np.maximum(bend - 1, 0)])
         numeric = (te > lc + 1) & _digit(d_first) & _digit(d_last) & b_ok
         cand = np.flatnonzero(numeric)
