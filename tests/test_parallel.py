@@ -272,3 +272,23 @@ def test_jobs_are_chosen_by_size_and_idle_cpus(monkeypatch, big_log: Path) -> No
     assert parallel.choose_jobs(sources) == 2
     monkeypatch.setattr(os, "getloadavg", lambda: (3.6, 2.0, 2.0))
     assert parallel.choose_jobs(sources) == 1
+
+
+def test_parts_scanned_elsewhere_merge_as_workers_parts(tmp_path) -> None:
+    """Byte ranges scanned elsewhere, each with a scanner of its own (another machine's
+    tasks), merged by the front door: the reading of one process, tables included."""
+    from dnnlens.reading import read
+
+    text = (ROOT / "sample_logs" / "profile_combined_infer.log").read_text()
+    path = tmp_path / "tables.log"
+    path.write_text(text * 4 + PIECES[1].read_text())
+    size = path.stat().st_size
+    spans = parallel.line_ranges(str(path), size, 9)
+    assert len(spans) == 9
+    parts = {str(path): [(parallel.scan_range(str(path), a, b), b - a) for a, b in spans]}
+    one, given = load([str(path)]), read([str(path)], window_events=None, parts=parts)
+    _same_reading(one, given)
+    assert [(t.line, t.size) for t in one.framework.tables] == [
+        (t.line, t.size) for t in given.framework.tables
+    ]
+    assert one.framework.markers == given.framework.markers

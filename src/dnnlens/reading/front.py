@@ -23,7 +23,7 @@ from __future__ import annotations
 import io
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import BinaryIO
 
 import numpy as np
@@ -79,6 +79,7 @@ def read(
     on_snapshot: Snapshot | None = None,
     stdin: BinaryIO | None = None,
     stdin_name: str = "-",
+    parts: Mapping[str, Sequence[tuple[parallel.Part, int]]] | None = None,
 ) -> ParsedLog:
     """Read every input named by ``specs`` (paths, globs, directories, ``-``).
 
@@ -92,6 +93,9 @@ def read(
     (a snapshot, see ``ParsedLog``) at most every :data:`SNAPSHOT_SECONDS`. ``stop`` is
     looked at between blocks. ``stdin`` and ``stdin_name``: what ``-`` reads and what it is
     called (``dnnlens run`` reads its program's output under the name of its log).
+    ``parts``: files scanned already, elsewhere, in byte ranges (:func:`parallel.scan_range`
+    of each of :func:`parallel.line_ranges`, in order, with their sizes): merged in their
+    place, exactly as the parts of ``jobs`` workers are.
     """
     sources, errors = expand_inputs(list(specs))
     reading = _Reading(
@@ -107,7 +111,9 @@ def read(
     reading.progress.start(sources)
     try:
         jobs = parallel.choose_jobs(sources) if jobs is None else parallel.bounded_jobs(jobs)
-        if jobs > 1 and len(sources) > 0:
+        if parts:
+            reading.parallel(sources, 1, parts)
+        elif jobs > 1 and len(sources) > 0:
             reading.parallel(sources, jobs)
         else:
             for source in sources:
@@ -279,22 +285,38 @@ class _Reading:
             self.on_snapshot(self.collector.snapshot())
 
     # -- parallel ----------------------------------------------------------------------------
-    def parallel(self, sources: list[InputSource], jobs: int) -> None:
-        """Plain files in worker processes, the others here, everything in input order."""
+    def parallel(
+        self,
+        sources: list[InputSource],
+        jobs: int,
+        given: Mapping[str, Sequence[tuple[parallel.Part, int]]] | None = None,
+    ) -> None:
+        """Plain files in worker processes (or their ``given`` parts), the others here,
+        everything in input order."""
         plan: list[tuple[InputSource, list[tuple[int, int]] | None]] = []
         for source in sources:
             is_file = not source.is_stdin and _is_regular(source.path)
             if is_file and self.framework.take_trace(source.path):
                 continue
+            if given is not None:  # parts scanned elsewhere, or read here as usual
+                sizes = [size for _, size in given.get(source.path, ())]
+                starts = [sum(sizes[:k]) for k in range(len(sizes))]
+                spans = [(a, a + size) for a, size in zip(starts, sizes, strict=True)]
+                plan.append((source, spans or None))
+                continue
             plan.append((source, parallel.ranges(source.path, jobs) if is_file else None))
         split = sum(end - start for _, spans in plan for start, end in spans or ())
         keep = None
-        if self.collector.window_events and split >= stream_min():
+        if given is None and self.collector.window_events and split >= stream_min():
             # the inputs stream whatever else is read: workers fold their events and send
             # only the last ones
             self.collector.stream_now()
             keep = self.collector.window_events
-        tasks = list(parallel.tasks_of([(s.path, spans) for s, spans in plan], keep))
+        tasks = (
+            []
+            if given is not None
+            else list(parallel.tasks_of([(s.path, spans) for s, spans in plan], keep))
+        )
         with parallel.Workers(tasks, jobs, self.stop, self.scanner) as workers:
             maps = _IdMaps(self.scanner, workers)
             for source, spans in plan:
@@ -306,8 +328,9 @@ class _Reading:
                 self.collector.begin(source.path)
                 finder = self.framework.finder(source.path)
                 stats = ReadStats()
+                ready = iter(given[source.path]) if given is not None else None
                 for start, end in spans:
-                    part = workers.next_part()
+                    part = next(ready)[0] if ready is not None else workers.next_part()
                     if part is None:
                         return
                     task = parallel.Task(source.path, start, end)
@@ -507,7 +530,7 @@ class _IdMaps:
     def of(self, part: parallel.Part) -> tuple[np.ndarray | None, np.ndarray | None]:
         if part.records is None or part.reasons is None:  # scanned with this scanner
             return None, None
-        maps = self._maps.get(part.worker)
+        maps = self._maps.get(part.worker) if part.worker is not None else ([], [])
         if maps is None:
             records, reasons = self.workers.inherited
             maps = self._maps[part.worker] = (list(range(records)), list(range(reasons)))

@@ -76,8 +76,9 @@ class Part:
     records: list[LineRecord] | None
     reasons: list[str] | None
     stats: ReadStats
-    #: the process that scanned it (0: this one)
-    worker: int
+    #: the worker process that scanned it (0: this process, with its own scanner; None:
+    #: elsewhere, with a scanner of its own, see :func:`scan_range`)
+    worker: int | None
     #: the tables and profiler markers of the range, found from its first line on as if
     #: no table were open there (:meth:`TableFinder.absorb` puts them in place)
     finder: TableFinder
@@ -149,11 +150,19 @@ def ranges(path: str, jobs: int) -> list[tuple[int, int]] | None:
         return [(0, size)]
     with open(path, "rb") as f:
         warm = _line_start(f, min(WARM_BYTES, size // (2 * jobs + 2)), size)
-        rest = size - warm
-        parts = jobs * max(1, -(-rest // (jobs * RANGE_BYTES)))
-        cuts = [0, warm] if warm < size else [0]
+    if warm >= size:
+        return [(0, size)]
+    parts = jobs * max(1, -(-(size - warm) // (jobs * RANGE_BYTES)))
+    return [(0, warm), *line_ranges(path, size, parts, begin=warm)]
+
+
+def line_ranges(path: str, size: int, parts: int, begin: int = 0) -> list[tuple[int, int]]:
+    """``parts`` byte ranges of about equal size covering bytes ``begin``..``size`` of
+    ``path`` (``begin`` a line start), each cut at a line start."""
+    cuts = [begin]
+    with open(path, "rb") as f:
         for k in range(1, parts):
-            pos = _line_start(f, max(warm + rest * k // parts, cuts[-1]), size)
+            pos = _line_start(f, max(begin + (size - begin) * k // parts, cuts[-1]), size)
             if pos >= size:
                 break  # no line end after this cut: the rest is one range
             if pos > cuts[-1]:
@@ -182,16 +191,21 @@ def _line_start(f: BinaryIO, pos: int, size: int) -> int:
 _WORKER: dict[str, Any] = {}
 
 
-def scan_range(task: Task, scanner: Scanner | None = None) -> Part:
-    """Scan one range: with ``scanner`` here, else in a worker with its own."""
-    own = scanner if scanner is not None else _WORKER["scanner"]
+def _scan(task: Task, scanner: Scanner) -> tuple[InputScan, ReadStats, TableFinder]:
     stats = ReadStats()
     finder = TableFinder(task.path)
     scan = InputScan(task.path)
-    bulk = BulkScan(own, scan, stats, finder)
+    bulk = BulkScan(scanner, scan, stats, finder)
     for block in open_range_blocks(task.path, task.start, task.end, stats):
         bulk.feed(block)
-    own.finish_scan(scan)
+    scanner.finish_scan(scan)
+    return scan, stats, finder
+
+
+def scan_task(task: Task, scanner: Scanner | None = None) -> Part:
+    """Scan one range: with ``scanner`` here, else in a worker with the one it inherited."""
+    own = scanner if scanner is not None else _WORKER["scanner"]
+    scan, stats, finder = _scan(task, own)
     folded = fold_part(scan, task.keep) if task.keep is not None else None
     if scanner is not None:
         return Part(scan, None, None, stats, 0, finder, folded)
@@ -199,6 +213,15 @@ def scan_range(task: Task, scanner: Scanner | None = None) -> Part:
     records, reasons = own.records[sent_records:], own.reasons[sent_reasons:]
     _WORKER["sent"] = (len(own.records), len(own.reasons))
     return Part(scan, records, reasons, stats, os.getpid(), finder, folded)
+
+
+def scan_range(path: str, start: int, end: int) -> Part:
+    """The scan of bytes ``start``..``end`` of ``path`` (cut at line starts) with a fresh
+    scanner, every event kept: one byte range scanned elsewhere (another machine's task),
+    for ``read(..., parts=...)``."""
+    scanner = Scanner()
+    scan, stats, finder = _scan(Task(path, start, end), scanner)
+    return Part(scan, scanner.records, scanner.reasons, stats, None, finder)
 
 
 def _worker_init() -> None:
@@ -249,14 +272,14 @@ class Workers:
                 return
             if self._pool is None:
                 if task is self._first and task.end - task.start <= 2 * WARM_BYTES:
-                    self._pending.append(scan_range(task, self._scanner))
+                    self._pending.append(scan_task(task, self._scanner))
                     continue
                 # what the workers inherit (a worker started later to replace one does too)
                 _WORKER["scanner"] = self._scanner
                 self.inherited = (len(self._scanner.records), len(self._scanner.reasons))
                 _WORKER["sent"] = self.inherited
                 self._pool = get_context("fork").Pool(self._jobs, initializer=_worker_init)
-            self._pending.append(self._pool.apply_async(scan_range, (task,)))
+            self._pending.append(self._pool.apply_async(scan_task, (task,)))
 
     def next_part(self) -> Part | None:
         """The part of the next task, in task order; None when reading was asked to stop."""
