@@ -206,15 +206,17 @@ def _same_reading(one, many) -> None:  # noqa: ANN001 - two ParsedLogs
 def test_streamed_parallel_reading_folds_in_the_workers(
     big_log: Path, many_cores, monkeypatch
 ) -> None:
-    """Once the inputs stream, workers fold their ranges' events and send only the last
-    ones: the window, the totals, the diagnostics and the kept lines are those of one
-    process reading it all (sums equal to the last bits of a float)."""
+    """Once the inputs stream, workers fold their ranges' events (in parts, as one process
+    streams an input) and send only the last ones: the window, the totals, the diagnostics
+    and the kept lines are those of one process reading it all (sums equal to the last bits
+    of a float)."""
     import dnnlens.reading.stream as stream
     from dnnlens.reading import read
 
     monkeypatch.setattr(stream, "STREAM_FILE_MIN_BYTES", 1)
     monkeypatch.setattr(stream, "KEPT_LINES", 40)
-    monkeypatch.setattr(parallel, "RANGE_BYTES", 40_000)  # many ranges, each past the window
+    monkeypatch.setattr(parallel, "FOLDED_RANGE_BYTES", 40_000)  # many ranges, past the window
+    monkeypatch.setattr(parallel, "PART_BYTES", 7_000)  # each read in parts
     other = big_log.parent / "second.log"
     other.write_bytes(PIECES[1].read_bytes() * 2)
     paths = [str(big_log), str(other)]

@@ -50,7 +50,7 @@ from dnnlens.parsers.scanner import InputScan, Scanner
 from dnnlens.parsers.torch_table import TableFinder
 from dnnlens.parsers.torch_trace import FrameworkReader, parse_trace_stream, starts_like_json
 from dnnlens.reading import parallel
-from dnnlens.reading.stream import DEFAULT_WINDOW_EVENTS, Collector, stream_min
+from dnnlens.reading.stream import DEFAULT_WINDOW_EVENTS, PART_BYTES, Collector, stream_min
 from dnnlens.reading.tables import keep_linkable_tables
 
 #: Lines of a slow stream are scanned at least this often.
@@ -59,8 +59,6 @@ BATCH_SECONDS = 0.25
 SNAPSHOT_SECONDS = 0.5
 #: How long a wait for a stream's next bytes lasts before the stop request is looked at.
 POLL_SECONDS = 0.1
-#: Text scanned into one part before it is handed to the collector.
-PART_BYTES = 16 << 20
 #: Raw bytes asked for per read.
 READ_BYTES = 1 << 20
 
@@ -309,9 +307,10 @@ class _Reading:
         keep = None
         if given is None and self.collector.window_events and split >= stream_min():
             # the inputs stream whatever else is read: workers fold their events and send
-            # only the last ones
+            # only the last ones, so their ranges can be large
             self.collector.stream_now()
             keep = self.collector.window_events
+            plan = [(s, spans and parallel.ranges(s.path, jobs, folded=True)) for s, spans in plan]
         tasks = (
             []
             if given is not None

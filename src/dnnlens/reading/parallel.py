@@ -35,15 +35,18 @@ from dnnlens.parsers.bulk import BulkScan
 from dnnlens.parsers.records import LineRecord
 from dnnlens.parsers.scanner import InputScan, Scanner
 from dnnlens.parsers.torch_table import TableFinder
-from dnnlens.reading.stream import FoldedPart, fold_part
+from dnnlens.reading.stream import PART_BYTES, Collector, FoldedPart
 
 if TYPE_CHECKING:  # the pool is made only when workers start
     from multiprocessing.pool import AsyncResult, Pool
 
 #: Files smaller than this are one range (a range costs a process's time to start).
 SPLIT_MIN_BYTES = 32 << 20
-#: The largest range: what one worker holds and sends back at a time.
+#: The largest range whose every event is sent back: what a worker holds at a time.
 RANGE_BYTES = 64 << 20
+#: The largest range whose events a worker folds (it holds a part and the window at a
+#: time; smaller ranges than this are cut for the workers to end together).
+FOLDED_RANGE_BYTES = 1 << 30
 #: The first range of a split file, scanned here before the workers start (they inherit
 #: the lines it taught the scanner).
 WARM_BYTES = 2 << 20
@@ -130,13 +133,14 @@ def choose_jobs(sources: Sequence[InputSource]) -> int:
     return max(1, min(cores, total // AUTO_MIN_BYTES + (1 if total >= AUTO_MIN_BYTES else 0)))
 
 
-def ranges(path: str, jobs: int) -> list[tuple[int, int]] | None:
+def ranges(path: str, jobs: int, folded: bool = False) -> list[tuple[int, int]] | None:
     """Byte ranges, cut at line starts, that scan ``path`` in workers; None when the file
     must be read in this process (not a regular file, compressed, UTF-16).
 
     A large file starts with a small range (:data:`WARM_BYTES`); the rest is cut into a
-    multiple of ``jobs`` ranges of at most :data:`RANGE_BYTES`, so that the workers end
-    together.
+    multiple of ``jobs`` ranges of at most :data:`RANGE_BYTES` (:data:`FOLDED_RANGE_BYTES`
+    and at least two per worker when the workers fold their events), so that the workers
+    end together.
     """
     try:
         if not os.path.isfile(path):
@@ -152,7 +156,8 @@ def ranges(path: str, jobs: int) -> list[tuple[int, int]] | None:
         warm = _line_start(f, min(WARM_BYTES, size // (2 * jobs + 2)), size)
     if warm >= size:
         return [(0, size)]
-    parts = jobs * max(1, -(-(size - warm) // (jobs * RANGE_BYTES)))
+    most = FOLDED_RANGE_BYTES if folded else RANGE_BYTES
+    parts = jobs * max(2 if folded else 1, -(-(size - warm) // (jobs * most)))
     return [(0, warm), *line_ranges(path, size, parts, begin=warm)]
 
 
@@ -202,11 +207,41 @@ def _scan(task: Task, scanner: Scanner) -> tuple[InputScan, ReadStats, TableFind
     return scan, stats, finder
 
 
+def _scan_folded(
+    task: Task, scanner: Scanner
+) -> tuple[InputScan, ReadStats, TableFinder, FoldedPart]:
+    """Scan a range as one process streams an input: in parts of :data:`PART_BYTES` of
+    text, each folded by a collector that keeps the last ``task.keep`` events."""
+    assert task.keep
+    stats = ReadStats()
+    finder = TableFinder(task.path)
+    collector = Collector(scanner, task.keep)
+    collector.stream_now()
+    collector.begin(task.path)
+    scan, size = InputScan(task.path), 0
+    bulk = BulkScan(scanner, scan, stats, finder)
+    for block in open_range_blocks(task.path, task.start, task.end, stats):
+        bulk.feed(block)
+        size += len(block)
+        if size >= PART_BYTES:
+            scanner.finish_scan(scan)
+            collector.add(scan)
+            scan, size = InputScan(task.path), 0
+            bulk = BulkScan(scanner, scan, stats, finder)
+    scanner.finish_scan(scan)
+    collector.add(scan)
+    folded = collector.folded()
+    return collector.scans[0], stats, finder, folded
+
+
 def scan_task(task: Task, scanner: Scanner | None = None) -> Part:
     """Scan one range: with ``scanner`` here, else in a worker with the one it inherited."""
     own = scanner if scanner is not None else _WORKER["scanner"]
-    scan, stats, finder = _scan(task, own)
-    folded = fold_part(scan, task.keep) if task.keep is not None else None
+    folded = None
+    if task.keep:
+        scan, stats, finder, folded = _scan_folded(task, own)
+    else:
+        scan, stats, finder = _scan(task, own)
     if scanner is not None:
         return Part(scan, None, None, stats, 0, finder, folded)
     sent_records, sent_reasons = _WORKER["sent"]

@@ -32,6 +32,8 @@ STREAM_FILE_MIN_BYTES = 64 << 20
 KEPT_LINES = 10_000
 #: Events a live snapshot carries (the last ones read).
 SNAPSHOT_EVENTS = 20_000
+#: Text scanned into one part before it is handed to the collector.
+PART_BYTES = 16 << 20
 
 _Piece = tuple[int, PartEvents]  # (input index, events)
 
@@ -47,29 +49,6 @@ class FoldedPart:
     diag_counts: np.ndarray
     events: int
     dropped_line: int
-
-
-def fold_part(scan: InputScan, keep: int) -> FoldedPart:
-    """Fold the events of ``scan`` (a finished part) into statistics and leave it its last
-    ``keep`` events and its first :data:`KEPT_LINES` malformed and diagnostic lines (all
-    stay counted)."""
-    n = len(scan.event_line)
-    lines = np.frombuffer(scan.event_line, dtype=np.int64) if n else np.zeros(0, np.int64)
-    records = np.frombuffer(scan.event_record, dtype=np.int64) if n else np.zeros(0, np.int64)
-    times = np.frombuffer(scan.event_time, dtype=np.float64) if n else np.zeros(0)
-    stats = StatsAccumulator()
-    stats.add(scan.path, lines, records, times)
-    diag = scan.diag_record
-    counts = np.bincount(np.frombuffer(diag, dtype=np.int64)) if len(diag) else np.zeros(0, int)
-    dropped = int(lines[n - keep - 1]) if n > keep else 0
-    del lines, records, times  # views of the columns trimmed next
-    if n > keep:
-        for name in ("event_line", "event_record", "event_time", "event_timestamp"):
-            values = getattr(scan, name)
-            if len(values) == n:
-                del values[: n - keep]
-    cap_kept_lines(scan, KEPT_LINES)
-    return FoldedPart(stats, counts.astype(np.int64), n, dropped)
 
 
 class Collector:
@@ -111,7 +90,7 @@ class Collector:
         """Add ``part``, the next lines of the current input (``text_bytes`` of text).
 
         ``records`` and ``reasons`` map the part's ids to the scanner's (None: the same).
-        ``folded``: the part was folded where it was scanned (:func:`fold_part`; only while
+        ``folded``: the part was folded where it was scanned (:meth:`folded`; only while
         streaming, see :meth:`stream_now`) and holds only its last events.
         """
         into = self.scans[-1]
@@ -138,6 +117,24 @@ class Collector:
         self.text_bytes += text_bytes
         if not self.streaming and self.window_events and self.text_bytes >= stream_min():
             self._start_streaming()
+
+    def folded(self) -> FoldedPart:
+        """What was folded of the one input read (the parts of a byte range, streamed where
+        it was scanned): its statistics, its diagnostic lines per record, its event count and
+        the line of the last event left out; its scan is left the window's events (and the
+        first :data:`KEPT_LINES` malformed and diagnostic lines), all it sends on."""
+        if not self.streaming or self.stats is None or len(self.scans) != 1:
+            raise ValueError("folded() is for one input read while streaming")
+        cut = max(0, self._window_size - self.window_events)
+        if cut:
+            self._trim(cut)
+        (kept,) = self._window_scans(self.window_events)
+        scan = self.scans[0]
+        for name in ("event_line", "event_record", "event_time", "event_timestamp"):
+            setattr(scan, name, getattr(kept, name))
+        return FoldedPart(
+            self.stats, self._diag, self.events_total, max(0, self.dropped.get(scan.path, 0))
+        )
 
     def stream_now(self) -> None:
         """Stream from here on (the inputs are known to be large enough to stream)."""
