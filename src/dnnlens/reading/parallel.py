@@ -50,8 +50,10 @@ FOLDED_RANGE_BYTES = 1 << 30
 #: The first range of a split file, scanned here before the workers start (they inherit
 #: the lines it taught the scanner).
 WARM_BYTES = 2 << 20
-#: Plain files that add up to this are read in several processes when ``-j`` is not given.
-AUTO_MIN_BYTES = 64 << 20
+#: Plain files that add up to this are read in several processes when ``-j`` is not given
+#: (measured on 2 cores: 1.9 GiB read 1.5x faster with two, 560 MiB 1.2x, 190 MiB hardly:
+#: starting workers and merging their parts costs about 0.1 s).
+AUTO_MIN_BYTES = 256 << 20
 #: Bytes read at a time when looking for the line start after a cut.
 _SEARCH_BYTES = 1 << 20
 #: How often a wait for a worker looks at the stop request.
