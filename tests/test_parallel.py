@@ -266,14 +266,33 @@ def test_jobs_are_chosen_by_size_and_idle_cpus(monkeypatch, big_log: Path) -> No
 
     sources = [InputSource(str(big_log)), InputSource("-")]
     monkeypatch.setattr(parallel, "default_jobs", lambda: 4)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.2, 0.2))
+    busy = {"now": 0}
+    monkeypatch.setattr(parallel, "idle_cores", lambda: 4 - busy["now"])
     assert parallel.choose_jobs(sources) == 1  # a few hundred KiB
     monkeypatch.setattr(parallel, "AUTO_MIN_BYTES", big_log.stat().st_size // 3)
     assert parallel.choose_jobs(sources) == 4
-    monkeypatch.setattr(os, "getloadavg", lambda: (2.0, 2.0, 2.0))
+    busy["now"] = 2
     assert parallel.choose_jobs(sources) == 2
-    monkeypatch.setattr(os, "getloadavg", lambda: (3.6, 2.0, 2.0))
+    busy["now"] = 3
     assert parallel.choose_jobs(sources) == 1
+
+
+def test_idle_cores_leave_out_the_cpus_other_processes_keep_busy(monkeypatch) -> None:
+    """Two processes running besides this one on 4 CPUs leave 2 (Linux /proc/loadavg: the
+    fourth field counts the running processes, this one included)."""
+    import builtins
+    import io
+
+    monkeypatch.setattr(parallel, "default_jobs", lambda: 4)
+    real_open = builtins.open
+
+    def fake_open(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if path == "/proc/loadavg":
+            return io.StringIO("2.95 2.50 2.10 3/412 12345\n")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    assert parallel.idle_cores() == 2
 
 
 def test_parts_scanned_elsewhere_merge_as_workers_parts(tmp_path) -> None:

@@ -105,14 +105,20 @@ def bounded_jobs(jobs: int) -> int:
 
 
 def idle_cores() -> int:
-    """CPUs this process may use that other work does not keep busy (by the load average
-    of the last minute): a worker on a busy CPU only adds the cost of parallel reading."""
+    """CPUs this process may use that other work does not keep busy: a worker on a busy
+    CPU only adds the cost of parallel reading. Other work is the processes running now
+    besides this one (Linux ``/proc/loadavg``; elsewhere the load average of the last
+    minute, which also counts this process's own recent past)."""
     cores = default_jobs()
     try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # not a Unix
-        return cores
-    return max(1, min(cores, round(cores - load)))
+        with open("/proc/loadavg") as f:
+            busy = int(f.read().split()[3].split("/")[0]) - 1  # this process is running
+    except (OSError, ValueError, IndexError):
+        try:
+            busy = round(os.getloadavg()[0])
+        except (AttributeError, OSError):  # not a Unix
+            busy = 0
+    return max(1, min(cores, cores - busy))
 
 
 def choose_jobs(sources: Sequence[InputSource]) -> int:
