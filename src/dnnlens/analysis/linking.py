@@ -83,13 +83,13 @@ PATIENCE = 256
 class LinkResult:
     """Links of one analysis: per primitive, per op instance, per op name.
 
-    ``links`` may be given as a function that builds the frame: a log that prints its
-    profile every few steps links thousands of tables, whose per-primitive frames are
-    rarely read (:attr:`links` builds it on first use).
+    ``links`` and ``instances`` may be given as functions that build the frames: a log that
+    prints its profile every few steps links thousands of tables, whose frames are rarely
+    read (:attr:`links` and :attr:`instances` build them on first use).
     """
 
     _links: pd.DataFrame | Callable[[], pd.DataFrame]
-    instances: pd.DataFrame
+    _instances: pd.DataFrame | Callable[[], pd.DataFrame]
     ops: list[dict[str, Any]]
     without_onednn: list[dict[str, Any]] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
@@ -101,6 +101,13 @@ class LinkResult:
         if callable(self._links):
             self._links = self._links()
         return self._links
+
+    @property
+    def instances(self) -> pd.DataFrame:
+        """One row per op instance with linked primitives (see :func:`_instances`)."""
+        if callable(self._instances):
+            self._instances = self._instances()
+        return self._instances
 
 
 # --------------------------------------------------------------------------------------------
@@ -128,6 +135,7 @@ class _Execs:
     @classmethod
     def of_events(cls, events: pd.DataFrame) -> _Execs:
         ev = events[events["operation"] == "exec"]
+        coded = {n: c for n in ("kind", "mds") if (c := _coded(ev[n])) is not None}
         return cls(
             index=ev.index.to_numpy(),
             input=_texts(ev["input"]),
@@ -138,21 +146,29 @@ class _Execs:
             mds=_texts(ev["mds"]),
             time=np.nan_to_num(ev["time_ms"].to_numpy(dtype=np.float64)),
             stamp=ev["timestamp_ms"].to_numpy(dtype=np.float64),
+            _coded=coded,
         )
 
     def __len__(self) -> int:
         return len(self.index)
 
+    #: (codes, names) of the kind and mds columns when they were categorical
+    _coded: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict, repr=False)
+
     @cached_property
     def kind_codes(self) -> tuple[np.ndarray, list[str]]:
-        """Each exec's kind as a code, and the kinds (in order of first appearance)."""
-        codes, names = pd.factorize(self.kind)
-        return codes.astype(np.int64), [str(k) for k in names]
+        """Each exec's kind as a code, and the kinds."""
+        return self._codes("kind", self.kind)
 
     @cached_property
     def _mds_codes(self) -> tuple[np.ndarray, list[str]]:
-        codes, names = pd.factorize(self.mds)
-        return codes.astype(np.int64), [str(m) for m in names]
+        return self._codes("mds", self.mds)
+
+    def _codes(self, name: str, texts: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        if name in self._coded:
+            return self._coded[name]
+        codes, names = pd.factorize(texts)
+        return codes.astype(np.int64), [str(k) for k in names]
 
     def reorders_in(self, positions: np.ndarray) -> np.ndarray:
         """Whether each exec at ``positions`` is a reorder into a blocked layout
@@ -202,6 +218,17 @@ class _Execs:
         lo = np.searchsorted(lines, after, side="right")
         hi = np.searchsorted(lines, before, side="left")
         return pos[lo:hi]
+
+
+def _coded(column: pd.Series) -> tuple[np.ndarray, list[str]] | None:
+    """A categorical text column's codes and names, as :func:`_texts` reads them (a missing
+    value is the last name, "nan"); None for another column."""
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return None
+    names = [str(c) for c in column.cat.categories] + ["nan"]
+    codes = column.cat.codes.to_numpy().astype(np.int64)
+    codes[codes < 0] = len(names) - 1
+    return codes, names
 
 
 def _texts(column: pd.Series) -> np.ndarray:
@@ -955,7 +982,7 @@ def link_table_events(
         "outside_window": int(in_sources - len(window)),
         "by_method": {"order": len(pos)} if len(pos) else {},
     }
-    return LinkResult(frame, pd.DataFrame(), out, [], info, notes)
+    return LinkResult(frame, pd.DataFrame, out, [], info, notes)
 
 
 def _links_frame_of(
