@@ -60,15 +60,16 @@ print({"seconds": dt, "lines": log.scans[0].lines, "events": len(log.events),
 ANALYZE = """
 import resource, sys, time
 from dnnlens.reading import load
-from dnnlens.analysis.result import analyze_log
-from dnnlens.rules.engine import RuleOptions, run_rules
+from dnnlens.analysis.analysis import Analysis
+from dnnlens.rules.engine import RuleOptions
+from dnnlens.rules.verdict import apply_rules
 from dnnlens.report.json_report import render_json
 import dnnlens.analysis.costmodel, dnnlens.analysis.graph, dnnlens.analysis.iterations  # noqa
 import dnnlens.analysis.roofline, dnnlens.rules.context  # noqa: imported lazily
 t = time.perf_counter()
 log = load([sys.argv[1]])
-analysis = analyze_log(log)
-analysis.findings = run_rules(analysis, RuleOptions())
+analysis = Analysis(log)
+apply_rules(analysis.prepare(), RuleOptions())
 render_json(analysis)
 dt = time.perf_counter() - t
 print({"seconds": dt, "lines": log.scans[0].lines, "findings": len(analysis.findings),

@@ -185,3 +185,131 @@ def test_a_signal_stops_the_workers(tmp_path: Path, signum: int) -> None:
         except OSError:
             continue  # gone
         assert state == "Z", f"worker {pid} still running"
+
+
+def _same_reading(one, many) -> None:  # noqa: ANN001 - two ParsedLogs
+    """Two readings of the same inputs agree line for line (sums to the last bits aside)."""
+    for a, b in zip(one.scans, many.scans, strict=True):
+        for name in ("path", "lines", "parsed", "foreign", "malformed", "prefixed"):
+            assert getattr(a, name) == getattr(b, name), name
+        assert a.families == b.families
+        assert list(a.malformed_line) == list(b.malformed_line)
+        assert list(a.diag_line) == list(b.diag_line)
+        assert a.foreign_examples == b.foreign_examples
+        assert a.header.version_lines == b.header.version_lines
+    cols = ["input", "line", "kind", "impl", "problem", "operation"]
+    assert one.events[cols].astype(str).equals(many.events[cols].astype(str))
+    np.testing.assert_array_equal(one.events["time_ms"], many.events["time_ms"])
+    np.testing.assert_array_equal(one.events["timestamp_ms"], many.events["timestamp_ms"])
+
+
+def test_streamed_parallel_reading_folds_in_the_workers(
+    big_log: Path, many_cores, monkeypatch
+) -> None:
+    """Once the inputs stream, workers fold their ranges' events (in parts, as one process
+    streams an input) and send only the last ones: the window, the totals, the diagnostics
+    and the kept lines are those of one process reading it all (sums equal to the last bits
+    of a float)."""
+    import dnnlens.reading.stream as stream
+    from dnnlens.reading import read
+
+    monkeypatch.setattr(stream, "STREAM_FILE_MIN_BYTES", 1)
+    monkeypatch.setattr(stream, "KEPT_LINES", 40)
+    monkeypatch.setattr(parallel, "FOLDED_RANGE_BYTES", 40_000)  # many ranges, past the window
+    monkeypatch.setattr(parallel, "PART_BYTES", 7_000)  # each read in parts
+    other = big_log.parent / "second.log"
+    other.write_bytes(PIECES[1].read_bytes() * 2)
+    paths = [str(big_log), str(other)]
+    one = read(paths, window_events=300)
+    many = read(paths, window_events=300, jobs=3)
+    _same_reading(one, many)
+    assert one.window.events_total == many.window.events_total
+    assert one.window.dropped_last_line == many.window.dropped_last_line
+    assert one.diagnostic_counts == many.diagnostic_counts
+    # record ids are the order each scanner met the lines in: compare by record
+    a = one.record_stats.set_axis([one.records[r] for r in one.record_stats.index])
+    b = many.record_stats.set_axis([many.records[r] for r in many.record_stats.index])
+    b = b.loc[a.index]
+    assert len(a) == len(many.record_stats)
+    for col in ("count", "timed", "min_ms", "max_ms", "first_input", "first_line"):
+        assert a[col].tolist() == b[col].tolist(), col
+    np.testing.assert_allclose(a["time_ms"], b["time_ms"], rtol=1e-12)
+
+
+def test_tables_inside_a_log_are_found_across_ranges(many_cores, monkeypatch, tmp_path) -> None:
+    """Profiler tables and profiler_start/stop lines of a log cut into ranges of about 1 KB
+    (so that cuts fall inside tables, their heads and their footers) are found as one
+    process finds them; the log ends with a table cut off, which swallows the lines after
+    it as the line scanner's finder does."""
+    monkeypatch.setattr(parallel, "RANGE_BYTES", 1_000)
+    monkeypatch.setattr(parallel, "WARM_BYTES", 500)
+    text = (ROOT / "sample_logs" / "profile_combined_infer.log").read_text()
+    cut = text[: text.rindex("---")]  # the last table without its closing rule and footer
+    path = tmp_path / "tables.log"
+    path.write_text(text * 5 + cut + text[:2000])
+    one, many = load([str(path)]), load([str(path)], jobs=3)
+    _same_reading(one, many)
+    a, b = one.framework, many.framework
+    assert len(a.tables) == 6
+    assert [(t.line, t.size, t.totals_ms) for t in a.tables] == [
+        (t.line, t.size, t.totals_ms) for t in b.tables
+    ]
+    assert a.tables[0].rows.equals(b.tables[0].rows)
+    assert a.markers == b.markers and len(a.markers[str(path)]) == 12
+    assert a.errors == b.errors and any("cut off" in e for e in a.errors)
+
+
+def test_jobs_are_chosen_by_size_and_idle_cpus(monkeypatch, big_log: Path) -> None:
+    """Without ``-j``: one process for small inputs, one per idle CPU for large ones (a CPU
+    other work keeps busy, by the load average, gives a worker little)."""
+    from dnnlens.io.inputs import InputSource
+
+    sources = [InputSource(str(big_log)), InputSource("-")]
+    monkeypatch.setattr(parallel, "default_jobs", lambda: 4)
+    busy = {"now": 0}
+    monkeypatch.setattr(parallel, "idle_cores", lambda: 4 - busy["now"])
+    assert parallel.choose_jobs(sources) == 1  # a few hundred KiB
+    monkeypatch.setattr(parallel, "AUTO_MIN_BYTES", big_log.stat().st_size // 3)
+    assert parallel.choose_jobs(sources) == 4
+    busy["now"] = 2
+    assert parallel.choose_jobs(sources) == 2
+    busy["now"] = 3
+    assert parallel.choose_jobs(sources) == 1
+
+
+def test_idle_cores_leave_out_the_cpus_other_processes_keep_busy(monkeypatch) -> None:
+    """Two processes running besides this one on 4 CPUs leave 2 (Linux /proc/loadavg: the
+    fourth field counts the running processes, this one included)."""
+    import builtins
+    import io
+
+    monkeypatch.setattr(parallel, "default_jobs", lambda: 4)
+    real_open = builtins.open
+
+    def fake_open(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if path == "/proc/loadavg":
+            return io.StringIO("2.95 2.50 2.10 3/412 12345\n")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    assert parallel.idle_cores() == 2
+
+
+def test_parts_scanned_elsewhere_merge_as_workers_parts(tmp_path) -> None:
+    """Byte ranges scanned elsewhere, each with a scanner of its own (another machine's
+    tasks), merged by the front door: the reading of one process, tables included."""
+    from dnnlens.reading import read
+
+    text = (ROOT / "sample_logs" / "profile_combined_infer.log").read_text()
+    path = tmp_path / "tables.log"
+    path.write_text(text * 4 + PIECES[1].read_text())
+    size = path.stat().st_size
+    spans = parallel.line_ranges(str(path), size, 9)
+    assert len(spans) == 9
+    parts = {str(path): [(parallel.scan_range(str(path), a, b), b - a) for a, b in spans]}
+    one, given = load([str(path)]), read([str(path)], window_events=None, parts=parts)
+    _same_reading(one, given)
+    assert [(t.line, t.size) for t in one.framework.tables] == [
+        (t.line, t.size) for t in given.framework.tables
+    ]
+    assert one.framework.markers == given.framework.markers

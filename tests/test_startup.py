@@ -1,21 +1,63 @@
-"""Start-up stays light: the command line imports neither torch nor the analysis stack."""
+"""Start-up stays light: each command imports only what its input needs, when it needs it.
+
+The command line, ``--help`` and ``--version`` import none of the analysis stack; a small
+log analysed to JSON imports what the analysis is built on (pandas, and the bulk scanner's
+numpy and Arrow), but no torch, no process pool, no terminal or live-view rendering (rich)
+and no YAML parser unless a YAML rule file is given. Times are measured in
+``benchmarks/bench_speed.py`` (``-X importtime``), never asserted here.
+"""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("torch", "pandas", "numpy", "pyarrow", "lark", "networkx", "yaml", "multiprocessing.pool")
+
+
+def _imported_after(code: str, names: tuple[str, ...]) -> list[str]:
+    """Which of ``names`` are imported once ``code`` ran in a fresh interpreter."""
+    probe = (
+        f"{code}\nprint(__import__('json').dumps(sorted(m for m in {names!r} if m in sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _command(*argv: str) -> str:
+    """Code that runs ``dnnlens ARGV`` in this interpreter and goes on after it exits."""
+    return (
+        "import sys\n"
+        f"sys.argv = ['dnnlens', *{list(argv)!r}]\n"
+        "import dnnlens.cli\n"
+        "try:\n    dnnlens.cli.main()\nexcept SystemExit:\n    pass"
+    )
 
 
 def test_cli_import_pulls_in_nothing_heavy() -> None:
-    code = (
-        "import sys, dnnlens, dnnlens.cli; "
-        "print(sorted(m for m in ('torch', 'pandas', 'lark', 'networkx', 'numpy') "
-        "if m in sys.modules))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert out == "[]"
+    assert _imported_after("import sys, dnnlens, dnnlens.cli", HEAVY) == []
+
+
+def test_help_and_version_import_nothing_heavy() -> None:
+    assert _imported_after(_command("--help"), HEAVY) == []
+    assert _imported_after(_command("analyze", "--help"), HEAVY) == []
+    assert _imported_after(_command("--version"), HEAVY) == []
+
+
+def test_a_small_log_to_json_imports_only_what_it_needs(tmp_path: Path) -> None:
+    """``sample_logs/convnet_nchw_infer.log`` (338 lines) analysed to JSON: no torch, no
+    worker pool, no rich console (nothing goes to a terminal), no YAML parser."""
+    log = ROOT / "sample_logs" / "convnet_nchw_infer.log"
+    out = tmp_path / "report.json"
+    names = (*HEAVY, "rich.console", "rich.progress", "dnnlens.report.terminal")
+    code = _command("analyze", str(log), "--format", "json", "-o", str(out))
+    assert _imported_after(code, names) == ["lark", "numpy", "pandas", "pyarrow"]
+    assert json.loads(out.read_text())["summary"]["exec_count"] == 165  # grep -c ',exec,'
 
 
 def test_help_lists_every_command() -> None:

@@ -23,10 +23,11 @@ Three ways, strongest first; every link says which one made it:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -80,14 +81,33 @@ PATIENCE = 256
 
 @dataclass
 class LinkResult:
-    """Links of one analysis: per primitive, per op instance, per op name."""
+    """Links of one analysis: per primitive, per op instance, per op name.
 
-    links: pd.DataFrame
-    instances: pd.DataFrame
+    ``links`` and ``instances`` may be given as functions that build the frames: a log that
+    prints its profile every few steps links thousands of tables, whose frames are rarely
+    read (:attr:`links` and :attr:`instances` build them on first use).
+    """
+
+    _links: pd.DataFrame | Callable[[], pd.DataFrame]
+    _instances: pd.DataFrame | Callable[[], pd.DataFrame]
     ops: list[dict[str, Any]]
     without_onednn: list[dict[str, Any]] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def links(self) -> pd.DataFrame:
+        """One row per linked primitive execution (see :func:`_links_frame`)."""
+        if callable(self._links):
+            self._links = self._links()
+        return self._links
+
+    @property
+    def instances(self) -> pd.DataFrame:
+        """One row per op instance with linked primitives (see :func:`_instances`)."""
+        if callable(self._instances):
+            self._instances = self._instances()
+        return self._instances
 
 
 # --------------------------------------------------------------------------------------------
@@ -115,6 +135,7 @@ class _Execs:
     @classmethod
     def of_events(cls, events: pd.DataFrame) -> _Execs:
         ev = events[events["operation"] == "exec"]
+        coded = {n: c for n in ("kind", "mds") if (c := _coded(ev[n])) is not None}
         return cls(
             index=ev.index.to_numpy(),
             input=_texts(ev["input"]),
@@ -125,10 +146,45 @@ class _Execs:
             mds=_texts(ev["mds"]),
             time=np.nan_to_num(ev["time_ms"].to_numpy(dtype=np.float64)),
             stamp=ev["timestamp_ms"].to_numpy(dtype=np.float64),
+            _coded=coded,
         )
 
     def __len__(self) -> int:
         return len(self.index)
+
+    #: (codes, names) of the kind and mds columns when they were categorical
+    _coded: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def kind_codes(self) -> tuple[np.ndarray, list[str]]:
+        """Each exec's kind as a code, and the kinds."""
+        return self._codes("kind", self.kind)
+
+    @cached_property
+    def _mds_codes(self) -> tuple[np.ndarray, list[str]]:
+        return self._codes("mds", self.mds)
+
+    def _codes(self, name: str, texts: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        if name in self._coded:
+            return self._coded[name]
+        codes, names = pd.factorize(texts)
+        return codes.astype(np.int64), [str(k) for k in names]
+
+    def reorders_in(self, positions: np.ndarray) -> np.ndarray:
+        """Whether each exec at ``positions`` is a reorder into a blocked layout
+        (:func:`reorder_direction` ``in``), decided once per distinct memory descriptors."""
+        codes, kinds = self.kind_codes
+        if "reorder" not in kinds:
+            return np.zeros(len(positions), dtype=bool)
+        reorder = codes[positions] == kinds.index("reorder")
+        mds_codes, mds_names = self._mds_codes
+        into = self.__dict__.setdefault("_into", np.full(len(mds_names), -1, dtype=np.int8))
+        wanted = mds_codes[positions[reorder]]
+        for c in np.unique(wanted[into[wanted] < 0]).tolist():
+            into[c] = reorder_direction(mds_names[c]) == "in"
+        out = np.zeros(len(positions), dtype=bool)
+        out[reorder] = into[wanted] == 1
+        return out
 
     @cached_property
     def by_source(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -144,12 +200,35 @@ class _Execs:
             out[str(name)] = (pos, self.line[pos])
         return out
 
+    def marker_ranges(
+        self, markers: list[tuple[int, str]]
+    ) -> tuple[list[tuple[int, int]], list[int]]:
+        """:func:`marker_ranges` of a log's markers and their stop lines, found once per
+        list of markers (every table of a log asks)."""
+        cache = self.__dict__.setdefault("_ranges", {})
+        key = (id(markers), len(markers))
+        if key not in cache:
+            ranges = marker_ranges(markers)
+            cache[key] = (markers, ranges, [b for _, b in ranges])
+        return cache[key][1], cache[key][2]
+
     def between(self, source: str, after: int, before: int) -> np.ndarray:
         """Positions of the execs of ``source`` on lines strictly between the two."""
         pos, lines = self.by_source.get(source, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
         lo = np.searchsorted(lines, after, side="right")
         hi = np.searchsorted(lines, before, side="left")
         return pos[lo:hi]
+
+
+def _coded(column: pd.Series) -> tuple[np.ndarray, list[str]] | None:
+    """A categorical text column's codes and names, as :func:`_texts` reads them (a missing
+    value is the last name, "nan"); None for another column."""
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return None
+    names = [str(c) for c in column.cat.categories] + ["nan"]
+    codes = column.cat.codes.to_numpy().astype(np.int64)
+    codes[codes < 0] = len(names) - 1
+    return codes, names
 
 
 def _texts(column: pd.Series) -> np.ndarray:
@@ -481,32 +560,43 @@ def _start_candidates(
     return cands[-WINDOW_CANDIDATES:] or [0]
 
 
+def _helper_targets(
+    execs: _Execs, window: np.ndarray, label: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The helpers of ``window`` (its positions whose ``label`` is -1) and the op each goes
+    to: the op after it for a reorder into a blocked layout (it prepares that op's inputs),
+    else the op before it (one back to a plain layout returns its output); the other one
+    at the ends of the window. ``label`` holds the op of each paired position."""
+    paired = np.flatnonzero(label >= 0)
+    helpers = np.flatnonzero(label < 0)
+    if not len(paired):
+        return helpers[:0], helpers[:0]
+    k = np.searchsorted(paired, helpers)
+    prev = np.where(k > 0, label[paired[np.maximum(k - 1, 0)]], -1)
+    nxt = np.where(k < len(paired), label[paired[np.minimum(k, len(paired) - 1)]], -1)
+    into = execs.reorders_in(window[helpers])
+    return helpers, np.where((into & (nxt >= 0)) | (prev < 0), nxt, prev)
+
+
 def _attach_helpers(
     execs: _Execs, window: list[int], pairs: dict[int, tuple[int, str]], ops: pd.DataFrame
 ) -> dict[int, tuple[int, str]]:
-    """Reorders and other helpers in the window go to the op before or after them."""
+    """Reorders and other helpers in the window go to the op before or after them
+    (:func:`_helper_targets`); ``shape`` when the helper's problem is one of the op's
+    input shapes, else ``order``."""
     out = dict(pairs)
-    paired = [p for p in window if p in pairs]
-    if not paired:
+    if not any(p in pairs for p in window):
         return out
-    idx = {p: i for i, p in enumerate(window)}
+    positions = np.array(window, dtype=np.int64)
+    label = np.array([pairs[p][0] if p in pairs else -1 for p in window], dtype=np.int64)
+    helpers, targets = _helper_targets(execs, positions, label)
     dims = ops["input_dims"]
     shapes: dict[int, set[str]] = {}  # op label -> its input shapes as problem text
-    k = 0
-    for p in window:
-        if p in pairs:
-            continue
-        while k < len(paired) and idx[paired[k]] < idx[p]:
-            k += 1
-        prev = pairs[paired[k - 1]][0] if k > 0 else None
-        nxt = pairs[paired[k]][0] if k < len(paired) else None
-        direction = reorder_direction(execs.mds[p]) if execs.kind[p] == "reorder" else "out"
-        target = nxt if (direction == "in" and nxt is not None) or prev is None else prev
-        assert target is not None
+    for h, target in zip(positions[helpers].tolist(), targets.tolist(), strict=True):
         if target not in shapes:
             shapes[target] = {",".join(map(str, t)) for t in _tensors(str(dims.at[target]))}
-        fits = execs.problem[p].replace("x", ",") in shapes[target]
-        out[p] = (target, "shape" if fits else "order")
+        fits = execs.problem[h].replace("x", ",") in shapes[target]
+        out[h] = (target, "shape" if fits else "order")
     return out
 
 
@@ -603,26 +693,6 @@ def _instances(links: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
         },
         columns=columns,
     )
-
-
-def _by_op(execs: _Execs, links: dict[int, tuple[int, str]]) -> dict[int, list[int]]:
-    """Op label -> its linked exec positions, in log order, ops in order of first link."""
-    out: dict[int, list[int]] = {}
-    for p in sorted(links):
-        out.setdefault(links[p][0], []).append(p)
-    return out
-
-
-def _kind_list(execs: _Execs, positions: list[int]) -> list[dict[str, Any]]:
-    """Count and time per primitive kind (as :func:`_kind_rows`), from positions."""
-    count: Counter = Counter()
-    time: dict[str, float] = defaultdict(float)
-    for p in positions:
-        kind = str(execs.kind[p])
-        count[kind] += 1
-        time[kind] += float(execs.time[p])
-    ranked = sorted(count, key=lambda k: -time[k])
-    return [{"kind": k, "count": int(count[k]), "time_ms": float(time[k])} for k in ranked]
 
 
 def _kind_rows(group: pd.DataFrame) -> list[dict[str, Any]]:
@@ -790,7 +860,7 @@ def _table_window(
     table: ProfilerTable,
     since: int,
     notes: list[str],
-) -> list[int]:
+) -> np.ndarray:
     """Exec positions the table's profiled window covers.
 
     A table inside a log covers that log before it: between the last profiler_start/stop
@@ -800,16 +870,17 @@ def _table_window(
     touched, so many tables cost what their windows hold.
     """
     sources = [table.source] if table.source in execs.by_source else sorted(execs.by_source)
-    window: list[int] = []
+    window: list[np.ndarray] = []
     for source in sources:
         own = source == table.source
         limit = table.line if own else 1 << 62
-        ranges = [r for r in marker_ranges(markers.get(source, [])) if r[1] <= limit]
-        if ranges:
-            a, b = ranges[-1]
-            window += execs.between(source, a, b).tolist()
+        ranges, stops = execs.marker_ranges(markers.get(source, []))
+        before = bisect_right(stops, limit)  # the ranges that end before the table
+        if before:
+            a, b = ranges[before - 1]
+            window.append(execs.between(source, a, b))
         else:
-            window += execs.between(source, since if own else 0, limit).tolist()
+            window.append(execs.between(source, since if own else 0, limit))
             notes.append(
                 f"{source}: no profiler_start/stop lines; "
                 + (
@@ -818,7 +889,7 @@ def _table_window(
                     else f"the table {table.source}:{table.line} was linked to all its primitives"
                 )
             )
-    return window
+    return np.concatenate(window) if window else np.zeros(0, dtype=np.int64)
 
 
 def link_table(
@@ -834,6 +905,15 @@ def link_table(
     return link_table_events(log.events, table, markers, execs, since)
 
 
+def _table_column(table: ProfilerTable, name: str) -> list[Any]:
+    """A column of ``table`` as its rows frame gives it (without building the frame when
+    nothing differs: pandas reads a missing name beside text as NaN)."""
+    values = table.columns[name].tolist()
+    if name == "name" and None in values:
+        return table.rows[name].tolist()
+    return values
+
+
 def link_table_events(
     events: pd.DataFrame,
     table: ProfilerTable,
@@ -841,27 +921,29 @@ def link_table_events(
     execs: _Execs | None = None,
     since: int = 0,
 ) -> LinkResult:
-    """:func:`link_table` on an event table and the logs' profiler_start/stop lines."""
+    """:func:`link_table` on an event table and the logs' profiler_start/stop lines.
+
+    Per table, the work is a few array operations over its window: a log that prints its
+    profile every few steps links each table to its own stretch at the cost of that stretch.
+    """
     execs = _Execs.of_events(events) if execs is None else execs
     notes: list[str] = []
-    rows_df = table.rows
     window = _table_window(markers, execs, table, since, notes)
-    window_sources = {execs.input[p] for p in window}
-    if not window:
+    if not len(window):
         notes.append(f"{table.source}:{table.line}: no primitive execution to link the table to")
     needed = {"name", "calls", "cpu_total_ms", "self_cpu_ms"}
-    if not needed <= set(rows_df.columns):
+    if not needed <= set(table.columns):
         notes.append(
             f"{table.source}:{table.line}: the table lacks the columns "
-            f"{sorted(needed - set(rows_df.columns))}; not linked"
+            f"{sorted(needed - set(table.columns))}; not linked"
         )
         return LinkResult(pd.DataFrame(), pd.DataFrame(), [], [], {}, notes)
     grouped: dict[str, list[float]] = {}  # name -> [calls, CPU total, self CPU]
     for name, calls, total, own in zip(
-        rows_df["name"].tolist(),
-        rows_df["calls"].tolist(),
-        rows_df["cpu_total_ms"].tolist(),
-        rows_df["self_cpu_ms"].tolist(),
+        _table_column(table, "name"),
+        _table_column(table, "calls"),
+        _table_column(table, "cpu_total_ms"),
+        _table_column(table, "self_cpu_ms"),
         strict=True,
     ):
         acc = grouped.setdefault(name, [0, 0.0, 0.0])
@@ -869,53 +951,104 @@ def link_table_events(
         acc[1] += total
         acc[2] += own
     names = list(grouped)
-    owner: dict[str, int] = {}
-    for kind in set(execs.kind[window].tolist()) if window else ():
-        if kind not in ANCHORS:
+    codes, kinds = execs.kind_codes
+    wcodes = codes[window]
+    owner = np.full(len(kinds), -1, dtype=np.int64)  # kind code -> the op that calls it
+    for code in np.unique(wcodes).tolist():
+        pattern = ANCHORS.get(kinds[code])
+        if pattern is None:
             continue
-        hits = [i for i, n in enumerate(names) if ANCHORS[kind].search(str(n))]
+        hits = [i for i, n in enumerate(names) if pattern.search(str(n))]
         if hits:
-            owner[kind] = min(hits, key=lambda i: grouped[names[i]][1])
-    fake_ops = pd.DataFrame({"name": names, "input_dims": ""})
-    pairs = {p: (owner[execs.kind[p]], "order") for p in window if execs.kind[p] in owner}
-    links = _attach_helpers(execs, window, pairs, fake_ops)
-    frame = _links_frame(execs, links, fake_ops)
+            owner[code] = min(hits, key=lambda i: grouped[names[i]][1])
+    label = owner[wcodes]
+    helpers, targets = _helper_targets(execs, window, label)
+    label[helpers] = targets
+    linked = label >= 0
+    # in log order, as the links are kept
+    order = np.argsort(window[linked], kind="stable")
+    pos = window[linked][order]
+    op = label[linked][order]
+    frame = functools.partial(_links_frame_of, execs, pos, op, names)
+    out = _table_op_rows(execs, pos, op, names, grouped, f"{table.source}:{table.line}")
+    window_sources = set(execs.input[window].tolist())
+    in_sources = sum(len(execs.by_source[s][0]) for s in window_sources)
+    info = {
+        "table": f"{table.source}:{table.line}",
+        "method": "order" if len(pos) else None,
+        "primitives_in_window": len(window),
+        "primitives_linked": len(pos),
+        "unlinked_in_window": len(window) - len(pos),
+        "outside_window": int(in_sources - len(window)),
+        "by_method": {"order": len(pos)} if len(pos) else {},
+    }
+    return LinkResult(frame, pd.DataFrame, out, [], info, notes)
+
+
+def _links_frame_of(
+    execs: _Execs, pos: np.ndarray, op: np.ndarray, names: list[str]
+) -> pd.DataFrame:
+    """:func:`_links_frame` of a table's links (all by order)."""
+    links = {p: (o, "order") for p, o in zip(pos.tolist(), op.tolist(), strict=True)}
+    return _links_frame(execs, links, pd.DataFrame({"name": names, "input_dims": ""}))
+
+
+def _table_op_rows(
+    execs: _Execs,
+    pos: np.ndarray,
+    op: np.ndarray,
+    names: list[str],
+    grouped: dict[str, list[float]],
+    source: str,
+) -> list[dict[str, Any]]:
+    """One row per table op with linked primitives, ops in order of their first link,
+    most oneDNN time first; per kind, count and time (most time first, then in order of
+    first appearance). Sums run in log order."""
+    if not len(pos):
+        return []
+    codes, kinds = execs.kind_codes
+    kind = codes[pos]
+    time = execs.time[pos]
+    reorder = kinds.index("reorder") if "reorder" in kinds else -1
+    labels, first = np.unique(op, return_index=True)
     out = []
-    for label, linked in _by_op(execs, links).items():
+    for label in labels[np.argsort(first)].tolist():
+        mine = np.flatnonzero(op == label)
+        k, t = kind[mine], time[mine]
+        uniq, at, inverse = np.unique(k, return_index=True, return_inverse=True)
+        counts = np.bincount(inverse, minlength=len(uniq))
+        times = np.bincount(inverse, weights=t, minlength=len(uniq))  # summed in log order
+        ranked = sorted(np.argsort(at).tolist(), key=lambda u: -times[u])
+        onednn = [
+            {"kind": kinds[int(uniq[u])], "count": int(counts[u]), "time_ms": float(times[u])}
+            for u in ranked
+        ]
+        onednn_ms = float(np.add.accumulate(t)[-1])
+        is_reorder = k == reorder
+        n_reorder = int(is_reorder.sum())
+        reorder_ms = float(np.add.accumulate(t[is_reorder])[-1]) if n_reorder else 0.0
         name = names[label]
         calls, time_ms, self_ms = grouped[name]
-        onednn_ms = sum(execs.time[p] for p in linked)
-        reorders = [p for p in linked if execs.kind[p] == "reorder"]
         out.append(
             {
                 "name": str(name),
                 "calls": int(calls),
                 "time_ms": float(time_ms),
                 "self_ms": float(self_ms),
-                "onednn": _kind_list(execs, linked),
+                "onednn": onednn,
                 "link": "order",
-                "onednn_time_ms": float(onednn_ms),
+                "onednn_time_ms": onednn_ms,
                 "onednn_share": onednn_ms / time_ms if time_ms > 0 else None,
                 "calls_with_onednn": None,
-                "primitive_count": len(linked) - len(reorders),
-                "reorder_count": len(reorders),
-                "reorder_time_ms": float(sum(execs.time[p] for p in reorders)),
-                "links": {"order": len(linked)},
-                "source": f"{table.source}:{table.line}",
+                "primitive_count": len(mine) - n_reorder,
+                "reorder_count": n_reorder,
+                "reorder_time_ms": reorder_ms,
+                "links": {"order": len(mine)},
+                "source": source,
             }
         )
     out.sort(key=lambda r: -r["onednn_time_ms"])
-    in_sources = sum(len(execs.by_source[s][0]) for s in window_sources)
-    info = {
-        "table": f"{table.source}:{table.line}",
-        "method": "order" if links else None,
-        "primitives_in_window": len(window),
-        "primitives_linked": len(links),
-        "unlinked_in_window": len(window) - len(links),
-        "outside_window": int(in_sources - len(window)),
-        "by_method": {"order": len(links)} if links else {},
-    }
-    return LinkResult(frame, pd.DataFrame(), out, [], info, notes)
+    return out
 
 
 def link_framework(log: ParsedLog) -> list[LinkResult]:

@@ -179,8 +179,13 @@ def analyze(
     ),
     window: p.WindowOption = 200_000,
     skip: p.SkipOption = 0,
-    jobs: int = typer.Option(
-        1, "--jobs", "-j", min=0, help="Processes scanning log files (0: one per CPU)."
+    jobs: int | None = typer.Option(
+        None,
+        "--jobs",
+        "-j",
+        min=0,
+        help="Processes scanning log files (0: one per CPU; by default one per idle CPU "
+        "when the plain files add up to 256 MiB or more, and a note says so).",
     ),
     quiet: p.QuietOption = False,
     combine: p.CombineOption = False,

@@ -324,11 +324,17 @@ class _Output:
         return bool(self.tee is not None and self.tee.closed_by_reader)
 
 
+def _live_view_possible() -> bool:
+    from dnnlens.report.live_view import live_view_possible  # rich: only for a live view
+
+    return live_view_possible()
+
+
 def read_and_report(
     specs: list[str],
     options: ReportOptions,
     *,
-    jobs: int = 1,
+    jobs: int | None = 1,
     live: bool = True,
     tee: bool = False,
     stop: Any = None,
@@ -345,21 +351,30 @@ def read_and_report(
     interruption the exit code is the signal's (130, 143), after standard output was closed
     under ``--tee`` it is 141, once the report of what was read is out. ``before_report`` is
     called between reading and the report (``run`` waits for its program there).
+    ``jobs`` None: as many processes as pay for the size of the inputs, with a note when
+    that is more than one (:func:`dnnlens.reading.parallel.choose_jobs`).
     """
     from dnnlens.io.inputs import expand_inputs
     from dnnlens.io.signals import StopRequest
     from dnnlens.reading import read
     from dnnlens.reading.stream import DEFAULT_WINDOW_EVENTS
     from dnnlens.report.console import InputProgress, progress_enabled
-    from dnnlens.report.live_view import live_view_possible
 
     piped = "-" in specs
-    show = live and piped and not options.quiet and live_view_possible()
+    show = live and piped and not options.quiet and _live_view_possible()
     options.report_to_stderr = options.report_to_stderr or tee
     # --skip-iterations needs every event (the warm-up is found in the whole exec stream)
     window = None if options.skip else (options.window or DEFAULT_WINDOW_EVENTS)
     bar = progress_enabled(options.quiet) and not piped
-    sources = expand_inputs(specs)[0] if bar else []
+    sources = expand_inputs(specs)[0] if bar or jobs is None else []
+    if jobs is None:  # chosen by the size of the inputs
+        from dnnlens.reading.parallel import choose_jobs
+
+        jobs = choose_jobs(sources)
+        if jobs > 1 and not options.quiet:
+            say("note", f"reading with {jobs} processes: the inputs are large (-j 1: one)")
+    if not bar:
+        sources = []
     own = StopRequest() if stop is None else None
     signals: Any = own if own is not None else contextlib.nullcontext()
     with signals, InputProgress(sources, bar) as progress:

@@ -85,8 +85,9 @@ def load_run(
     """The run's inputs read as :func:`dnnlens.reading.load` reads them; a file with
     ``parts`` (its byte ranges, scanned already) is merged from them by the same front door.
 
-    Profiler tables printed inside a split file are not looked for, as with ``load(...,
-    jobs=N)``; a profiler trace among the inputs is read as ``load`` reads it.
+    Profiler tables printed inside a split file are found in its ranges as with
+    ``load(..., jobs=N)`` (a table cut by a range's end is read on from the file); a
+    profiler trace among the inputs is read as ``load`` reads it.
     """
     return read(list(paths), window_events=None, parts=parts or None)
 

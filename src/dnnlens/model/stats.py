@@ -109,19 +109,42 @@ class StatsAccumulator:
             return
         self._grow(int(records.max()) + 1)
         size = len(self._count)
-        self._count += np.bincount(records, minlength=size)
+        counts = np.bincount(records, minlength=size)
+        self._count += counts
         timed = ~np.isnan(times)
         self._timed += np.bincount(records[timed], minlength=size)
         self._sum += np.bincount(records[timed], weights=times[timed], minlength=size)
         np.minimum.at(self._min, records[timed], times[timed])
         np.maximum.at(self._max, records[timed], times[timed])
-        uniq, first = np.unique(records, return_index=True)
-        new = uniq[self._first_line[uniq] < 0]
-        if len(new):
-            pos = first[np.searchsorted(uniq, new)]
-            self._first_line[new] = lines[pos]
-            for rid in new:
+        present = np.flatnonzero(counts)
+        new = present[self._first_line[present] < 0]
+        if len(new):  # first seen here: their first lines (only their events are looked at)
+            is_new = np.zeros(size, dtype=bool)
+            is_new[new] = True
+            at = np.flatnonzero(is_new[records])
+            uniq, first = np.unique(records[at], return_index=True)
+            self._first_line[uniq] = lines[at[first]]
+            for rid in uniq:
                 self._first_input[rid] = path
+
+    def merge(self, other: StatsAccumulator, ids: np.ndarray, line_offset: int) -> None:
+        """Fold in ``other``, the statistics of the next events of the inputs (folded in
+        another process): ``ids`` maps its record ids to these, ``line_offset`` shifts its
+        line numbers (of the same input as its first events)."""
+        present = np.flatnonzero(other._count)
+        if not len(present):
+            return
+        into = ids[present]
+        self._grow(int(into.max()) + 1)
+        self._count[into] += other._count[present]
+        self._timed[into] += other._timed[present]
+        self._sum[into] += other._sum[present]
+        self._min[into] = np.minimum(self._min[into], other._min[present])
+        self._max[into] = np.maximum(self._max[into], other._max[present])
+        new = self._first_line[into] < 0
+        self._first_line[into[new]] = other._first_line[present[new]] + line_offset
+        for rid, src in zip(into[new].tolist(), present[new].tolist(), strict=True):
+            self._first_input[rid] = other._first_input[src]
 
     def frame(self) -> pd.DataFrame:
         """The stats frame of everything added so far."""

@@ -55,7 +55,7 @@ from dnnlens.io.inputs import (
     open_blocks,
 )
 from dnnlens.parsers.records import LINE_DIAGNOSTIC
-from dnnlens.parsers.scanner import InputScan, Scanner
+from dnnlens.parsers.scanner import FOREIGN_EXAMPLES_KEPT, InputScan, Scanner
 
 if TYPE_CHECKING:
     from dnnlens.parsers.torch_table import TableFinder
@@ -119,21 +119,22 @@ class BulkScan:
         if not block:
             return
         arr = np.frombuffer(block, dtype=np.uint8)
-        ends = np.flatnonzero(arr == _NL)
-        if block[-1] != _NL:
-            ends = np.append(ends, len(block))
+        marks, nl = _marks(block, arr)
+        ends = marks[nl]
         n = len(ends)
         starts = np.empty(n, dtype=np.int64)
         starts[0] = 0
         starts[1:] = ends[:-1] + 1
         nexts = np.minimum(ends + 1, len(block))
         base = self.scan.lines
-        fast, rid2, times, stamps, untimed = self._fast_lines(block, arr, starts, ends, nexts)
+        fast, rid2, times, stamps, untimed = self._fast_lines(
+            block, arr, starts, ends, nexts, marks, nl
+        )
         slow = np.flatnonzero(~fast & (untimed < 0))
         scan, stats = self.scan, self.stats
         texts = decode_lines(block, starts[slow].tolist(), nexts[slow].tolist(), stats)
         if self.finder is not None:
-            self._watch_tables(block, n, slow, texts)
+            self._watch_tables(block, n, slow, texts, starts, nexts)
         n0 = len(scan.event_line)
         classify = self.scanner._classify  # noqa: SLF001 - the same classification, by design
         add_untimed = self.scanner._add_untimed  # noqa: SLF001
@@ -149,14 +150,27 @@ class BulkScan:
             )[which]
             diag, known = known[is_diag], known[~is_diag]
         d0 = len(scan.diag_line)
-        text_of = dict(zip(slow.tolist(), texts, strict=True))
-        for i in np.sort(np.concatenate([slow, known])).tolist():
-            text = text_of.get(i)
-            if text is None:
-                v = int(untimed[i])
-                add_untimed(scan, base + i + 1, v >> 1, bool(v & 1))
-            else:
+        at = slow.tolist()
+        if len(scan.foreign_examples) >= FOREIGN_EXAMPLES_KEPT:
+            # a line without the "dnn" of a marker (nor a NUL byte, removed before a line is
+            # classified) is foreign: counted here, not classified one by one
+            keep = [k for k, t in enumerate(texts) if "dnn" in t or "\x00" in t]
+            if len(keep) < len(texts):
+                scan.foreign += len(texts) - len(keep)
+                at = [at[k] for k in keep]
+                texts = [texts[k] for k in keep]
+        if not len(known):
+            for i, text in zip(at, texts, strict=True):
                 classify(scan, base + i + 1, text)
+        else:
+            text_of = dict(zip(at, texts, strict=True))
+            for i in np.sort(np.concatenate([np.array(at, np.int64), known])).tolist():
+                text = text_of.get(i)
+                if text is None:
+                    v = int(untimed[i])
+                    add_untimed(scan, base + i + 1, v >> 1, bool(v & 1))
+                else:
+                    classify(scan, base + i + 1, text)
         if fast.any():
             self._add_fast(np.flatnonzero(fast), base, rid2[fast], times[fast], stamps[fast], n0)
         if len(diag):
@@ -170,6 +184,8 @@ class BulkScan:
         starts: np.ndarray,
         ends: np.ndarray,
         nexts: np.ndarray,
+        marks: np.ndarray,
+        nl: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Which lines are events of a known shape: their record id * 2 + prefixed, time and
         timestamp; and the record id * 2 + prefixed of header and diagnostic lines of a
@@ -180,7 +196,7 @@ class BulkScan:
         untimed = np.full(n, _SLOW, dtype=np.int64)
         times = np.full(n, np.nan)
         stamps = np.full(n, np.nan)
-        cut = _cut_lines(block, arr, starts, ends, nexts)
+        cut = _cut_lines(block, arr, starts, ends, nexts, marks, nl)
         if cut is None:
             return fast, rid2, times, stamps, untimed
         idx, s, nx, bstart, bend, lc, te, has_b = cut
@@ -400,26 +416,45 @@ class BulkScan:
         )
 
     # -- profiler tables --------------------------------------------------------------------
-    def _watch_tables(self, block: bytes, n: int, slow: np.ndarray, slow_texts: list[str]) -> None:
-        """Show the finder the block's lines, as the line scanner's caller would.
+    def _watch_tables(
+        self,
+        block: bytes,
+        n: int,
+        slow: np.ndarray,
+        slow_texts: list[str],
+        starts: np.ndarray,
+        nexts: np.ndarray,
+    ) -> None:
+        """Show the finder the block's lines that matter, as the line scanner's caller would.
 
         Rule lines and profiler markers are slow lines (an event line is never a rule line,
-        and a line holding ``profiler_st`` is never fast), so while no table is open a block
-        whose slow lines hold neither is skipped without decoding it.
+        and a line holding ``profiler_st`` is never fast): while no table is open the finder
+        only needs those, and from a rule line on, every line until the table ends (a fast
+        line inside a table is decoded here). The other lines are counted, not looked at.
         """
         finder = self.finder
         assert finder is not None
-        if finder.idle and not any("---" in t for t in slow_texts):
-            base = finder.lines_seen
-            for i, text in zip(slow.tolist(), slow_texts, strict=True):
-                if "profiler_st" in text:  # a profiler marker: the finder notes its line
-                    finder.seek(base + i)
-                    finder.feed([text])
-            finder.seek(base + n)
-            return
-        text = decode_line(block, ReadStats())  # invalid bytes are counted by the slow lines
-        lines = text.split("\n")
-        finder.feed(lines[:n])
+        base = finder.lines_seen
+        at = slow.tolist()
+        hits = [k for k, t in enumerate(slow_texts) if "---" in t or "profiler_st" in t]
+        if hits or not finder.idle:
+            slow_pos = {i: k for k, i in enumerate(at)}
+            i, h = 0, 0
+            while i < n:
+                if finder.idle:  # jump to the next line that can start a table or mark
+                    while h < len(hits) and at[hits[h]] < i:
+                        h += 1
+                    if h == len(hits):
+                        break
+                    i = at[hits[h]]
+                k = slow_pos.get(i)
+                if k is not None:
+                    text = slow_texts[k]
+                else:  # ASCII (else it were slow): nothing to count
+                    text = decode_line(block[int(starts[i]) : int(nexts[i])], ReadStats())
+                finder.line(base + i + 1, text)
+                i += 1
+        finder.seek(base + n)
 
 
 def _append_in_order(line_column: array, columns: list[tuple[array, np.ndarray]], n0: int) -> None:
@@ -440,26 +475,41 @@ def _append_in_order(line_column: array, columns: list[tuple[array, np.ndarray]]
         target.frombytes(merged.tobytes())
 
 
+def _marks(block: bytes, arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The positions of the block's commas and line ends in one array (one pass), with
+    ``len(block)`` as the end of a last line without ``\\n``; and where in it each line
+    ends. A line's commas are the marks between its end and the previous line's."""
+    found = arr == _NL
+    found |= arr == _COMMA
+    marks = np.flatnonzero(found)
+    is_end = arr[marks] == _NL
+    if block[-1] != _NL:
+        marks = np.append(marks, len(block))
+        is_end = np.append(is_end, True)
+    return marks, np.flatnonzero(is_end)
+
+
 def _cut_lines(
     block: bytes,
     arr: np.ndarray,
     starts: np.ndarray,
     ends: np.ndarray,
     nexts: np.ndarray,
+    marks: np.ndarray,
+    nl: np.ndarray,
 ) -> tuple[np.ndarray, ...] | None:
     """Where the pieces of each line that may be fast begin and end (module doc, step 2).
 
     Lines with a NUL or non-ASCII byte, fewer than four commas or over
     :data:`MAX_SHAPE_LINE` bytes are left out. Returns the indices of the other lines and,
     for each, its start, next line's start, B's start and end, last comma, time's end (a
-    ``\r`` left out) and whether B is there; None when no line is left.
+    ``\r`` left out) and whether B is there; None when no line is left. ``marks`` and
+    ``nl``: see :func:`_marks`.
     """
-    commas = np.flatnonzero(arr == _COMMA)
-    if len(commas) < 4:
-        return None
-    last = np.searchsorted(commas, ends) - 1  # index of the last comma before the end
-    first = np.searchsorted(commas, starts)  # index of the first comma of the line
-    ok = (first + 3 <= last) & (ends - starts <= MAX_SHAPE_LINE)
+    first = np.empty_like(nl)  # index in marks of each line's first comma (if it has one)
+    first[0] = 0
+    first[1:] = nl[:-1] + 1
+    ok = (nl - first >= 4) & (ends - starts <= MAX_SHAPE_LINE)
     if not block.isascii() or b"\0" in block:  # lines with a NUL or non-ASCII byte
         special = np.flatnonzero(arr.view(np.int8) <= 0)
         ok[np.searchsorted(ends, special)] = False
@@ -468,8 +518,8 @@ def _cut_lines(
         return None
     s, e, nx = starts[idx], ends[idx], nexts[idx]
     fi = first[idx]
-    c1, c2, c3 = commas[fi], commas[fi + 1], commas[fi + 2]
-    lc = commas[last[idx]]
+    c1, c2, c3 = marks[fi], marks[fi + 1], marks[fi + 2]
+    lc = marks[nl[idx] - 1]
     has_v = arr[c1 + 1] == _V  # the format version field: the timestamp comes after it
     bstart = np.where(has_v, c2 + 1, c1 + 1)
     bcomma = np.where(has_v, c3, c2)

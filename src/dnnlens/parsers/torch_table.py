@@ -40,7 +40,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib.resources import files
 from typing import Any
 
@@ -94,18 +94,29 @@ class TableParseError(ValueError):
 
 @dataclass
 class ProfilerTable:
-    """One parsed ``key_averages().table()``."""
+    """One parsed ``key_averages().table()``.
 
-    rows: pd.DataFrame
+    ``columns`` holds each column's values (one per row); :attr:`rows` is the same as a
+    DataFrame, built on first use: a log that prints its profile every few steps holds
+    thousands of tables, most of which are only counted or linked.
+    """
+
+    columns: dict[str, np.ndarray]
     headers: list[str]
     totals_ms: dict[str, float] = field(default_factory=dict)
     source: str = ""
     line: int = 0
+    size: int = 0
+
+    @cached_property
+    def rows(self) -> pd.DataFrame:
+        """The table's rows (columns as described in the module doc)."""
+        return pd.DataFrame(self.columns, index=pd.RangeIndex(self.size), copy=False)
 
     @property
     def by_input_shape(self) -> bool:
         """True for a ``group_by_input_shape=True`` table."""
-        return "input_shapes" in self.rows.columns
+        return "input_shapes" in self.columns
 
 
 class _HeadTransformer(Transformer):
@@ -192,9 +203,9 @@ def time_ms(text: str) -> float:
     return float(m.group(1)) * _TO_MS[m.group(2)] if m else math.nan
 
 
-def _value(kind: str, text: str | None) -> Any:
-    if text is None:
-        return None if kind == "text" else math.nan
+@lru_cache(maxsize=1 << 16)
+def _number(kind: str, text: str) -> Any:
+    """A cell's value (remembered: tables printed every few steps repeat most cells)."""
     if kind == "time":
         return time_ms(text)
     if kind == "pct":
@@ -288,19 +299,23 @@ def _build(
     for i, (name, kind) in enumerate(named):
         while name in data:
             name += "_"
-        values = [_value(kind, row[i]) for row in cells]
-        data[name] = (
-            np.array(values, dtype=object) if kind == "text" else np.array(values, np.float64)
-        )
+        if kind == "text":
+            data[name] = np.array([row[i] for row in cells], dtype=object)
+        else:
+            data[name] = np.array(
+                [math.nan if row[i] is None else _number(kind, row[i]) for row in cells],
+                np.float64,
+            )
     if "name" in data:
         data["truncated"] = np.array(
             [isinstance(v, str) and v.endswith("...") for v in data["name"]], dtype=bool
         )
     if "calls" in data and not np.isnan(data["calls"]).any():
         data["calls"] = data["calls"].astype(np.int64)
-    rows = pd.DataFrame(data, index=pd.RangeIndex(len(cells)), copy=False)
     totals = dict(_footer(f) for f in footers)
-    return ProfilerTable(rows=rows, headers=headers, totals_ms=totals, source=source, line=line)
+    return ProfilerTable(
+        columns=data, headers=headers, totals_ms=totals, source=source, line=line, size=len(cells)
+    )
 
 
 def parse_table(text: str, source: str = "<table>", line: int = 1) -> ProfilerTable:
@@ -344,6 +359,8 @@ class TableFinder:
         self.source = source
         self.tables: list[ProfilerTable] = []
         self.errors: list[str] = []
+        #: the line each error names (``source:line: ...``), for :meth:`absorb`
+        self.error_lines: list[int] = []
         #: (line number, "start" | "stop") of the profiler marker lines, in order
         self.markers: list[tuple[int, str]] = []
         self._lineno = 0
@@ -376,6 +393,12 @@ class TableFinder:
         """Set how many lines were seen: the caller skipped the ones between (while idle,
         only rule lines and profiler markers matter)."""
         self._lineno = lines_seen
+
+    def line(self, lineno: int, text: str) -> None:
+        """Look at line ``lineno`` (1-based; the lines before it that were not shown hold no
+        rule line and no profiler marker, unless a table is open), with or without its end."""
+        self._lineno = lineno
+        self._line(text.rstrip("\r\n"))
 
     def feed(self, lines: list[str]) -> None:
         """Look at the next lines (with or without their line ends).
@@ -455,11 +478,37 @@ class TableFinder:
                 f"{self.source}:{self._block_line}: profiler table cut off "
                 f"after {len(self._block) - 3} rows; they were read"
             )
+            self.error_lines.append(self._block_line)
             self._block.append(self._block[0])
         try:
             self.tables.append(table_from_lines(self._block, self.source, self._block_line))
         except TableParseError as exc:
             self.errors.append(str(exc))
+            self.error_lines.append(self._block_line)
+
+    # -- finders of the parts of one input (parallel reading) ---------------------------------
+    @property
+    def found(self) -> tuple[int, int, int]:
+        """How many tables, markers and errors were found so far."""
+        return len(self.tables), len(self.markers), len(self.errors)
+
+    def absorb(self, part: TableFinder, offset: int, skip: tuple[int, int, int]) -> None:
+        """Take in what ``part`` found in the next lines of the same input, numbered from 1
+        there (``offset``: the lines before them), leaving out its first ``skip`` tables,
+        markers and errors (found again here); then go on in ``part``'s state."""
+        for table in part.tables[skip[0] :]:
+            table.line += offset
+            self.tables.append(table)
+        self.markers.extend((line + offset, what) for line, what in part.markers[skip[1] :])
+        for line, error in zip(part.error_lines[skip[2] :], part.errors[skip[2] :], strict=True):
+            named = f"{part.source}:{line}:"
+            if error.startswith(named):
+                error = f"{part.source}:{line + offset}:{error[len(named) :]}"
+            self.errors.append(error)
+            self.error_lines.append(line + offset)
+        self._block, self._state = list(part._block), part._state
+        self._block_line = part._block_line + offset
+        self._lineno = part._lineno + offset
 
 
 def find_tables(lines: Iterable[str], source: str = "<lines>") -> list[ProfilerTable]:

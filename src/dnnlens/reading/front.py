@@ -35,10 +35,12 @@ from dnnlens.io.inputs import (
     LineBlocks,
     RawInput,
     ReadStats,
+    decode_line,
     display_path,
     expand_inputs,
     note_cut_lines,
     open_input,
+    open_range_blocks,
 )
 from dnnlens.io.progress import NoProgress, Progress
 from dnnlens.io.signals import StopCheck
@@ -48,7 +50,7 @@ from dnnlens.parsers.scanner import InputScan, Scanner
 from dnnlens.parsers.torch_table import TableFinder
 from dnnlens.parsers.torch_trace import FrameworkReader, parse_trace_stream, starts_like_json
 from dnnlens.reading import parallel
-from dnnlens.reading.stream import DEFAULT_WINDOW_EVENTS, Collector
+from dnnlens.reading.stream import DEFAULT_WINDOW_EVENTS, PART_BYTES, Collector, stream_min
 from dnnlens.reading.tables import keep_linkable_tables
 
 #: Lines of a slow stream are scanned at least this often.
@@ -57,8 +59,6 @@ BATCH_SECONDS = 0.25
 SNAPSHOT_SECONDS = 0.5
 #: How long a wait for a stream's next bytes lasts before the stop request is looked at.
 POLL_SECONDS = 0.1
-#: Text scanned into one part before it is handed to the collector.
-PART_BYTES = 16 << 20
 #: Raw bytes asked for per read.
 READ_BYTES = 1 << 20
 
@@ -68,7 +68,7 @@ Snapshot = Callable[[ParsedLog], None]
 def read(
     specs: Sequence[str],
     *,
-    jobs: int = 1,
+    jobs: int | None = 1,
     window_events: int | None = DEFAULT_WINDOW_EVENTS,
     progress: Progress | None = None,
     stop: StopCheck | None = None,
@@ -83,16 +83,17 @@ def read(
 
     ``window_events``: the events kept once the inputs are too large to keep them all (None
     keeps every event whatever the size). ``jobs``: processes scanning plain files (bounded
-    by the CPUs; 0 is one per CPU). ``tee`` and ``copy_to`` get the raw bytes of the inputs
-    read as streams, unchanged, as they arrive (a ``tee`` whose write fails is dropped).
+    by the CPUs; 0 is one per CPU; None: as many as pay, see ``parallel.choose_jobs``).
+    ``tee`` and ``copy_to`` get the raw bytes of the inputs read as streams, unchanged, as
+    they arrive (a ``tee`` whose write fails is dropped).
     ``tee.flush()`` is called after each write and whenever a stream pauses (a tee may hold
     the start of a line back briefly). ``on_snapshot`` is called with what was read so far
     (a snapshot, see ``ParsedLog``) at most every :data:`SNAPSHOT_SECONDS`. ``stop`` is
     looked at between blocks. ``stdin`` and ``stdin_name``: what ``-`` reads and what it is
     called (``dnnlens run`` reads its program's output under the name of its log).
     ``parts``: files scanned already, elsewhere, in byte ranges (:func:`parallel.scan_range`
-    of each of :func:`parallel.ranges`, with their sizes): merged in their place, exactly as
-    the parts of ``jobs`` workers are (``dnnlens fleet`` scans them on a cluster).
+    of each of :func:`parallel.line_ranges`, in order, with their sizes): merged in their
+    place, exactly as the parts of ``jobs`` workers are.
     """
     sources, errors = expand_inputs(list(specs))
     reading = _Reading(
@@ -107,7 +108,7 @@ def read(
     )
     reading.progress.start(sources)
     try:
-        jobs = parallel.bounded_jobs(jobs)
+        jobs = parallel.choose_jobs(sources) if jobs is None else parallel.bounded_jobs(jobs)
         if parts:
             reading.parallel(sources, 1, parts)
         elif jobs > 1 and len(sources) > 0:
@@ -297,44 +298,65 @@ class _Reading:
                 continue
             if given is not None:  # parts scanned elsewhere, or read here as usual
                 sizes = [size for _, size in given.get(source.path, ())]
-                plan.append((source, [(0, size) for size in sizes] or None))
+                starts = [sum(sizes[:k]) for k in range(len(sizes))]
+                spans = [(a, a + size) for a, size in zip(starts, sizes, strict=True)]
+                plan.append((source, spans or None))
                 continue
             plan.append((source, parallel.ranges(source.path, jobs) if is_file else None))
+        split = sum(end - start for _, spans in plan for start, end in spans or ())
+        keep = None
+        if given is None and self.collector.window_events and split >= stream_min():
+            # the inputs stream whatever else is read: workers fold their events and send
+            # only the last ones, so their ranges can be large
+            self.collector.stream_now()
+            keep = self.collector.window_events
+            plan = [(s, spans and parallel.ranges(s.path, jobs, folded=True)) for s, spans in plan]
         tasks = (
             []
             if given is not None
-            else list(parallel.tasks_of([(s.path, spans) for s, spans in plan]))
+            else list(parallel.tasks_of([(s.path, spans) for s, spans in plan], keep))
         )
-        with parallel.Workers(tasks, jobs, self.stop) as workers:
+        with parallel.Workers(tasks, jobs, self.stop, self.scanner) as workers:
+            maps = _IdMaps(self.scanner, workers)
             for source, spans in plan:
                 if self.stopped:
                     return
                 if spans is None:
-                    self.source(source, tables=given is not None, traces=False)
+                    self.source(source, traces=False)
                     continue
                 self.collector.begin(source.path)
+                finder = self.framework.finder(source.path)
                 stats = ReadStats()
                 ready = iter(given[source.path]) if given is not None else None
                 for start, end in spans:
                     part = next(ready)[0] if ready is not None else workers.next_part()
                     if part is None:
                         return
-                    self._add_worker_part(part, stats, end - start)
+                    task = parallel.Task(source.path, start, end)
+                    self._add_worker_part(part, maps, finder, task)
+                    stats.add(part.stats)
                     self.progress.advance(source, end - start)
                     if self.snapshot_due():
                         self.snapshot()
+                finder.close()
                 note_cut_lines(source.path, stats)
                 self.collector.scans[-1].add_reading(stats)
 
-    def _add_worker_part(self, part: parallel.Part, stats: ReadStats, size: int) -> None:
-        scan, records, reasons, part_stats = part
-        intern_record = self.scanner._intern_record  # noqa: SLF001 - one table for all parts
-        intern_reason = self.scanner._intern_reason  # noqa: SLF001
-        rmap = np.array([intern_record(r) for r in records] or [0], np.int64)
-        wmap = np.array([-2 - intern_reason(r) for r in reasons] or [0], np.int64)
-        self.collector.add(scan, rmap, wmap, text_bytes=size)
+    def _add_worker_part(
+        self, part: parallel.Part, maps: _IdMaps, finder: TableFinder, task: parallel.Task
+    ) -> None:
+        offset = self.collector.scans[-1].lines
+        rmap, wmap = maps.of(part)
+        size = task.end - task.start
+        self.collector.add(part.scan, rmap, wmap, text_bytes=size, folded=part.folded)
         self._unseen = True
-        stats.add(part_stats)
+        skip: tuple[int, int, int] | None = (0, 0, 0)
+        if not finder.idle:  # a table open where the range starts: read on here
+            skip = _resync(finder, part.finder, task, offset)
+        if skip is None:
+            finder.seek(offset + part.scan.lines)
+        else:
+            finder.absorb(part.finder, offset, skip)
 
     # -- the result --------------------------------------------------------------------------
     def result(self, errors: list[str]) -> ParsedLog:
@@ -493,3 +515,50 @@ class _InputReading:
         self.decoder.raw_seen = bytearray()
         if self.reading.snapshot_due():
             self.reading.snapshot()
+
+
+class _IdMaps:
+    """Per worker, its record and reason ids -> this scanner's (it inherited the first ones
+    at fork; each part brings the ones it learnt since its last)."""
+
+    def __init__(self, scanner: Scanner, workers: parallel.Workers) -> None:
+        self.scanner = scanner
+        self.workers = workers
+        self._maps: dict[int, tuple[list[int], list[int]]] = {}
+
+    def of(self, part: parallel.Part) -> tuple[np.ndarray | None, np.ndarray | None]:
+        if part.records is None or part.reasons is None:  # scanned with this scanner
+            return None, None
+        maps = self._maps.get(part.worker) if part.worker is not None else ([], [])
+        if maps is None:
+            records, reasons = self.workers.inherited
+            maps = self._maps[part.worker] = (list(range(records)), list(range(reasons)))
+        intern_record = self.scanner._intern_record  # noqa: SLF001 - one table for all parts
+        intern_reason = self.scanner._intern_reason  # noqa: SLF001
+        maps[0].extend(intern_record(r) for r in part.records)
+        maps[1].extend(-2 - intern_reason(r) for r in part.reasons)
+        return np.array(maps[0] or [0], np.int64), np.array(maps[1] or [0], np.int64)
+
+
+def _resync(
+    finder: TableFinder, part: TableFinder, task: parallel.Task, offset: int
+) -> tuple[int, int, int] | None:
+    """A table was open where the range of ``part`` starts, which its worker could not
+    know: read the range's first lines here, into ``finder`` and into a finder that does
+    what the worker's did, until both are between tables after the same line (from there
+    on the worker's finder is right). The tables, markers and errors the worker found
+    before that point are left out (the counts); None when the range ended first (then
+    ``finder`` read all of it)."""
+    again = TableFinder(part.source)
+    lineno = 0
+    for block in open_range_blocks(task.path, task.start, task.end, ReadStats()):
+        lines = decode_line(block, ReadStats()).split("\n")
+        if block.endswith(b"\n"):
+            lines.pop()
+        for text in lines:
+            lineno += 1
+            finder.line(offset + lineno, text)
+            again.line(lineno, text)
+            if finder.idle and again.idle:
+                return again.found
+    return None

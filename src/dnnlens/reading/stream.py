@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from array import array
 from collections import deque
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,8 +32,23 @@ STREAM_FILE_MIN_BYTES = 64 << 20
 KEPT_LINES = 10_000
 #: Events a live snapshot carries (the last ones read).
 SNAPSHOT_EVENTS = 20_000
+#: Text scanned into one part before it is handed to the collector.
+PART_BYTES = 16 << 20
 
 _Piece = tuple[int, PartEvents]  # (input index, events)
+
+
+@dataclass
+class FoldedPart:
+    """What was folded of a part where it was scanned (another process), so that only its
+    last events travel: the statistics of all its events and the diagnostic lines per
+    record (the part's own record ids), its event count, and the line (in the part) of the
+    last event it left out (0: none)."""
+
+    stats: StatsAccumulator
+    diag_counts: np.ndarray
+    events: int
+    dropped_line: int
 
 
 class Collector:
@@ -69,31 +85,77 @@ class Collector:
         records: np.ndarray | None = None,
         reasons: np.ndarray | None = None,
         text_bytes: int = 0,
+        folded: FoldedPart | None = None,
     ) -> None:
-        """Add ``part``, the next lines of the current input (``text_bytes`` of text)."""
+        """Add ``part``, the next lines of the current input (``text_bytes`` of text).
+
+        ``records`` and ``reasons`` map the part's ids to the scanner's (None: the same).
+        ``folded``: the part was folded where it was scanned (:meth:`folded`; only while
+        streaming, see :meth:`stream_now`) and holds only its last events.
+        """
         into = self.scans[-1]
+        offset = into.lines
         events = part_events(into, part, records)
         kept = KEPT_LINES if self.streaming else None
         append_scan(into, part, None if self.streaming else events, records, reasons, kept)
-        diag = part.diag_record
-        if len(diag):
-            ids = np.frombuffer(diag, dtype=np.int64)
-            ids = records[ids] if records is not None else ids
-            counts = np.bincount(ids)
-            if len(counts) > len(self._diag):
-                self._diag = np.concatenate(
-                    [self._diag, np.zeros(len(counts) - len(self._diag), np.int64)]
-                )
-            self._diag[: len(counts)] += counts
-        n = len(events)
-        self.events_total += n
-        if n and self.stats is not None:
+        if folded is not None:
+            self._count_diagnostics(folded.diag_counts, records)
+        elif len(part.diag_record):
+            self._count_diagnostics(np.bincount(np.frombuffer(part.diag_record, np.int64)), records)
+        self.events_total += folded.events if folded is not None else len(events)
+        if folded is not None:
+            if not self.streaming or self.stats is None:
+                raise ValueError("a folded part is added only while streaming")
+            self.stats.merge(folded.stats, self._ids(records), offset)
+            if folded.dropped_line:
+                path = into.path
+                self.dropped[path] = max(self.dropped.get(path, -1), folded.dropped_line + offset)
+        elif len(events) and self.stats is not None:
             self.stats.add(into.path, events.lines, events.records, events.times)
-        if n and self.streaming:
+        if len(events) and self.streaming:
             self._keep(len(self.scans) - 1, events)
         self.text_bytes += text_bytes
-        if not self.streaming and self.window_events and self.text_bytes >= _stream_min():
+        if not self.streaming and self.window_events and self.text_bytes >= stream_min():
             self._start_streaming()
+
+    def folded(self) -> FoldedPart:
+        """What was folded of the one input read (the parts of a byte range, streamed where
+        it was scanned): its statistics, its diagnostic lines per record, its event count and
+        the line of the last event left out; its scan is left the window's events (and the
+        first :data:`KEPT_LINES` malformed and diagnostic lines), all it sends on."""
+        if not self.streaming or self.stats is None or len(self.scans) != 1:
+            raise ValueError("folded() is for one input read while streaming")
+        cut = max(0, self._window_size - self.window_events)
+        if cut:
+            self._trim(cut)
+        (kept,) = self._window_scans(self.window_events)
+        scan = self.scans[0]
+        for name in ("event_line", "event_record", "event_time", "event_timestamp"):
+            setattr(scan, name, getattr(kept, name))
+        return FoldedPart(
+            self.stats, self._diag, self.events_total, max(0, self.dropped.get(scan.path, 0))
+        )
+
+    def stream_now(self) -> None:
+        """Stream from here on (the inputs are known to be large enough to stream)."""
+        if not self.streaming and self.window_events:
+            self._start_streaming()
+
+    def _ids(self, records: np.ndarray | None) -> np.ndarray:
+        if records is not None:
+            return records
+        return np.arange(len(self.scanner.records), dtype=np.int64)
+
+    def _count_diagnostics(self, counts: np.ndarray, records: np.ndarray | None) -> None:
+        """Add diagnostic lines per record (``counts`` by the part's record ids)."""
+        present = np.flatnonzero(counts)
+        if not len(present):
+            return
+        ids = self._ids(records)[present]
+        if ids.max() >= len(self._diag):
+            grow = int(ids.max()) + 1 - len(self._diag)
+            self._diag = np.concatenate([self._diag, np.zeros(grow, np.int64)])
+        self._diag[ids] += counts[present]
 
     # -- the window --------------------------------------------------------------------------
     def _start_streaming(self) -> None:
@@ -247,8 +309,9 @@ class Collector:
         )
 
 
-def _stream_min() -> int:
-    return STREAM_FILE_MIN_BYTES  # read at call time: tests lower it
+def stream_min() -> int:
+    """:data:`STREAM_FILE_MIN_BYTES`, read at call time (tests lower it)."""
+    return STREAM_FILE_MIN_BYTES
 
 
 def _scan_events(scan: InputScan) -> PartEvents:

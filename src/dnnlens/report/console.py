@@ -15,22 +15,16 @@ import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, TypeVar
-
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from dnnlens.errors import say
 from dnnlens.io.inputs import InputSource, display_path, expand_inputs
-from dnnlens.model import ParsedLog
+
+if TYPE_CHECKING:  # rich is imported when a console or a bar is made (start-up stays light)
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from dnnlens.model import ParsedLog
 
 _Chunk = TypeVar("_Chunk", bytes, list[str])
 
@@ -74,6 +68,8 @@ def make_console(
     ``file`` (a report written to disk) never gets colour; standard output/error get it only
     when they are terminals and ``NO_COLOR`` is unset. The width is :func:`report_width`.
     """
+    from rich.console import Console
+
     if file is not None:
         return Console(
             file=file, no_color=True, color_system=None, width=width or PIPE_WIDTH,
@@ -130,6 +126,16 @@ class InputProgress:
 
     def __enter__(self) -> InputProgress:
         if self.enabled:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                DownloadColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+                TransferSpeedColumn,
+            )
+
             self._progress = Progress(
                 TextColumn("[bold]reading[/bold] {task.description}"),
                 BarColumn(),
@@ -157,6 +163,8 @@ class InputProgress:
         """``nbytes`` more bytes of ``source`` were read."""
         if self._progress is None or self._task is None:
             return
+        from rich.markup import escape
+
         name = "stdin" if source.is_stdin else escape(display_path(Path(source.path).name))
         if name != self._current:
             self._current = name

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 import types
 import typing
@@ -335,15 +336,29 @@ class RunsDoc:
 # serialising and the JSON Schema
 
 
+#: per document class: its fields, and whether each is an optional section
+_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
+_AS_IS = (str, int, bool, type(None))
+
+
 def to_plain(doc: Any) -> Any:
     """A document as plain JSON data (``None`` optional sections left out, finite numbers)."""
-    if dataclasses.is_dataclass(doc) and not isinstance(doc, type):
+    kind = type(doc)
+    if kind in _AS_IS:  # the leaves of a document, by far the most values
+        return doc
+    if kind is float:
+        return doc if math.isfinite(doc) else None
+    fields = _FIELDS.get(kind)
+    if fields is None and dataclasses.is_dataclass(doc) and not isinstance(doc, type):
+        fields = tuple((f.name, _optional_section(f)) for f in dataclasses.fields(doc))
+        _FIELDS[kind] = fields
+    if fields is not None:
         out = {}
-        for f in dataclasses.fields(doc):
-            value = getattr(doc, f.name)
-            if value is None and _optional_section(f):
+        for name, optional in fields:
+            value = getattr(doc, name)
+            if value is None and optional:
                 continue
-            out[f.name] = to_plain(value)
+            out[name] = to_plain(value)
         return out
     if isinstance(doc, list | tuple):
         return [to_plain(v) for v in doc]

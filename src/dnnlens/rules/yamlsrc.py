@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from dnnlens.rules.errors import RuleSetupError
+
+if TYPE_CHECKING:  # yaml is imported when a YAML rule file is read (start-up stays light)
+    import yaml
 
 MAX_FILE_BYTES = 1 << 20
 MAX_DEPTH = 64
@@ -33,6 +34,8 @@ class _Limits:
         self.seen: set[int] = set()
 
     def visit(self, node: yaml.Node, depth: int) -> None:
+        import yaml
+
         line = node.start_mark.line + 1
         if depth > MAX_DEPTH:
             raise RuleSetupError(f"{self.path}:{line}: nested more than {MAX_DEPTH} levels deep")
@@ -73,6 +76,8 @@ class LocList(list):
 
 
 def _build(node: yaml.Node, loader: yaml.SafeLoader, limits: _Limits, depth: int = 0) -> Any:
+    import yaml
+
     limits.visit(node, depth)
     if isinstance(node, yaml.MappingNode):
         out = LocDict()
@@ -94,6 +99,8 @@ def _build(node: yaml.Node, loader: yaml.SafeLoader, limits: _Limits, depth: int
 
 def load_yaml(text: str, path: str) -> Any:
     """The document of ``text`` with line numbers, or RuleSetupError naming file and line."""
+    import yaml
+
     loader = None
     try:
         loader = yaml.SafeLoader(text)  # refuses control characters already
