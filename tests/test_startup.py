@@ -30,12 +30,13 @@ def _imported_after(code: str, names: tuple[str, ...]) -> list[str]:
 
 
 def _command(*argv: str) -> str:
-    """Code that runs ``dnnlens ARGV`` in this interpreter and goes on after it exits."""
+    """Code that runs ``dnnlens ARGV`` in this interpreter and goes on after it exits (the
+    app, not ``main``, which ends the process)."""
     return (
         "import sys\n"
         f"sys.argv = ['dnnlens', *{list(argv)!r}]\n"
         "import dnnlens.cli\n"
-        "try:\n    dnnlens.cli.main()\nexcept SystemExit:\n    pass"
+        "try:\n    dnnlens.cli.app()\nexcept SystemExit:\n    pass"
     )
 
 

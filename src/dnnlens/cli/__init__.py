@@ -13,6 +13,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 import typer
 
@@ -224,11 +225,46 @@ _register_commands()
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: the command, then :func:`_end_process`."""
     try:
         app()
+        code: object = EXIT_OK
+    except SystemExit as exc:
+        code = exc.code
     except KeyboardInterrupt:
-        sys.exit(130)
+        code = 130
+    _end_process(code)
+
+
+def _end_process(code: object) -> NoReturn:
+    """End the process once the command is done, without the interpreter's teardown.
+
+    Freeing every module and object of pandas, numpy and pyarrow at exit takes 0.25 to
+    0.45 s, longer than analysing a small log, and nothing a finished command needs
+    happens in it. What a normal exit does that matters still happens, in order: threads
+    that are not daemons are waited for, exit handlers run (worker pools, clusters,
+    temporary files), standard output and error are flushed. ``code`` is what
+    :class:`SystemExit` carries: None is 0, a message is printed and is 1.
+    """
+    import atexit
+    import threading
+
+    if code is None:
+        code = EXIT_OK
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a reader that went away, a stream already closed
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":
