@@ -871,7 +871,7 @@ class FrameworkReader:
         seen: dict[tuple, ProfilerTable] = {}
         for f in self._finders:
             for table in f.tables:
-                key = (tuple(table.headers), tuple(map(tuple, table.rows.astype(str).to_numpy())))
+                key = _table_key(table)
                 first = seen.setdefault(key, table)
                 if first is table or first.source == table.source:
                     self.data.tables.append(table)
@@ -884,3 +884,12 @@ class FrameworkReader:
             if f.markers:
                 self.data.markers[f.source] = list(f.markers)
         return self.data if self.data else None
+
+
+def _table_key(table: ProfilerTable) -> tuple:
+    """What two copies of one table share: the headers and every cell as text (NaN as
+    "nan", so that two empty cells are equal). Built from the column arrays, not the
+    DataFrame: a log holds thousands of tables, and a DataFrame of text columns is made
+    of Arrow strings cell by cell."""
+    cells = tuple(tuple(map(str, values.tolist())) for values in table.columns.values())
+    return (tuple(table.headers), cells)
