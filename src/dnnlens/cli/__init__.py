@@ -244,11 +244,15 @@ def _end_process(code: object) -> NoReturn:
     happens in it. What a normal exit does that matters still happens, in order: threads
     that are not daemons are waited for, exit handlers run (worker pools, clusters,
     temporary files), standard output and error are flushed. ``code`` is what
-    :class:`SystemExit` carries: None is 0, a message is printed and is 1.
+    :class:`SystemExit` carries: None is 0, a message is printed and is 1. Under a profiler
+    or a tracer (cProfile, coverage) the exit is a normal one, so that they write their
+    results.
     """
     import atexit
     import threading
 
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)
     if code is None:
         code = EXIT_OK
     elif not isinstance(code, int):
