@@ -49,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from datetime import date
 from pathlib import Path
 
@@ -261,6 +262,21 @@ class Bench:
         ).stdout
         return json.loads(out.strip().splitlines()[-1])
 
+    def two_process_ceiling(self) -> float:
+        """How much faster two CPU-bound processes finish than one doing both loops: the
+        most any ``-j 2`` can gain on this machine now (2.0 on two idle, unshared cores)."""
+        loop = "s = 0\nfor i in range(12_000_000):\n    s += i * i"
+        cmd = [sys.executable, "-c", loop]
+        t = time.perf_counter()
+        for _ in range(2):
+            subprocess.run(cmd, check=True, env=self.env)
+        serial = time.perf_counter() - t
+        t = time.perf_counter()
+        procs = [subprocess.Popen(cmd, env=self.env) for _ in range(2)]
+        for proc in procs:
+            proc.wait()
+        return serial / (time.perf_counter() - t)
+
     def startup(self) -> dict:
         """Start-up alone: the interpreter, ``import dnnlens.cli``, ``dnnlens --help``."""
         py = [sys.executable]
@@ -401,6 +417,7 @@ def main() -> None:
         results[shape].setdefault(tool, []).append(value)
 
     startups: list[dict] = []
+    ceilings: list[float] = []
     loads: list[float] = []
     stage_runs: dict[str, list[dict]] = {s: [] for s in shapes}
     try:
@@ -408,6 +425,8 @@ def main() -> None:
             print(f"round {rnd + 1}/{args.repeat}", file=sys.stderr, flush=True)
             loads.append(os.getloadavg()[0])
             startups.append(bench.startup())
+            if "10m" in shapes or "files" in shapes:
+                ceilings.append(bench.two_process_ceiling())
             for shape in shapes:
                 path = inputs[shape]
                 first = path[0] if isinstance(path, list) else path
@@ -432,7 +451,9 @@ def main() -> None:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
 
-    report(args, shapes, lines_of, results, startups, stage_runs, imports, converter, loads)
+    report(
+        args, shapes, lines_of, results, startups, stage_runs, imports, converter, loads, ceilings
+    )
     if args.json:
         plain = {
             s: {t: [v if isinstance(v, dict) else list(v) for v in vs] for t, vs in r.items()}
@@ -445,7 +466,10 @@ def main() -> None:
                         d.pop("out", None)
                         d.pop("err", None)
         args.json.write_text(
-            json.dumps({"results": plain, "startup": startups, "stages": stage_runs}, indent=1)
+            json.dumps(
+                {"results": plain, "startup": startups, "stages": stage_runs, "ceilings": ceilings},
+                indent=1,
+            )
         )
 
 
@@ -470,6 +494,7 @@ def report(
     imports: tuple[float, list[tuple[str, float]]] | None,
     converter: Path | None,
     loads: list[float],
+    ceilings: list[float],
 ) -> None:
     """Print the results table, the stages, start-up and the targets."""
     print(
@@ -554,6 +579,11 @@ def report(
     if startups:
         cells = ", ".join(f"{k} {median([s[k] for s in startups]):.3f} s" for k in startups[0])
         print(f"Start-up alone: {cells}")
+    if ceilings:
+        print(
+            f"Two CPU-bound processes against one doing both: {median(ceilings):.2f}x "
+            f"({min(ceilings):.2f}-{max(ceilings):.2f}), the most -j 2 can gain here"
+        )
     if imports is not None:
         total, heavy = imports
         top = ", ".join(f"{k} {v:.0f}" for k, v in heavy)
