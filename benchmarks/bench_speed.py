@@ -26,8 +26,9 @@ default ``/work/tools/verbose_converter/scripts/verbose_converter/verbose_conver
 never part of this repository), each right after the other so that a pair is measured under
 the same load: a shared machine's speed drifts between rounds, hardly within one. Ratios
 are medians of the per-round ratios. Peak memory is the largest resident set of the
-command's processes (``wait4``) and, for ``-j``, the peak of the summed PSS of the
-command's process tree (sampled every 20 ms).
+command's processes (``wait4``) and the peak of the summed PSS of the command's process
+tree, sampled every 20 ms in one more run of each command after the timed rounds (sampling
+slows the process it reads).
 
 Then, once per round, a child that runs the same steps as the command in one process
 prints where the time goes by stage (imports; read: raw reading and decoding; scan: the
@@ -432,27 +433,38 @@ def main() -> None:
                 first = path[0] if isinstance(path, list) else path
                 if shape == "files":
                     for j in ("1", "2"):
-                        add(shape, f"-j {j}", bench.dnnlens(path, "-j", j, sample=True))
-                    add(shape, "auto", bench.dnnlens(path, sample=True))
+                        add(shape, f"-j {j}", bench.dnnlens(path, "-j", j))
+                    add(shape, "auto", bench.dnnlens(path))
                     continue
                 floor = bench.floor(first)
                 add(shape, "floor", floor)
-                add(shape, "dnnlens", (floor, bench.dnnlens(path, sample=True)))
+                add(shape, "dnnlens", (floor, bench.dnnlens(path)))
                 for jobs in VARIANTS.get(shape, ()):
-                    run = bench.dnnlens(path, "-j", jobs, sample=True)
+                    run = bench.dnnlens(path, "-j", jobs)
                     add(shape, f"-j {jobs}", (floor, run))
                 add(shape, "grep|awk", (floor, bench.grep_awk(path)))
                 if converter is not None and lines_of[shape] <= args.converter_max_lines:
                     add(shape, "converter", (floor, bench.verbose_converter(path)))
                 if shape != "files":
                     stage_runs[shape].append(bench.stages(first))
+        trees = memory_pass(bench, shapes, inputs)
         imports = bench.importtime(work / "tiny.log") if "tiny" in inputs else None
     finally:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
 
     report(
-        args, shapes, lines_of, results, startups, stage_runs, imports, converter, loads, ceilings
+        args,
+        shapes,
+        lines_of,
+        results,
+        startups,
+        stage_runs,
+        imports,
+        converter,
+        loads,
+        ceilings,
+        trees,
     )
     if args.json:
         plain = {
@@ -484,6 +496,24 @@ def _cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
+def memory_pass(bench: Bench, shapes: list[str], inputs: dict) -> dict[tuple[str, str], float]:
+    """One more run of each command with its process tree's PSS sampled every 20 ms.
+
+    Apart from the timed rounds: reading ``/proc/PID/smaps_rollup`` that often slows the
+    process it reads (0.1 s of a 10-line run, 0.2 s of a 1M-line one), so the timed runs
+    report the largest process's peak (``ru_maxrss``) and this pass the tree's sum.
+    """
+    trees: dict[tuple[str, str], float] = {}
+    for shape in shapes:
+        path = inputs[shape]
+        variants = [("-j 1", ("-j", "1")), ("-j 2", ("-j", "2")), ("auto", ())]
+        if shape != "files":
+            variants = [("dnnlens", ())] + [(f"-j {j}", ("-j", j)) for j in VARIANTS.get(shape, ())]
+        for tool, extra in variants:
+            trees[(shape, tool)] = bench.dnnlens(path, *extra, sample=True)["tree_mib"] or 0.0
+    return trees
+
+
 def report(
     args: argparse.Namespace,
     shapes: list[str],
@@ -495,6 +525,7 @@ def report(
     converter: Path | None,
     loads: list[float],
     ceilings: list[float],
+    trees: dict[tuple[str, str], float],
 ) -> None:
     """Print the results table, the stages, start-up and the targets."""
     print(
@@ -518,7 +549,7 @@ def report(
             for tool in ("-j 1", "-j 2", "auto"):
                 runs = r.get(tool, [])
                 secs = median([x["seconds"] for x in runs])
-                tree = max((x["tree_mib"] or 0) for x in runs) if runs else 0
+                tree = trees.get((shape, tool), 0.0)
                 summary[f"files {tool}"] = {"seconds": secs, "tree_mib": tree}
                 label = tool if tool != "auto" else f"auto ({chosen_jobs([(x, x) for x in runs])})"
                 print(
@@ -534,7 +565,7 @@ def report(
                 continue
             secs = median([p[1]["seconds"] for p in pairs])
             rss = max(p[1]["rss_mib"] for p in pairs)
-            tree = max((p[1]["tree_mib"] or 0) for p in pairs)
+            tree = trees.get((shape, tool), 0.0)
             x_floor = ratios(pairs)
             grep_pairs = r.get("grep|awk", [])
             x_grep = relative(pairs, grep_pairs)
