@@ -90,6 +90,20 @@ def test_run_sets_verbose_variables(tmp_path: Path) -> None:
     assert proc.stdout.splitlines()[0] == "2 1"
 
 
+def test_what_dnnlens_sets_for_itself_never_reaches_the_program(tmp_path: Path) -> None:
+    """dnnlens gives its own process Arrow's system allocator; the program keeps the user's
+    environment (without the variable, or with the user's own value)."""
+    program = "import os; print(os.environ.get('ARROW_DEFAULT_MEMORY_POOL'))"
+    args = ["--log", str(tmp_path / "k.log"), "--no-live", "--", sys.executable, "-c", program]
+    assert _run(*args).stdout.splitlines()[0] == "None"
+    env = {**os.environ, "ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "dnnlens.cli", "run", *args],
+        capture_output=True, text=True, timeout=WAIT, env=env,
+    )  # fmt: skip
+    assert proc.stdout.splitlines()[0] == "jemalloc"
+
+
 def test_run_of_a_missing_program_is_one_line_and_exit_2(tmp_path: Path) -> None:
     proc = _run("--log", str(tmp_path / "k.log"), "--", "no-such-program-dnnlens")
     assert proc.returncode == 2

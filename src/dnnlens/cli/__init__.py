@@ -28,6 +28,22 @@ from dnnlens.errors import say as _say
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that went away
 
+#: Set for this process by :func:`main` unless the user set it: Arrow's default allocator
+#: (mimalloc) keeps the pages it freed, about 19 MiB more at the peak of a 1M-line log than
+#: the system's, for the same time. Never passed on to a program dnnlens runs.
+OWN_ENVIRONMENT = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
+_set_by_main: set[str] = set()
+
+
+def program_environment() -> dict[str, str]:
+    """The environment of a program dnnlens runs (``run``, ``capture``): the user's, without
+    what :func:`main` set for dnnlens itself."""
+    env = dict(os.environ)
+    for name in _set_by_main:
+        env.pop(name, None)
+    return env
+
+
 app = typer.Typer(
     name="dnnlens",
     help="Why is a deep-learning workload slow on a CPU? Analyse oneDNN verbose logs.",
@@ -226,6 +242,10 @@ _register_commands()
 
 def main() -> None:
     """Console-script entry point: the command, then :func:`_end_process`."""
+    for name, value in OWN_ENVIRONMENT.items():
+        if name not in os.environ:
+            os.environ[name] = value  # read by Arrow when it is first used, after this
+            _set_by_main.add(name)
     try:
         app()
         code: object = EXIT_OK

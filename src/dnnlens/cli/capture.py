@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import typer
 
+from dnnlens.cli import program_environment
 from dnnlens.cli.run import check_level
 from dnnlens.errors import say
 
@@ -49,7 +50,7 @@ def run_captured(command: list[str], prefix: str, level: str = "1") -> int:
     directory = os.path.dirname(prefix)
     if directory:
         os.makedirs(directory, exist_ok=True)
-    env = child_env(dict(os.environ), prefix, level)
+    env = child_env(program_environment(), prefix, level)
     with open(prefix + ".log", "wb") as log:
         try:
             proc = subprocess.Popen(command, stdout=subprocess.PIPE, env=env)

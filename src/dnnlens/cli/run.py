@@ -34,7 +34,7 @@ from typing import Annotated, BinaryIO
 
 import typer
 
-from dnnlens.cli import FailOn, OutputFormat
+from dnnlens.cli import FailOn, OutputFormat, program_environment
 from dnnlens.cli import pipeline as p
 from dnnlens.errors import fail, say
 
@@ -302,7 +302,7 @@ def register(app: typer.Typer) -> None:
         problem = p.check_options(options)
         if problem is not None:
             raise give_up(problem)
-        env = verbose_environment(dict(os.environ), level, timestamps)
+        env = verbose_environment(program_environment(), level, timestamps)
         env.setdefault("PYTHONUNBUFFERED", "1")  # a Python program's lines show as they come
         try:
             proc = subprocess.Popen(
