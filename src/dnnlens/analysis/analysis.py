@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import pandas as pd
 
+from dnnlens.analysis.columns import str_values
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.iterations import Iterations, find_iterations
 from dnnlens.analysis.steady import SteadyState, steady_state
@@ -314,7 +315,7 @@ class Analysis:
         names = self.graph.nodes["node"].to_numpy()
         at = {str(names[n]): int(r) for n, r in first.items()}
         lines = events["line"].to_numpy()
-        inputs = events["input"].astype(str).to_numpy()
+        inputs = str_values(events["input"])  # each input name converted once, not per row
         steady_rows = [at.get(str(n)) for n in frame["node"]]
         frame["path"] = [
             inputs[r] if r is not None else p

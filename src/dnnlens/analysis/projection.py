@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from dnnlens.analysis.columns import str_values
 from dnnlens.analysis.costmodel import primitive_cost
 from dnnlens.analysis.machine import Machine, isa_gain
 from dnnlens.parsers.fields import parse_attrs, parse_aux, parse_mds
@@ -268,7 +269,7 @@ def iteration_steps(analysis: Any) -> StepTable:
     samples = terms["steady_count"].to_dict()
     rec_all = ev["record"].to_numpy(dtype=np.int64)
     line_all = ev["line"].to_numpy()
-    inputs = ev["input"].astype(str).to_numpy()
+    inputs = str_values(ev["input"])
     nodes = analysis.graph.node_of_rows(rows)
     steps: list[Step] = []
     for k, row in enumerate(rows.tolist()):

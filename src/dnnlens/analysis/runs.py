@@ -20,8 +20,7 @@ import os
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
+from dnnlens.analysis.columns import category_mask
 from dnnlens.model import ParsedLog
 
 #: A rank number in a file or folder name, with what comes before it.
@@ -104,8 +103,8 @@ def split_log(log: ParsedLog, runs: list[Run]) -> list[ParsedLog]:
     for i, run in enumerate(runs):
         keep = set(run.paths)
         scans = [s for s in log.scans if s.path in keep]
-        ev_mask = np.isin(log.events["input"].astype(str).to_numpy(), list(keep))
-        dg_mask = np.isin(log.diagnostics["input"].astype(str).to_numpy(), list(keep))
+        ev_mask = category_mask(log.events["input"], keep.__contains__)
+        dg_mask = category_mask(log.diagnostics["input"], keep.__contains__)
         framework = None
         if log.framework is not None:
             mine_traces = [t for t in traces if owner_of[t.path] == i]
