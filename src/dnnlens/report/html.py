@@ -27,6 +27,7 @@ import pandas as pd
 
 from dnnlens._version import __version__
 from dnnlens.analysis.analysis import Analysis
+from dnnlens.analysis.columns import str_values
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.layouts import flow_label, md_layouts
 from dnnlens.fmt import ms, ms_cell, pct, pct_cell
@@ -372,7 +373,7 @@ def _passes(a: Analysis) -> str:
     ex = a.execs
     it = ex["iteration"].to_numpy()
     keep = it >= 0
-    kinds = ex["kind"].astype(str).to_numpy()[keep]
+    kinds = str_values(ex["kind"])[keep]
     t = ex["time_ms"].to_numpy(dtype=float)[keep]
     t = pd.Series(t).fillna(0.0).to_numpy()
     it = it[keep]

@@ -38,6 +38,7 @@ import pandas as pd
 
 from dnnlens._version import __version__
 from dnnlens.analysis.analysis import Analysis
+from dnnlens.analysis.columns import str_values
 from dnnlens.analysis.diff import flow_label
 from dnnlens.model import ParsedLog
 
@@ -450,7 +451,7 @@ def _origin_ms(log: ParsedLog, inputs: list[_InputEvents], options: TraceOptions
         return None
     operations = _OPERATIONS if options.include_creates else ("exec",)
     wanted = np.isin(ev["operation"].to_numpy().astype(str), operations)
-    paths = ev["input"].astype(str).to_numpy()
+    paths = str_values(ev["input"])
     stamps = ev["timestamp_ms"].to_numpy(dtype=float)
     for inp in inputs:
         if inp.timing == "timestamps":

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dnnlens.analysis.columns import str_values
 from dnnlens.analysis.framework.names import PHASES
 from dnnlens.analysis.framework.rows import OpRows
 from dnnlens.analysis.framework.typical import compose, split, typical
@@ -70,7 +71,7 @@ def join(
     keep = steady[op] & rows.main[op]
     op = op[keep]
     record = events.loc[frame["event"].to_numpy()[keep], "record"].to_numpy(dtype=np.int64)
-    kinds = frame["kind"].astype(str).to_numpy()[keep]
+    kinds = str_values(frame["kind"])[keep]
     kind_names, kind_codes = np.unique(kinds, return_inverse=True)
     sizes = (len(PHASES), len(rows.names), len(kind_names), int(record.max(initial=0)) + 1)
     key = compose(
