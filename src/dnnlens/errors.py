@@ -19,6 +19,11 @@ EXIT_INTERNAL = 3
 #: The output could not be written: disk full, I/O error, standard output closed. Not 2
 #: ("fix your command line"): the command was right, the writing failed.
 EXIT_OUTPUT = 4
+#: Ended by Ctrl-C: 128 + SIGINT, as a shell reports it (SIGTERM's 143 comes from
+#: :class:`dnnlens.io.signals.StopRequest`).
+EXIT_INTERRUPTED = 130
+#: Standard output's reader went away early (``| head``): 128 + SIGPIPE.
+EXIT_BROKEN_PIPE = 141
 
 
 class UsageError(ValueError):

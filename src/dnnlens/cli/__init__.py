@@ -21,12 +21,18 @@ from dnnlens._version import __version__
 from dnnlens.cli import pipeline as p
 from dnnlens.cli.pipeline import FailOn as FailOn
 from dnnlens.cli.pipeline import OutputFormat as OutputFormat
-from dnnlens.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_OUTPUT, OutputError
+from dnnlens.errors import (
+    EXIT_BROKEN_PIPE,
+    EXIT_FINDINGS,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_OUTPUT,
+    OutputError,
+)
 from dnnlens.errors import EXIT_USAGE as EXIT_USAGE  # the exit codes, for callers
 from dnnlens.errors import fail as _fail
 from dnnlens.errors import say as _say
-
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that went away
 
 #: Set for this process by :func:`main` unless the user set it: Arrow's default allocator
 #: (mimalloc) keeps the pages it freed, about 19 MiB more at the peak of a 1M-line log than
@@ -252,7 +258,7 @@ def main() -> None:
     except SystemExit as exc:
         code = exc.code
     except KeyboardInterrupt:
-        code = 130
+        code = EXIT_INTERRUPTED
     _end_process(code)
 
 

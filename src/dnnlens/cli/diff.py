@@ -15,8 +15,9 @@ from enum import StrEnum
 
 import typer
 
-EXIT_SLOWER = 1
-EXIT_USAGE = 2
+from dnnlens.errors import EXIT_FINDINGS, EXIT_USAGE
+
+EXIT_SLOWER = EXIT_FINDINGS  # a failed gate: the code of findings at --fail-on
 
 
 class DiffFormat(StrEnum):

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import typer
 
-from dnnlens.errors import EXIT_OK
+from dnnlens.errors import EXIT_FINDINGS, EXIT_OK
 from dnnlens.errors import fail as _error
 from dnnlens.textsafe import safe, safe_lines
 
-EXIT_FAILED = 1
+EXIT_FAILED = EXIT_FINDINGS  # a rule case that failed: a failed gate
 
 
 def _registry(rules: list[str], config: Path | None):  # noqa: ANN202 - lazy import
