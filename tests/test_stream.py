@@ -184,3 +184,27 @@ def test_streamed_file_says_when_its_table_lost_its_primitives(streaming, tmp_pa
     streamed = _analyze_json(path, "--window", "10")
     assert "framework_ops" not in streamed
     assert streamed["framework_link"]["notes"] == [note]
+
+
+def test_inputs_read_as_one_stream_are_one_run_and_say_so(streaming) -> None:
+    """Two sample logs read as one stream: one run, a note that says so, and the window's
+    first event named by input and line. The window of the last 50 events starts in the
+    second log: its 88 exec lines (``grep -c ",exec,"``) are more than 50, so the first
+    event of the window is one of its lines."""
+    other = NCHW.with_name("convnet_cl_infer.log")
+    result = CliRunner().invoke(
+        app, ["analyze", str(NCHW), str(other), "-f", "json", "--window", "50"]
+    )
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert "runs" not in doc
+    (note,) = doc["notes"]
+    assert note.startswith("2 inputs were read together as one stream")
+    assert doc["window"]["first_input"] == str(other)
+    text = (
+        CliRunner()
+        .invoke(app, ["analyze", str(NCHW), str(other), "--window", "50", "--width", "200"])
+        .stdout
+    )
+    assert f"from convnet_cl_infer.log:{doc['window']['first_line']} on" in text
+    assert "2 inputs were read together as one stream" in text

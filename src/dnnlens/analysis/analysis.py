@@ -129,10 +129,19 @@ class Window:
     events_total: int
     events_analysed: int
     first_line: int
+    #: the input of the window's first event (with several inputs, the line alone is not enough)
+    first_input: str = ""
     note: str = (
         "iterations, graph, rules and charts use the last events only; "
         "the summary and primitives use all of them"
     )
+
+
+def _first_event(events: pd.DataFrame) -> tuple[int, str]:
+    """The line and input of the first event (0 and "" when there is none)."""
+    if not len(events):
+        return 0, ""
+    return int(events["line"].iloc[0]), str(events["input"].iloc[0])
 
 
 class Analysis:
@@ -179,11 +188,10 @@ class Analysis:
         total = len(events)
         if self.log.window is not None:  # the reader kept only the last events
             w = self.log.window
-            first = int(events["line"].iloc[0]) if total else 0
-            return events, Window(w.events_total, total, first)
+            return events, Window(w.events_total, total, *_first_event(events))
         if size and total > size:
             cut = events.iloc[total - size :].reset_index(drop=True)
-            return cut, Window(total, size, int(cut["line"].iloc[0]))
+            return cut, Window(total, size, *_first_event(cut))
         return events, None
 
     @property

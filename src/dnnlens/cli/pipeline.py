@@ -24,12 +24,11 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 
-from dnnlens.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, say
+from dnnlens.errors import EXIT_BROKEN_PIPE, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, say
 
 if TYPE_CHECKING:
     from dnnlens.model import ParsedLog
 
-EXIT_BROKEN_PIPE = 141
 
 # -- the options both commands take -----------------------------------------------------------
 
@@ -201,7 +200,14 @@ def _analyses(log: ParsedLog, options: ReportOptions) -> tuple[list[Any], list[A
     analysis_options = AnalysisOptions(
         window_events=options.window or None, skip_iterations=options.skip
     )
-    return [Analysis(part, analysis_options) for part in parts], runs
+    analyses = [Analysis(part, analysis_options) for part in parts]
+    if log.window is not None and not options.combine and len(group_runs(real)) > 1:
+        analyses[0].notes.append(
+            f"{len(real)} inputs were read together as one stream (too large to keep every "
+            "event): they are one run here, its iterations and findings from the last events; "
+            "give each input on its own to see each run"
+        )
+    return analyses, runs
 
 
 def report_parsed(log: ParsedLog, options: ReportOptions) -> int:

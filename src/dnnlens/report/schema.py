@@ -212,6 +212,7 @@ class WindowDoc:
     events_total: int
     events_analysed: int
     first_line: int
+    first_input: str
     note: str
 
 

@@ -193,11 +193,16 @@ def _breakdown(console: Console, a: Analysis) -> None:
             "diagnostics: " + ", ".join(f"{d['operation']} {d['count']:,}" for d in s.diagnostics)
         )
     if a.window is not None:
+        w = a.window
+        names = unique_suffixes([sc.path for sc in a.log.scans])
+        first = safe(names.get(w.first_input, w.first_input))
+        where = f", from {first}:{w.first_line} on" if len(names) > 1 and w.first_input else ""
         extra.append(
             f"iterations, rules and the typical iteration use the last "
-            f"{a.window.events_analysed:,} of {a.window.events_total:,} events (--window); "
+            f"{w.events_analysed:,} of {w.events_total:,} events (--window){where}; "
             "the raw sums use all of them"
         )
+    extra.extend(a.notes)
     for text in extra:
         prose(console, text)
 
