@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from made_logs import build_log
+
 ROOT = Path(__file__).resolve().parent.parent
 
 FLOOR = """
@@ -90,17 +92,6 @@ dt = time.perf_counter() - t
 print({"seconds": dt, "lines": log.scans[0].lines, "events": summary.exec_count,
        "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
 """
-
-
-def build_log(source: Path, lines: int, path: Path) -> None:
-    """Write ``lines`` lines by repeating ``source`` (its header included each time)."""
-    block = source.read_text(encoding="utf-8").splitlines(keepends=True)
-    written = 0
-    with path.open("w", encoding="utf-8") as out:
-        while written < lines:
-            take = block[: lines - written]
-            out.writelines(take)
-            written += len(take)
 
 
 def run_child(code: str, path: Path, *extra: str) -> dict:

@@ -54,6 +54,8 @@ import time
 from datetime import date
 from pathlib import Path
 
+from made_logs import build_log, build_tables
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_logs"
 DEFAULT_CONVERTER = Path(
@@ -128,39 +130,6 @@ print(json.dumps({"imports": t1 - t0, "read": t2 - t1 - inside, **spent,
 
 
 # -- inputs ------------------------------------------------------------------------------------
-
-
-def build_log(source: Path, lines: int, path: Path) -> None:
-    """``lines`` lines made by repeating ``source`` (its header included each time)."""
-    block = source.read_text(encoding="utf-8").splitlines(keepends=True)
-    written = 0
-    with path.open("w", encoding="utf-8") as out:
-        while written < lines:
-            take = block[: lines - written]
-            out.writelines(take)
-            written += len(take)
-
-
-def build_tables(path: Path, lines: int, every: int | None) -> None:
-    """``convnet_nchw_infer.log`` repeated, with a profiler table after each ``every`` lines."""
-    body = INFER.read_text().splitlines(keepends=True)
-    table = TABLE.read_text().splitlines(keepends=True)
-    written = since = 0
-    with path.open("w") as out:
-        while written < lines:
-            for line in body:
-                out.write(line)
-                written += 1
-                since += 1
-                if every and since >= every:
-                    out.writelines(table)
-                    written += len(table)
-                    since = 0
-                if written >= lines:
-                    break
-
-
-# -- running -----------------------------------------------------------------------------------
 
 
 def _tree_pss_kib(pid: int) -> int:
@@ -385,10 +354,10 @@ def main() -> None:
             build_log(ALL, args.lines, path)
             lines_of[shape] = args.lines
         elif shape == "plain":
-            build_tables(path, args.lines, None)
+            build_tables(INFER, TABLE, path, args.lines, None)
             lines_of[shape] = args.lines
         elif shape == "tables":
-            build_tables(path, args.lines, 1000)
+            build_tables(INFER, TABLE, path, args.lines, 1000)
             lines_of[shape] = args.lines
         elif shape == "10m":
             build_log(TRAIN, args.big_lines, path)

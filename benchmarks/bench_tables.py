@@ -21,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from made_logs import build_tables
+
 ROOT = Path(__file__).resolve().parent.parent
 LOG = ROOT / "sample_logs" / "convnet_nchw_infer.log"
 TABLE = ROOT / "sample_logs" / "profile_nchw_infer.table.txt"
@@ -41,24 +43,6 @@ print({"seconds": time.perf_counter() - t, "read_seconds": read,
 """
 
 
-def build(path: Path, lines: int, every: int | None) -> None:
-    body = LOG.read_text().splitlines(keepends=True)
-    table = TABLE.read_text().splitlines(keepends=True)
-    written = since = 0
-    with open(path, "w") as out:
-        while written < lines:
-            for line in body:
-                out.write(line)
-                written += 1
-                since += 1
-                if every and since >= every:
-                    out.writelines(table)
-                    written += len(table)
-                    since = 0
-                if written >= lines:
-                    break
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
@@ -69,7 +53,7 @@ def main() -> None:
         results = {}
         for name, every in (("plain", None), ("tables", args.every)):
             path = Path(tmp) / f"{name}.log"
-            build(path, args.lines, every)
+            build_tables(LOG, TABLE, path, args.lines, every)
             done = subprocess.run(
                 [sys.executable, "-c", RUN, str(path)], capture_output=True, text=True, env=env
             )
