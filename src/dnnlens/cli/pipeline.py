@@ -191,8 +191,11 @@ def _analyses(log: ParsedLog, options: ReportOptions) -> tuple[list[Any], list[A
     # an input without any verbose line (empty, program output only) is a note beside the
     # real logs (listed with the inputs), not a run of its own
     real = [s.path for s in log.scans if s.parsed]
+    runs = group_runs(real, combine=options.combine)
     # a reader's window holds statistics of all inputs together: they can only be one run
-    runs = group_runs(real, combine=options.combine or log.window is not None)
+    merged = log.window is not None and len(runs) > 1
+    if merged:
+        runs = group_runs(real, combine=True)
     if len(runs) > 1:
         parts = split_log(log, runs)
     else:
@@ -201,7 +204,7 @@ def _analyses(log: ParsedLog, options: ReportOptions) -> tuple[list[Any], list[A
         window_events=options.window or None, skip_iterations=options.skip
     )
     analyses = [Analysis(part, analysis_options) for part in parts]
-    if log.window is not None and not options.combine and len(group_runs(real)) > 1:
+    if merged:
         analyses[0].notes.append(
             f"{len(real)} inputs were read together as one stream (too large to keep every "
             "event): they are one run here, its iterations and findings from the last events; "
