@@ -548,11 +548,24 @@ def _numbers(block: bytes, offsets: np.ndarray, valid: np.ndarray) -> np.ndarray
     """The ``valid`` pieces read as numbers; NaN elsewhere and where not a plain number."""
     pieces = _pieces(block, offsets, valid, pa.string())  # valid pieces are ASCII
     try:
-        return pc.cast(pieces, pa.float64()).to_numpy(zero_copy_only=False)
+        return _floats(pc.cast(pieces, pa.float64()))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         plain = pc.match_substring_regex(pieces, _NUMBER).fill_null(False)
         kept = _pieces(block, offsets, valid & plain.to_numpy(zero_copy_only=False), pa.string())
-        return pc.cast(kept, pa.float64()).to_numpy(zero_copy_only=False)
+        return _floats(pc.cast(kept, pa.float64()))
+
+
+def _floats(values: pa.Array) -> np.ndarray:
+    """A float64 Arrow array as numpy, NaN where null, read from its buffers (Arrow's own
+    conversion of an array with nulls, like its scalars, imports pandas: the scanner must
+    not wait for that import, which the analysis makes meanwhile)."""
+    n, offset = len(values), values.offset
+    numbers = np.frombuffer(values.buffers()[1], dtype=np.float64, count=n + offset)[offset:]
+    if not values.null_count:
+        return numbers
+    bitmap = np.frombuffer(values.buffers()[0], dtype=np.uint8)
+    valid = np.unpackbits(bitmap, count=n + offset, bitorder="little")[offset:].view(bool)
+    return np.where(valid, numbers, np.nan)
 
 
 def _codes(block: bytes, offsets: np.ndarray, valid: np.ndarray) -> tuple[list[bytes], np.ndarray]:
@@ -569,13 +582,9 @@ def _shapes(codes: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray, np.n
     """Each element's index into the distinct ``codes`` (all below ``bound``), the distinct
     codes, and the position of each one's first element."""
     n = len(codes)
-    if bound > 4 * n + 65_536:  # sparse codes (a block of distinct lines): hash them
-        import pandas as pd
-
-        index, uniq = pd.factorize(codes)
-        index = index.astype(np.int64)
-        grows = np.diff(np.maximum.accumulate(index), prepend=-1) > 0  # numbered in order
-        return index, np.asarray(uniq, dtype=np.int64), np.flatnonzero(grows)
+    if bound > 4 * n + 65_536:  # sparse codes (a block of distinct lines): sort them
+        uniq, firsts, index = np.unique(codes, return_index=True, return_inverse=True)
+        return index.astype(np.int64), uniq.astype(np.int64), firsts.astype(np.int64)
     first = np.full(bound, n, dtype=np.int64)
     np.minimum.at(first, codes, np.arange(n, dtype=np.int64))
     uniq = np.flatnonzero(first < n)
