@@ -77,3 +77,41 @@ def test_help_lists_every_command() -> None:
         "machine",
     ):
         assert f" {command} " in out
+
+
+def test_scanning_imports_no_pandas(tmp_path: Path) -> None:
+    """The reading stack scans a log, folded or not, without pandas: worker processes
+    never import it (0.4 s of a core), and the command imports it while they scan."""
+    log = ROOT / "sample_logs" / "convnet_nchw_train.log"
+    code = (
+        "import sys\n"
+        "from dnnlens.reading import parallel\n"
+        "from dnnlens.parsers.scanner import Scanner\n"
+        f"path = {str(log)!r}\n"
+        "import os\n"
+        "size = os.path.getsize(path)\n"
+        "scanner = Scanner()\n"
+        "parallel.scan_task(parallel.Task(path, 0, size), scanner)\n"
+        "parallel.scan_task(parallel.Task(path, 0, size, keep=100), scanner)\n"
+    )
+    assert _imported_after(code, ("pandas",)) == []
+
+
+def test_the_report_is_imported_while_workers_scan(tmp_path: Path) -> None:
+    """With workers, the command's ``meanwhile`` runs once, before the first worker's part
+    is taken; pandas is not imported before it."""
+    log = ROOT / "sample_logs" / "convnet_nchw_train.log"
+    code = (
+        "import sys\n"
+        "from dnnlens.reading import parallel, read\n"
+        "parallel.SPLIT_MIN_BYTES = 1\n"
+        "parallel.default_jobs = lambda: 2\n"
+        "seen = []\n"
+        "def meanwhile():\n"
+        "    seen.append('pandas' in sys.modules)\n"
+        "    import pandas\n"
+        f"log = read([{str(log)!r}] * 2, jobs=2, meanwhile=meanwhile)\n"
+        "assert seen == [False], seen\n"
+        "assert sum(s.parsed for s in log.scans) > 0\n"
+    )
+    assert _imported_after(code, ("pandas",)) == ["pandas"]

@@ -339,6 +339,16 @@ def _live_view_possible() -> bool:
     return live_view_possible()
 
 
+def _import_report() -> None:
+    """Import what :func:`report_parsed` needs (pandas, the analysis, the rules, the
+    renderers): called while worker processes scan, on the core they leave this process."""
+    import dnnlens.analysis.analysis
+    import dnnlens.analysis.runs
+    import dnnlens.report.output
+    import dnnlens.rules.builtin
+    import dnnlens.rules.verdict  # noqa: F401
+
+
 def read_and_report(
     specs: list[str],
     options: ReportOptions,
@@ -401,6 +411,7 @@ def read_and_report(
                 on_snapshot=output.on_snapshot,
                 stdin=stdin,
                 stdin_name=stdin_name,
+                meanwhile=_import_report,
             )
         finally:
             output.close()

@@ -37,13 +37,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from dnnlens.parsers.fields import split_impl
 from dnnlens.parsers.records import LineRecord
 from dnnlens.parsers.scanner import InputScan
 
-if TYPE_CHECKING:  # issue 3: framework profiler data (imported lazily by dnnlens.reading)
+if TYPE_CHECKING:
+    import pandas as pd
+
     from dnnlens.parsers.torch_trace import FrameworkData
 
 #: Record attributes copied into string (categorical) columns.
@@ -95,6 +96,8 @@ def _record_values(records: list[LineRecord], column: str) -> list[str]:
 
 
 def _categorical(values: list[str], record_ids: np.ndarray) -> pd.Categorical:
+    import pandas as pd
+
     if not values:
         return pd.Categorical.from_codes(np.zeros(0, dtype=np.int32), categories=[])
     categories, codes = np.unique(np.asarray(values, dtype=object), return_inverse=True)
@@ -120,6 +123,8 @@ def _timestamps(scans: list[InputScan]) -> np.ndarray:
 
 
 def _input_column(scans: list[InputScan], name: str) -> pd.Categorical:
+    import pandas as pd
+
     sizes = [len(getattr(s, name)) for s in scans]
     codes = np.repeat(np.arange(len(scans), dtype=np.int32), sizes)
     return pd.Categorical.from_codes(codes, categories=pd.Index([s.path for s in scans]))
@@ -127,6 +132,8 @@ def _input_column(scans: list[InputScan], name: str) -> pd.Categorical:
 
 def build_events(scans: list[InputScan], records: list[LineRecord]) -> pd.DataFrame:
     """The event table of all inputs, in input order then line order."""
+    import pandas as pd
+
     rec = _concat(scans, "event_record", np.int64)
     data: dict[str, object] = {
         "input": _input_column(scans, "event_record") if scans else pd.Categorical([]),
@@ -142,6 +149,8 @@ def build_events(scans: list[InputScan], records: list[LineRecord]) -> pd.DataFr
 
 def build_diagnostics(scans: list[InputScan], records: list[LineRecord]) -> pd.DataFrame:
     """The diagnostics table: create:check, create:dispatch, exec:check, error, warning."""
+    import pandas as pd
+
     rec = _concat(scans, "diag_record", np.int64)
     data: dict[str, object] = {
         "input": _input_column(scans, "diag_record") if scans else pd.Categorical([]),

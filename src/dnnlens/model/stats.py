@@ -20,14 +20,20 @@ first_line line number of the first occurrence
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 STATS_COLUMNS = ("count", "timed", "time_ms", "min_ms", "max_ms", "first_input", "first_line")
 
 
 def stats_from_events(events: pd.DataFrame) -> pd.DataFrame:
     """The stats frame of an event table (exact)."""
+    import pandas as pd
+
     if events.empty:
         return _empty()
     g = events["time_ms"].groupby(events["record"], sort=True)
@@ -72,6 +78,8 @@ def first_rows(records: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 
 
 def _empty() -> pd.DataFrame:
+    import pandas as pd
+
     frame = pd.DataFrame({c: pd.Series(dtype="float64") for c in STATS_COLUMNS})
     frame["first_input"] = frame["first_input"].astype(object)
     frame.index.name = "record"
@@ -148,6 +156,8 @@ class StatsAccumulator:
 
     def frame(self) -> pd.DataFrame:
         """The stats frame of everything added so far."""
+        import pandas as pd
+
         seen = np.flatnonzero(self._count)
         if len(seen) == 0:
             return _empty()

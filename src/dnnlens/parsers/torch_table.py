@@ -42,12 +42,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from importlib.resources import files
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _TIME = re.compile(r"(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(ns|us|ms|s)")
 _PCT = re.compile(r"(-?\d+(?:\.\d+)?)%")
@@ -111,6 +113,8 @@ class ProfilerTable:
     @cached_property
     def rows(self) -> pd.DataFrame:
         """The table's rows (columns as described in the module doc)."""
+        import pandas as pd
+
         return pd.DataFrame(self.columns, index=pd.RangeIndex(self.size), copy=False)
 
     @property

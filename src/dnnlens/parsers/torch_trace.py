@@ -59,12 +59,14 @@ import zlib
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
-import pandas as pd
 
 from dnnlens.parsers.torch_table import ProfilerTable, TableFinder
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK_CHARS = 1 << 20
@@ -483,6 +485,8 @@ def _small_ints(values: np.ndarray) -> np.ndarray:
 
 def _categorical(values: list[str], codes: np.ndarray) -> pd.Categorical:
     """A categorical column from per-signature texts and the signature codes."""
+    import pandas as pd
+
     distinct = sorted(set(values))
     position = {v: i for i, v in enumerate(distinct)}
     per_signature = np.array([position[v] for v in values], dtype=np.int32)
@@ -521,6 +525,8 @@ def _ops_frame(cols: _OpColumns, builder: _TraceBuilder) -> pd.DataFrame:
     frame keeps one block per column (no consolidation copy): the peak stays near the
     size of the table.
     """
+    import pandas as pd
+
     ts = np.frombuffer(cols.ts, dtype=np.float64) if len(cols) else np.zeros(0)
     dur_raw = np.frombuffer(cols.dur, dtype=np.float64) if len(cols) else np.zeros(0)
     good = np.isfinite(ts) & ~np.isinf(dur_raw)

@@ -78,6 +78,7 @@ def read(
     stdin: BinaryIO | None = None,
     stdin_name: str = "-",
     parts: Mapping[str, Sequence[tuple[parallel.Part, int]]] | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> ParsedLog:
     """Read every input named by ``specs`` (paths, globs, directories, ``-``).
 
@@ -93,7 +94,9 @@ def read(
     called (``dnnlens run`` reads its program's output under the name of its log).
     ``parts``: files scanned already, elsewhere, in byte ranges (:func:`parallel.scan_range`
     of each of :func:`parallel.line_ranges`, in order, with their sizes): merged in their
-    place, exactly as the parts of ``jobs`` workers are.
+    place, exactly as the parts of ``jobs`` workers are. ``meanwhile``: called once while
+    worker processes scan, the first time their part is waited for (the command imports what
+    its report needs there); not called when no worker starts.
     """
     sources, errors = expand_inputs(list(specs))
     reading = _Reading(
@@ -105,6 +108,7 @@ def read(
         on_snapshot=on_snapshot,
         stdin=stdin,
         stdin_name=stdin_name,
+        meanwhile=meanwhile,
     )
     reading.progress.start(sources)
     try:
@@ -201,7 +205,9 @@ class _Reading:
         on_snapshot: Snapshot | None,
         stdin: BinaryIO | None,
         stdin_name: str,
+        meanwhile: Callable[[], None] | None = None,
     ) -> None:
+        self.meanwhile = meanwhile
         self.scanner = Scanner()
         self.collector = Collector(self.scanner, window_events, live=on_snapshot is not None)
         self.framework = FrameworkReader()
@@ -316,7 +322,7 @@ class _Reading:
             if given is not None
             else list(parallel.tasks_of([(s.path, spans) for s, spans in plan], keep))
         )
-        with parallel.Workers(tasks, jobs, self.stop, self.scanner) as workers:
+        with parallel.Workers(tasks, jobs, self.stop, self.scanner, self.meanwhile) as workers:
             maps = _IdMaps(self.scanner, workers)
             for source, spans in plan:
                 if self.stopped:
