@@ -313,3 +313,17 @@ def test_parts_scanned_elsewhere_merge_as_workers_parts(tmp_path) -> None:
         (t.line, t.size) for t in given.framework.tables
     ]
     assert one.framework.markers == given.framework.markers
+
+
+def test_the_help_of_jobs_names_the_size_from_which_workers_are_chosen() -> None:
+    """``analyze --help`` says the size the code uses (it cannot import the constant: the
+    help must not import numpy)."""
+    from typer.testing import CliRunner
+
+    from dnnlens.cli import app
+
+    result = CliRunner().invoke(app, ["analyze", "--help"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0
+    assert f"add up to {parallel.AUTO_MIN_BYTES >> 20} MiB or more" in " ".join(
+        result.output.split()
+    )

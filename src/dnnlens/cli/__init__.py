@@ -208,7 +208,7 @@ def analyze(
         "-j",
         min=0,
         help="Processes scanning log files (0: one per CPU; by default one per idle CPU "
-        "when the plain files add up to 256 MiB or more, and a note says so).",
+        "when the plain files add up to 32 MiB or more, and a note says so).",
     ),
     quiet: p.QuietOption = False,
     combine: p.CombineOption = False,
