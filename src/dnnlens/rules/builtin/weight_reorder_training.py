@@ -129,6 +129,13 @@ def _largest(rows: pd.DataFrame, role: str) -> str:
 def _evidence(rows: pd.DataFrame, roles: list[str]) -> list[Evidence]:
     """The costliest reorder line of each role first, then the next costliest."""
     ranked = rows.sort_values("iter_ms", ascending=False, kind="stable")
-    firsts = [ranked[ranked["role"] == role].head(1) for role in roles]
-    order = pd.concat([*firsts, ranked]).drop_duplicates("node").head(EVIDENCE_SHOWN)
-    return [Evidence(str(p), int(n)) for p, n in zip(order["path"], order["line"], strict=True)]
+    role_of = [str(r) for r in ranked["role"].tolist()]
+    nodes, paths, lines = (ranked[c].tolist() for c in ("node", "path", "line"))
+    firsts = [role_of.index(role) for role in roles if role in role_of]
+    shown: list[Evidence] = []
+    seen: set[object] = set()
+    for i in [*firsts, *range(len(ranked))]:  # a few dozen rows: plain lists, no frames
+        if nodes[i] not in seen and len(shown) < EVIDENCE_SHOWN:
+            seen.add(nodes[i])
+            shown.append(Evidence(str(paths[i]), int(lines[i])))
+    return shown
