@@ -341,12 +341,16 @@ def _live_view_possible() -> bool:
 
 def _import_report() -> None:
     """Import what :func:`report_parsed` needs (pandas, the analysis, the rules, the
-    renderers): called while worker processes scan, on the core they leave this process."""
+    renderers): called while worker processes scan, on the core they leave this process.
+    Plugins are not imported here: they are loaded, and their errors reported, where the
+    rules are set up."""
     import dnnlens.analysis.analysis
     import dnnlens.analysis.runs
     import dnnlens.report.output
-    import dnnlens.rules.builtin
     import dnnlens.rules.verdict  # noqa: F401
+    from dnnlens.rules.registry import import_builtin_modules
+
+    import_builtin_modules()
 
 
 def read_and_report(

@@ -179,11 +179,17 @@ def _code(rule: type[Rule] | Rule) -> str:
     return rule.rule_code if isinstance(rule, Rule) else rule.code
 
 
-def _add_builtin_modules(registry: Registry) -> None:
+def import_builtin_modules() -> list[ModuleType]:
+    """The modules of the built-in rules, imported (only dnnlens's own code runs)."""
     pkg = importlib.import_module(BUILTIN_PACKAGE)
-    found = []
-    for info in pkgutil.iter_modules(pkg.__path__):
-        found.extend(rules_in(importlib.import_module(f"{BUILTIN_PACKAGE}.{info.name}")))
+    return [
+        importlib.import_module(f"{BUILTIN_PACKAGE}.{info.name}")
+        for info in pkgutil.iter_modules(pkg.__path__)
+    ]
+
+
+def _add_builtin_modules(registry: Registry) -> None:
+    found = [rule for module in import_builtin_modules() for rule in rules_in(module)]
     for rule in sorted(found, key=_code):
         registry.add_rule(rule, "builtin")
 
