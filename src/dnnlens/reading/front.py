@@ -95,8 +95,8 @@ def read(
     ``parts``: files scanned already, elsewhere, in byte ranges (:func:`parallel.scan_range`
     of each of :func:`parallel.line_ranges`, in order, with their sizes): merged in their
     place, exactly as the parts of ``jobs`` workers are. ``meanwhile``: called once while
-    worker processes scan, the first time their part is waited for (the command imports what
-    its report needs there); not called when no worker starts.
+    worker processes scan, the first time a worker's part is asked for (the command imports
+    what its report needs there); not called when no worker starts.
     """
     sources, errors = expand_inputs(list(specs))
     reading = _Reading(

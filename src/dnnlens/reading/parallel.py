@@ -281,8 +281,8 @@ class Workers:
     The first task, when small, is scanned here before the workers start, with
     ``scanner``, which they inherit. ``meanwhile`` is called once, here, the first time a
     worker's part is asked for (work of this process that needs no part: it then costs no
-    time of its own while the workers scan). Use as a context manager: on leaving it early (a stop,
-    an error) the workers are killed.
+    time of its own while the workers scan). Use as a context manager: on leaving it early
+    (a stop, an error) the workers are killed.
     """
 
     def __init__(
