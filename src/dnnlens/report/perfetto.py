@@ -38,7 +38,7 @@ import pandas as pd
 
 from dnnlens._version import __version__
 from dnnlens.analysis.analysis import Analysis
-from dnnlens.analysis.columns import str_values
+from dnnlens.analysis.columns import category_mask, str_values
 from dnnlens.analysis.diff import flow_label
 from dnnlens.model import ParsedLog
 
@@ -185,7 +185,7 @@ def _select(
     stats: TraceStats | None = None,
 ) -> tuple[list[_InputEvents], tuple[int, int] | None, bool]:
     stats = stats if stats is not None else TraceStats()
-    ops = ev["operation"].to_numpy().astype(str) if len(ev) else np.zeros(0, dtype=str)
+    ops = str_values(ev["operation"])
     wanted = np.isin(ops, _OPERATIONS if options.include_creates else ("exec",))
     is_graph = (ev["kind"] == "graph_partition").to_numpy()
     is_create = np.isin(ops, ("create", "create_nested", "compile"))
@@ -450,7 +450,7 @@ def _origin_ms(log: ParsedLog, inputs: list[_InputEvents], options: TraceOptions
     if not len(ev):
         return None
     operations = _OPERATIONS if options.include_creates else ("exec",)
-    wanted = np.isin(ev["operation"].to_numpy().astype(str), operations)
+    wanted = category_mask(ev["operation"], set(operations).__contains__)
     paths = str_values(ev["input"])
     stamps = ev["timestamp_ms"].to_numpy(dtype=float)
     for inp in inputs:
