@@ -1,7 +1,7 @@
-"""The command's own allocator settings (``dnnlens.cli.allocator``): made with glibc's
-``mallopt`` in the command's process, unless the user set glibc's ``MALLOC_*`` variables,
-relaxed once the inputs are read, and never passed to a program it runs (they are not in
-the environment)."""
+"""The reading's memory pages (``dnnlens.io.pages``): glibc's ``mallopt`` settings made only
+in a process that allowed them (the command's), unless the user set glibc's ``MALLOC_*``
+variables; kept while inputs are read, given back after; never in the environment of a
+program dnnlens runs."""
 
 from __future__ import annotations
 
@@ -11,10 +11,15 @@ import sys
 
 import pytest
 
-PROBE = (
-    "from dnnlens.cli.allocator import give_back_memory, keep_freed_memory\n"
-    "print(give_back_memory(), keep_freed_memory(), give_back_memory())"
-)
+PROBE = """
+from dnnlens.io.pages import allow, reading_pages
+with reading_pages() as before:
+    pass
+allowed = allow()
+with reading_pages() as after:
+    pass
+print(before, allowed, after)
+"""
 
 
 def _probe(env: dict[str, str]) -> str:
@@ -24,11 +29,11 @@ def _probe(env: dict[str, str]) -> str:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt: Linux")
-def test_made_on_linux_unless_the_user_chose() -> None:
+def test_made_once_allowed_unless_the_user_chose() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     if os.confstr("CS_GNU_LIBC_VERSION") is None:  # pragma: no cover - musl
         pytest.skip("not glibc")
-    assert _probe(env) == "False True True"  # nothing to give back before the settings
+    assert _probe(env) == "False True True"  # a library caller's process is left alone
     assert _probe({**env, "MALLOC_ARENA_MAX": "2"}) == "False False False"
 
 

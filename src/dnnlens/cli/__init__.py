@@ -252,9 +252,9 @@ def main() -> None:
         if name not in os.environ:
             os.environ[name] = value  # read by Arrow when it is first used, after this
             _set_by_main.add(name)
-    from dnnlens.cli.allocator import keep_freed_memory
+    from dnnlens.io.pages import allow
 
-    keep_freed_memory()
+    allow()  # the reading's memory pages (dnnlens.io.pages): the command's process only
     try:
         app()
         code: object = EXIT_OK

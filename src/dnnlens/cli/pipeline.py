@@ -377,7 +377,6 @@ def read_and_report(
     ``jobs`` None: as many processes as pay for the size of the inputs, with a note when
     that is more than one (:func:`dnnlens.reading.parallel.choose_jobs`).
     """
-    from dnnlens.cli.allocator import give_back_memory
     from dnnlens.io.inputs import expand_inputs
     from dnnlens.io.signals import StopRequest
     from dnnlens.reading import read
@@ -420,7 +419,6 @@ def read_and_report(
             )
         finally:
             output.close()
-        give_back_memory()
         if before_report is not None:
             before_report(options)
         code = report_parsed(log, options)

@@ -1,52 +1,59 @@
-"""The C allocator's settings for the command's own process: freed memory kept for reuse
-while reading, given back before the analysis.
+"""The C allocator's settings for a dnnlens command's process: freed memory kept for reuse
+while inputs are read, given back once they are.
 
 Scanning a log makes and frees the same few arrays of a block's size for every block of
 about 1 MiB. By default glibc gives freed memory at the top of its heap back to the system
 as soon as a little is free there, so every block touches new pages, and a first touch is a
 page fault: on the virtual machines this project is measured on, a fault costs 3 to 4 us,
-and a 1M-line log took about 70,000 of them in one process (110,000 with two workers).
-While reading, the command keeps up to :data:`READING_TRIM_BYTES` of freed memory, grows
-the heap :data:`READING_PAD_BYTES` at a time and serves requests up to :data:`MMAP_BYTES`
-from the heap (larger ones, the event columns, get mappings of their own that are given
-back when freed). Once the inputs are read, :func:`give_back_memory` returns what is
-free and keeps at most :data:`ANALYSIS_TRIM_BYTES`, so that what the reading left free does
-not raise the peak of the analysis. Measured with ``/usr/bin/time`` (minor faults, maximum
-resident size) in ``dnnlens/cli/allocator.py``'s commit and the README's Speed section.
-This only changes where the allocator puts memory, never what the process computes.
+and a 1M-line log took about 73,000 of them in one process (114,000 with two workers).
+While :func:`reading_pages` is open, the process keeps up to :data:`READING_TRIM_BYTES` of
+freed memory, grows the heap :data:`READING_PAD_BYTES` at a time and serves requests up to
+:data:`MMAP_BYTES` from the heap (larger ones, the event columns, get mappings of their own
+that are given back when freed). When it closes, what is free is given back and at most
+:data:`TRIM_BYTES` kept from then on, so that what reading left free does not raise the
+peak of the analysis. Measured (``/usr/bin/time``: minor faults, maximum resident size) on
+that log: 47,000 faults and 166 MiB with one process (glibc's default: 73,000, 167 MiB),
+87,000 and 188 MiB with two (114,000, 168 MiB); kept through the analysis, the settings
+had raised two processes' peak to 206-209 MiB. This only changes where the allocator puts
+memory, never what the process computes.
 
-The settings are made with ``mallopt`` in the command's process (:func:`dnnlens.cli.main`),
-never through the environment, so a program ``dnnlens run`` starts is not affected; worker
-processes forked for reading inherit them. A user who set any of glibc's ``MALLOC_*``
+Nothing changes until :func:`allow` is called, which the command line's entry point does
+(never a library caller's process); worker processes forked for reading inherit the
+settings. The settings are made with ``mallopt``, never through the environment, so a
+program ``dnnlens run`` starts is not affected. A user who set any of glibc's ``MALLOC_*``
 variables has chosen: then nothing is changed. Elsewhere than glibc on Linux nothing is
 done.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 #: Requests up to this size come from the heap, larger ones from a mapping of their own.
 MMAP_BYTES = 4 << 20
-#: Freed memory at the top of the heap kept for reuse while reading.
+#: Freed memory at the top of the heap kept for reuse while inputs are read.
 READING_TRIM_BYTES = 32 << 20
-#: How much more than asked the heap grows by while reading.
+#: How much more than asked the heap grows by while inputs are read.
 READING_PAD_BYTES = 8 << 20
-#: Freed memory kept at the top of the heap once the inputs are read.
-ANALYSIS_TRIM_BYTES = 4 << 20
+#: Freed memory kept at the top of the heap otherwise.
+TRIM_BYTES = 4 << 20
 
 # glibc's mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD = -1
 _M_TOP_PAD = -2
 _M_MMAP_THRESHOLD = -3
 
-_libc: list[Any] = []  # the C library, once the settings were made
+_libc: list[Any] = []  # the C library, once allow() made the settings
 
 
-def keep_freed_memory() -> bool:
-    """Make the reading settings of the module doc for this process; whether they were."""
+def allow() -> bool:
+    """Let this process tune its allocator (see the module doc); whether it can."""
+    if _libc:
+        return True
     if not sys.platform.startswith("linux"):
         return False
     if any(name.startswith("MALLOC_") for name in os.environ):
@@ -59,27 +66,32 @@ def keep_freed_memory() -> bool:
         libc.malloc_trim.argtypes = [ctypes.c_size_t]
     except (OSError, AttributeError):  # not a C library with mallopt and malloc_trim
         return False
-    done = _set(libc, MMAP_BYTES, READING_TRIM_BYTES, READING_PAD_BYTES)
-    if done:
-        _libc.append(libc)
-    return done
-
-
-def give_back_memory() -> bool:
-    """The inputs are read: give back what is free, keep less from here on (nothing when
-    :func:`keep_freed_memory` made no settings); whether it was done."""
-    if not _libc:
+    if not _set(libc, TRIM_BYTES, 0):
         return False
+    _libc.append(libc)
+    return True
+
+
+@contextlib.contextmanager
+def reading_pages() -> Iterator[bool]:
+    """Freed memory kept for reuse inside, given back on leaving (nothing unless
+    :func:`allow` was called); gives whether the settings are made."""
+    if not _libc:
+        yield False
+        return
     libc = _libc[0]
-    done = _set(libc, MMAP_BYTES, ANALYSIS_TRIM_BYTES, 0)
-    libc.malloc_trim(0)
-    return done
+    _set(libc, READING_TRIM_BYTES, READING_PAD_BYTES)
+    try:
+        yield True
+    finally:
+        _set(libc, TRIM_BYTES, 0)
+        libc.malloc_trim(0)
 
 
-def _set(libc: Any, mmap_bytes: int, trim_bytes: int, pad_bytes: int) -> bool:
+def _set(libc: Any, trim_bytes: int, pad_bytes: int) -> bool:
     done = True
     for parameter, value in (
-        (_M_MMAP_THRESHOLD, mmap_bytes),
+        (_M_MMAP_THRESHOLD, MMAP_BYTES),
         (_M_TRIM_THRESHOLD, trim_bytes),
         (_M_TOP_PAD, pad_bytes),
     ):

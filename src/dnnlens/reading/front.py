@@ -42,6 +42,7 @@ from dnnlens.io.inputs import (
     open_input,
     open_range_blocks,
 )
+from dnnlens.io.pages import reading_pages
 from dnnlens.io.progress import NoProgress, Progress
 from dnnlens.io.signals import StopCheck
 from dnnlens.model import ParsedLog
@@ -110,21 +111,22 @@ def read(
         stdin_name=stdin_name,
         meanwhile=meanwhile,
     )
-    reading.progress.start(sources)
-    try:
-        jobs = parallel.choose_jobs(sources) if jobs is None else parallel.bounded_jobs(jobs)
-        if parts:
-            reading.parallel(sources, 1, parts)
-        elif jobs > 1 and len(sources) > 0:
-            reading.parallel(sources, jobs)
-        else:
-            for source in sources:
-                if reading.stopped:
-                    break
-                reading.source(source)
-    finally:
-        reading.progress.finish()
-    return reading.result(errors)
+    with reading_pages():  # freed memory kept for reuse while reading (io.pages)
+        reading.progress.start(sources)
+        try:
+            jobs = parallel.choose_jobs(sources) if jobs is None else parallel.bounded_jobs(jobs)
+            if parts:
+                reading.parallel(sources, 1, parts)
+            elif jobs > 1 and len(sources) > 0:
+                reading.parallel(sources, jobs)
+            else:
+                for source in sources:
+                    if reading.stopped:
+                        break
+                    reading.source(source)
+        finally:
+            reading.progress.finish()
+        return reading.result(errors)
 
 
 def load(specs: list[str], progress: Progress | None = None, jobs: int = 1) -> ParsedLog:
