@@ -12,6 +12,7 @@ from dnnlens.analysis.columns import category_mask, row_dicts, str_values
 from dnnlens.analysis.digraph import Digraph
 from dnnlens.analysis.iterations import (
     _candidates,
+    _choose,
     _row_iterations,
     _segments_by_period,
     _template_begins,
@@ -91,10 +92,7 @@ def test_segments_by_period_equal_the_walk(stream: tuple[np.ndarray, np.ndarray]
 def _period_reference(s: np.ndarray) -> tuple[int, int] | None:
     """``find_period`` scoring every candidate before choosing (it may stop early)."""
     scored = [sc for p in _candidates(s) if (sc := period_score(s, p)) is not None]
-    if not scored:
-        return None
-    best = max(c for _, _, c in scored)
-    return next((p, start) for p, start, c in scored if c >= 0.9 * best)
+    return _choose(scored) if scored else None
 
 
 @settings(max_examples=400, deadline=None)

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from dnnlens.analysis.columns import str_values
-from dnnlens.analysis.findings import Finding
+from dnnlens.analysis.findings import BASES, Finding
 from dnnlens.analysis.iterations import Iterations, find_iterations
 from dnnlens.analysis.steady import SteadyState, steady_state
 from dnnlens.analysis.summary import Summary, primitive_execs, summarize_stats
@@ -58,6 +58,8 @@ __all__ = [
 
 #: Events the sequence analyses (iterations, op graph, rules, charts) look at by default.
 DEFAULT_WINDOW_EVENTS = 200_000
+#: Lines a printed profiler table has beyond its rows (rules, head, totals, blank lines).
+TABLE_FRAME_LINES = 8
 
 #: Columns of :attr:`Analysis.reorders`: the op graph's reorder table plus its cost.
 #: ``count``/``time_ms`` cover the window (warm-up too); ``p50_ms`` is the node's median;
@@ -164,7 +166,7 @@ class Analysis:
         count = self.options.skip_iterations
         if count <= 0 or not len(events):
             return events, None
-        it = find_iterations(events)
+        it = self._find_iterations(events)
         later = (it.iteration >= count).nonzero()[0]
         first = int(later[0]) if len(later) else len(events)
         line = int(events["line"].iloc[first]) if first < len(events) else None
@@ -232,7 +234,19 @@ class Analysis:
     @fact
     def iterations(self) -> Iterations:
         """The passes of the window's exec stream (:mod:`dnnlens.analysis.iterations`)."""
-        return find_iterations(self._windowed[0], self.options.marker_lines)
+        return self._find_iterations(self._windowed[0])
+
+    def _find_iterations(self, events: pd.DataFrame) -> Iterations:
+        """Iterations of some events: the user's marker lines, else the program's step
+        lines, else the period of the exec stream (one way, for the skip and the window)."""
+        program = {scan.path: scan.program_lines for scan in self.log.scans}
+        tables: dict[str, list[tuple[int, int]]] = {}
+        if self.log.framework is not None:
+            for table in self.log.framework.tables:
+                # the rule, head and total lines around the rows
+                span = (table.line, table.line + table.size + TABLE_FRAME_LINES)
+                tables.setdefault(table.source, []).append(span)
+        return find_iterations(events, self.options.marker_lines, program, tables)
 
     @fact
     def steady(self) -> SteadyState:
@@ -448,12 +462,32 @@ class Analysis:
         )
 
     def basis_ms(self, finding: Finding) -> float:
-        """What a finding's impact is a part of: the typical iteration, or for a framework
-        finding the framework view's typical step."""
+        """What a finding's impact is a part of (:data:`BASES`): the typical iteration;
+        the framework view's typical step; the mean steady pass (noise: what the noise
+        adds to the typical iteration is in it); the typical iteration with the finding's
+        own time added (primitive creations, which are no part of the exec times)."""
         if finding.basis == "step":
             fw = self.framework
             return float(fw.typical_step_ms) if fw is not None else 0.0
+        if finding.basis == "mean_pass":
+            return self.mean_steady_pass_ms
+        if finding.basis == "with_creations":
+            return self.typical_iteration_ms + (finding.impact_ms_per_iteration or 0.0)
         return self.typical_iteration_ms
+
+    def basis_label(self, finding: Finding) -> str:
+        """The basis in words with its figure: ``the typical 2.09 ms``."""
+        from dnnlens.fmt import ms
+
+        words = BASES.get(finding.basis, BASES["iteration"])
+        return words.format(ms=ms(self.basis_ms(finding)))
+
+    @property
+    def mean_steady_pass_ms(self) -> float:
+        """The steady passes' exec times summed, per steady pass (the raw mean pass)."""
+        ex = self.steady_execs
+        total = float(np.nansum(ex["time_ms"].to_numpy(dtype=np.float64)))
+        return total / max(self.steady.divisor, 1)
 
     def share_of(self, finding: Finding) -> float | None:
         """A finding's impact as a share of its basis (``None``: not about time)."""

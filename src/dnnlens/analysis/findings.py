@@ -7,6 +7,14 @@ from typing import Any
 
 SEVERITIES = ("info", "warning", "error")
 
+#: What a finding's impact can be a part of (``Finding.basis``), in words around its figure.
+BASES = {
+    "iteration": "the typical {ms}",
+    "step": "the typical {ms} step",
+    "mean_pass": "the mean {ms} steady pass",
+    "with_creations": "the {ms} of a pass with its creations",
+}
+
 
 def severity_rank(severity: str) -> int:
     """0 for info, 1 for warning, 2 for error."""
@@ -56,8 +64,10 @@ class Finding:
     impact_ms_per_iteration: float | None = None
     #: The rule's one-line description ("Reorders take a large share of each iteration.").
     title: str = ""
-    #: What the impact is a part of: ``iteration`` (the typical oneDNN iteration) or ``step``
-    #: (the typical training step of a profiler trace, framework time included).
+    #: What the impact is a part of: ``iteration`` (the typical oneDNN iteration), ``step``
+    #: (the typical training step of a profiler trace, framework time included),
+    #: ``mean_pass`` (the mean steady pass: noise) or ``with_creations`` (the typical
+    #: iteration plus this finding's creation time): never more than the impact's basis.
     basis: str = "iteration"
 
     def to_json(self) -> dict[str, Any]:

@@ -13,10 +13,12 @@ Definitions (these are the contract of :class:`Iterations`):
   script ran. Exec rows before the first full period that are not template records (one-time
   weight reorders, a first call's extra work) are part of the first iteration; a stretch of
   rows as long as ``k`` periods that was not cut is counted as ``k`` iterations.
-* **warmup** = the number of *leading* iterations that are not steady state: they create a
-  primitive with a cache miss (``create:cache_miss``) or their exec sequence differs from the
-  template (never all iterations: the last one is taken as steady). It is a count of
-  iterations (passes), not of rows, and it is part of ``count``.
+* **warmup** = the number of *leading* iterations that are not steady state: they create
+  more primitives than the run's median pass (``create:cache_miss``: a run whose every pass
+  creates its primitives, the cache off or shapes that change, has no such pass) or run
+  other primitives than the template (sizes and order aside). Never more than the passes
+  left steady (:func:`max_warmup`). It is a count of iterations (passes), not of rows, and
+  it is part of ``count``.
   Without create lines (``ONEDNN_VERBOSE=1``) a warm-up pass that executes the same
   primitives as the others cannot be told apart and is not counted as warm-up.
 * ``iteration`` (array aligned to the events rows) holds the 0-based global iteration index
@@ -45,7 +47,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from dnnlens.analysis.columns import category_mask, with_dtypes
+from dnnlens.analysis.columns import category_mask, str_values, with_dtypes
+from dnnlens.analysis.step_lines import find_step_lines
+from dnnlens.parsers.program_lines import ProgramLines
 
 __all__ = [
     "InputIterations",
@@ -74,7 +78,8 @@ class InputIterations:
     """The iterations found in one input.
 
     ``first_iteration`` is the global index of its first iteration; ``template`` the record
-    ids of one steady iteration; ``method`` is ``period`` (detected), ``markers`` (user
+    ids of one steady iteration; ``method`` is ``period`` (detected), ``steps`` (the
+    program's own step lines, :mod:`dnnlens.analysis.step_lines`), ``markers`` (user
     regex), ``single`` (no repetition found: the whole stream is one iteration) or ``none``
     (no exec rows). ``irregular`` counts iterations whose exec sequence is not the
     template; ``outside_exec`` exec rows that belong to no iteration.
@@ -89,6 +94,8 @@ class InputIterations:
     method: str
     irregular: int = 0
     outside_exec: int = 0
+    #: with ``method == "steps"``: the shape of the program's step line (numbers as ``#``)
+    step_line: str = ""
     template: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
 
 
@@ -207,17 +214,18 @@ def _shift_matches(s: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
     return exact, fuzzy
 
 
-def period_score(s: np.ndarray, p: int) -> tuple[int, int, int] | None:
-    """``(p, steady start, rows covered)`` when period ``p`` holds over a steady region of
-    ``s`` (see :func:`find_period`), else None."""
+def period_score(s: np.ndarray, p: int) -> tuple[int, int, int, float] | None:
+    """``(p, steady start, rows covered, exact mismatch rate)`` when period ``p`` holds over
+    a steady region of ``s`` (see :func:`find_period`), else None."""
     n = len(s)
     exact, fuzzy = _shift_matches(s, p)
     start = _steady_start(fuzzy, p)
     if start is None or n - start < max(2 * p, 3) or 2 * (n - start) < n:
         return None
-    if exact[start:].mean() < 0.5:
+    rate = float(exact[start:].mean())
+    if rate < 0.5:
         return None
-    return p, start, n - start
+    return p, start, n - start, 1.0 - rate
 
 
 def find_period(s: np.ndarray) -> tuple[int, int] | None:
@@ -226,44 +234,49 @@ def find_period(s: np.ndarray) -> tuple[int, int] | None:
     For each candidate ``p`` the steady region is the suffix that starts with a clean period
     and where ``s[i] == s[i + p]`` (or ``s[i + p +- 1]``, one row inserted or missing) fails
     for at most :data:`MISMATCH_TOLERANCE` of positions; at least half of its positions must
-    match exactly. The period is the smallest candidate whose region covers 90 % of the best
-    coverage, two periods (three rows at least) and half of the stream.
+    match exactly. Candidates whose region covers 90 % of the best coverage, two periods
+    (three rows at least) and half of the stream qualify; of those, the smallest wins unless
+    a longer one repeats markedly better (:func:`_choose`): four identical layers inside
+    a pass repeat with the layer's period too, but only the whole pass repeats exactly.
     """
     s = np.asarray(s)
     n = len(s)
     if n < 2:
         return None
-    scored: list[tuple[int, int, int]] = []
+    scored: list[tuple[int, int, int, float]] = []
     for p in _candidates(s):
         score = period_score(s, p)
         if score is None:
             continue
         scored.append(score)
-        decided = _decided(scored, n)
-        if decided is not None:
-            return decided
+        if score[3] == 0.0 and score[2] >= 0.9 * n:
+            break  # repeats exactly over nearly all of it: no longer period can beat it
     if not scored:
         return None
-    best = max(c for _, _, c in scored)
-    for p, start, coverage in scored:
-        if coverage >= 0.9 * best:
-            return p, start
-    return None  # pragma: no cover - the best one always qualifies
+    return _choose(scored)
 
 
-def _decided(scored: list[tuple[int, int, int]], n: int) -> tuple[int, int] | None:
-    """What :func:`find_period` returns, already known whatever candidates are left.
+#: A longer period replaces a shorter one when it mismatches less than this share of the
+#: shorter one's mismatch rate: a sub-period (a layer repeated inside the pass) fails at the
+#: rows that are not part of the repeated block in every pass, while the true period and
+#: its multiples fail alike, at the same irregular passes.
+BETTER_RATE_FACTOR = 0.5
+#: A mismatch rate at or below this is as clean as a stream gets (one extra reorder in a
+#: thousand comparisons): no longer period is looked for.
+CLEAN_RATE = 0.001
 
-    A coverage is at most ``n``: a candidate covering 90 % of ``n`` qualifies against any
-    best coverage, one below 90 % of the best so far never will.
-    """
-    best = max(c for _, _, c in scored)
-    for p, start, coverage in scored:
-        if coverage >= 0.9 * n:
-            return p, start
-        if coverage >= 0.9 * best:
-            return None  # qualifies or not depending on the candidates left
-    return None
+
+def _choose(scored: list[tuple[int, int, int, float]]) -> tuple[int, int]:
+    """The period among qualifying candidates (see :func:`find_period`)."""
+    best = max(c for _, _, c, _ in scored)
+    eligible = sorted((sc for sc in scored if sc[2] >= 0.9 * best), key=lambda sc: sc[0])
+    chosen = eligible[0]
+    for sc in eligible[1:]:
+        if chosen[3] <= CLEAN_RATE:
+            break
+        if sc[3] < BETTER_RATE_FACTOR * chosen[3]:
+            chosen = sc
+    return chosen[0], chosen[1]
 
 
 def _signature_length(t: np.ndarray) -> int:
@@ -375,10 +388,155 @@ class _InputResult:
     warm: np.ndarray
 
 
+def _extra_misses(segments: np.ndarray, miss_iter_hint: np.ndarray) -> np.ndarray:
+    """Iterations that create more primitives (cache misses) than the run's median pass.
+
+    ``miss_iter_hint`` holds the exec index after each miss. A pass that creates what later
+    passes find in the cache is warming up; a run whose every pass creates its primitives
+    (the cache off, shapes that keep changing) has no such pass: creating is its steady
+    state, and the cache-miss finding says what it costs.
+    """
+    misses = np.zeros(len(segments), dtype=np.int64)
+    begins = segments[:, 0]
+    if miss_iter_hint.size and begins.size:
+        seg_of = np.searchsorted(begins, miss_iter_hint, side="right") - 1
+        misses = np.bincount(seg_of[seg_of >= 0], minlength=len(segments))
+    return misses > np.median(misses) if len(misses) else misses.astype(bool)
+
+
+_DIGITS = re.compile(r"\d+")
+#: A number of a problem descriptor and the field name before it (``mb4`` -> ``mb``, ``4``;
+#: in ``4x16x64x64`` the names are ``""`` and ``x``).
+_FIELD = re.compile(r"([a-z]*)(\d+)")
+#: Fields that may change from pass to pass of one program: the batch (``mb``, a dims
+#: string's numbers), time steps (``t``) and image sizes (``ih``, ``iw`` ...). Channels,
+#: kernels, strides and layer counts change from layer to layer of a network instead.
+_PASS_FIELDS = frozenset({"", "x", "mb", "n", "t", "ih", "oh", "iw", "ow", "id", "od"})
+#: Columns that, with the problem's numbers taken out, say which primitive a row runs.
+_SHAPELESS_COLUMNS = ("kind", "impl", "prop_kind", "mds", "attrs", "aux")
+
+
+def _shapeless_ids(
+    events: pd.DataFrame, exec_rows: np.ndarray
+) -> tuple[np.ndarray, dict[int, tuple[tuple[str, str], ...]]]:
+    """Per exec row, an id of its primitive without its sizes; and each record's sizes.
+
+    Two rows get the same id when they run the same kind, implementation, prop_kind,
+    layouts and attributes on a problem that differs only in its numbers (batch 4 and
+    batch 7 of one convolution). Computed once per distinct record.
+    """
+    rec = events["record"].to_numpy(dtype=np.int64)[exec_rows]
+    if not len(rec):
+        return np.zeros(0, dtype=np.int64), {}
+    uniq, first, inverse = np.unique(rec, return_index=True, return_inverse=True)
+    at = exec_rows[first]
+    cols = [str_values(events[c].iloc[at]) for c in _SHAPELESS_COLUMNS]
+    problems = str_values(events["problem"].iloc[at])
+    keys: dict[tuple[str, ...], int] = {}
+    ids = np.empty(len(uniq), dtype=np.int64)
+    numbers: dict[int, tuple[tuple[str, str], ...]] = {}
+    for i, r in enumerate(uniq.tolist()):
+        problem = problems[i]
+        key = (*(c[i] for c in cols), _DIGITS.sub("#", problem))
+        ids[i] = keys.setdefault(key, len(keys))
+        numbers[r] = tuple(_FIELD.findall(problem))
+    return ids[inverse], numbers
+
+
+def _period_key(
+    s: np.ndarray, shapeless: np.ndarray, numbers: Mapping[int, tuple[tuple[str, str], ...]]
+) -> np.ndarray:
+    """The stream whose period is the pass: the records, or the records without sizes.
+
+    Without sizes when the passes change their sizes (a batch or sequence length that
+    varies): then the records repeat over less of the run than the sizeless stream, or
+    their period is a cycle of sizes (batch 2, 3, ... 9, again), several sizeless periods
+    that differ from each other only in the sizes that change (:func:`_size_cycle`).
+    """
+    if len(np.unique(s)) == len(np.unique(shapeless)):
+        return s  # no two records differ in their sizes only
+    loose = find_period(shapeless)
+    if loose is None:
+        return s
+    exact = find_period(s)
+    if exact is None:
+        return shapeless
+    n = len(s)
+    (pe, se), (pl, sl) = exact, loose
+    if n - se < 0.9 * (n - sl):
+        return shapeless
+    if pe > pl and pe % pl == 0 and _size_cycle(s[se : se + pe], pl, numbers):
+        return shapeless
+    return s
+
+
+def _size_cycle(
+    template: np.ndarray, p: int, numbers: Mapping[int, tuple[tuple[str, str], ...]]
+) -> bool:
+    """Whether ``template`` is ``len / p`` passes of one primitive sequence at other sizes.
+
+    Chunk ``j`` of length ``p`` is a pass. At each position, the chunks' records are either
+    all the same (a weight reorder that does not depend on the batch) or all different,
+    and then they differ in the same numbers of the problem, which hold one value per
+    chunk (the batch, or a sequence length printed twice) and are fields that change
+    between passes (:data:`_PASS_FIELDS`). Layers of a network that differ in their
+    channels (two LSTM layers, 32 and 64 inputs) fail it.
+    """
+    k = len(template) // p
+    chunks = template.reshape(k, p)
+    differs = False
+    for i in range(p):
+        col = chunks[:, i].tolist()
+        if len(set(col)) == 1:
+            continue
+        if len(set(col)) != k:
+            return False
+        fields = [numbers.get(r, ()) for r in col]
+        if len({tuple(n for n, _ in f) for f in fields}) != 1 or not fields[0]:
+            return False
+        arr = np.asarray([[int(v) for _, v in f] for f in fields])
+        where = (arr != arr[0]).any(axis=0)
+        if any(fields[0][j][0] not in _PASS_FIELDS for j in np.flatnonzero(where).tolist()):
+            return False
+        if any(len(set(row[where].tolist())) != 1 for row in arr):
+            return False
+        differs = True
+    return differs
+
+
+def max_warmup(passes: int) -> int:
+    """The most warm-up passes a run of ``passes`` can spare: fewer than it keeps steady.
+
+    Warm-up is the transient before a run settles; when more than half of its passes look
+    unsettled, the criterion is wrong for this run (threads that order a step's ops
+    differently each time, a pass that varies on purpose), not the run, and most of it is
+    what the user measures.
+    """
+    return max(passes - 1, 0) // 2
+
+
+def _same_content(
+    shapeless: np.ndarray, segments: np.ndarray, template: np.ndarray, regular: np.ndarray
+) -> np.ndarray:
+    """Passes that run the template's primitives, in its order or another (a threadpool may
+    run a step's independent ops in any order): they are settled, whatever their order."""
+    same = regular.copy()
+    p = len(template)
+    lengths = segments[:, 1] - segments[:, 0]
+    other = np.flatnonzero(~regular & (lengths == p))
+    if len(other) and p:
+        want = np.sort(template)
+        rows = np.sort(shapeless[segments[other, 0][:, None] + np.arange(p)], axis=1)
+        same[other] = (rows == want).all(axis=1)
+    return same
+
+
 def _one_input(
     name: str,
     exec_pos: np.ndarray,
     s: np.ndarray,
+    shapeless: np.ndarray,
+    numbers: Mapping[int, tuple[tuple[str, str], ...]],
     lines: np.ndarray,
     markers: np.ndarray | None,
     miss_iter_hint: np.ndarray,
@@ -390,40 +548,46 @@ def _one_input(
         return _InputResult(info, no_segments, exec_pos, np.zeros(0, bool), np.zeros(0, bool))
     if markers is not None:
         segments = _segments_by_markers(lines[exec_pos], markers)
-        template = _modal_sequence(s, segments)
+        shape_template = _modal_sequence(shapeless, segments)
         method = "markers"
     else:
-        found = find_period(s)
+        key = _period_key(s, shapeless, numbers)
+        found = find_period(key)
         if found is None:
             segments = np.array([[0, n]], dtype=np.int64)
-            template, method = s.copy(), "single"
+            shape_template, method = shapeless.copy(), "single"
         else:
             p, start = found
-            template, method = s[start : start + p].copy(), "period"
-            segments = _segments_by_period(s, template)
+            template = key[start : start + p].copy()
+            segments = _segments_by_period(key, template)
             # the most common full-length iteration is the template (the first clean one
             # may hold a tolerated irregularity)
             full = segments[segments[:, 1] - segments[:, 0] == p]
-            modal = _modal_sequence(s, full, template) if len(full) else template
+            modal = _modal_sequence(key, full, template) if len(full) else template
             if not np.array_equal(modal, template):
-                template = modal
-                segments = _segments_by_period(s, template)
-    p = len(template)
+                segments = _segments_by_period(key, modal)
+            method = "period"
+            starts = segments[segments[:, 1] - segments[:, 0] == p, 0]
+            first = int(starts[0]) if len(starts) else start
+            shape_template = shapeless[first : first + p].copy()
+    # a pass is regular when it runs the template's primitives in order, whatever its shapes
+    p = len(shape_template)
     lengths = segments[:, 1] - segments[:, 0]
     regular = lengths == p
     if regular.any() and p:
         starts = segments[regular, 0]
-        same = (s[starts[:, None] + np.arange(p)] == template).all(axis=1)
+        same = (shapeless[starts[:, None] + np.arange(p)] == shape_template).all(axis=1)
         regular[np.flatnonzero(regular)] = same
-    # iterations holding a create:cache_miss (miss_iter_hint: exec index after each miss)
-    begins = segments[:, 0]
-    has_miss = np.zeros(len(segments), dtype=bool)
-    if miss_iter_hint.size and begins.size:
-        seg_of = np.searchsorted(begins, miss_iter_hint, side="right") - 1
-        has_miss[seg_of[(seg_of >= 0)]] = True
-    not_steady = has_miss | ~regular
-    # leading non-steady iterations, but never all of them: one is the steady state
-    warmup = int(np.argmin(not_steady)) if not not_steady.all() else len(segments) - 1
+    if regular.any():
+        template = _modal_sequence(s, segments[regular])
+    else:
+        template = s[segments[0, 0] : segments[0, 1]].copy()
+    not_steady = _extra_misses(segments, miss_iter_hint) | ~_same_content(
+        shapeless, segments, shape_template, regular
+    )
+    # leading non-steady iterations, but never more than the passes left steady
+    leading = int(np.argmin(not_steady)) if not not_steady.all() else len(segments)
+    warmup = min(leading, max_warmup(len(segments)))
     if method == "single":
         warmup = 0
     warm = np.zeros(len(segments), dtype=bool)
@@ -474,12 +638,17 @@ def _markers_for(
 def find_iterations(
     events: pd.DataFrame,
     marker_lines: Mapping[str, np.ndarray] | np.ndarray | None = None,
+    program_lines: Mapping[str, ProgramLines] | None = None,
+    excluded_lines: Mapping[str, list[tuple[int, int]]] | None = None,
 ) -> Iterations:
     """Find the iterations of every input of an event table (see the module docstring).
 
     ``marker_lines`` overrides the detection: a mapping from input path to the sorted line
     numbers of the program's marker lines (see :func:`marker_lines`), or one array when the
-    table has a single input. Inputs missing from the mapping are detected as usual.
+    table has a single input. For the other inputs, ``program_lines`` (input path to the
+    shapes of its foreign lines) are searched for the program's own step lines
+    (:mod:`dnnlens.analysis.step_lines`; ``excluded_lines``: spans that never hold one,
+    profiler tables); without any, the period of the exec stream is found.
     """
     total = len(events)
     iteration = np.full(total, -1, dtype=np.int64)
@@ -504,16 +673,27 @@ def find_iterations(
         miss_rows = rows[is_miss[rows]]
         miss_next_exec = np.searchsorted(exec_pos, miss_rows)
         miss_next_exec = np.minimum(miss_next_exec, max(len(exec_pos) - 1, 0))
-        results.append(
-            _one_input(
-                name,
-                exec_pos,
-                record[exec_pos],
-                lines,
-                _markers_for(marker_lines, name, len(input_names)),
-                miss_next_exec if exec_pos.size else np.zeros(0, np.int64),
-            )
+        shapeless, numbers = _shapeless_ids(events, exec_pos)
+        markers = _markers_for(marker_lines, name, len(input_names))
+        steps = None
+        if markers is None and program_lines is not None and name in program_lines:
+            spans = (excluded_lines or {}).get(name, [])
+            steps = find_step_lines(program_lines[name], lines[exec_pos], shapeless, spans)
+            markers = steps.lines if steps is not None else None
+        result = _one_input(
+            name,
+            exec_pos,
+            record[exec_pos],
+            shapeless,
+            numbers,
+            lines,
+            markers,
+            miss_next_exec if exec_pos.size else np.zeros(0, np.int64),
         )
+        if steps is not None:
+            result.info.method = "steps"
+            result.info.step_line = steps.shape
+        results.append(result)
 
     table: dict[str, list] = {c: [] for c in TIME_COLUMNS}  # per input: arrays (names: strs)
     next_index = 0

@@ -17,6 +17,8 @@ The one definition used everywhere (rules, reports, ``diff``, ``project``, the d
   steady passes, and never leaves fewer than :data:`MIN_STEADY_PASSES` steady ones. Only
   *leading* passes are warm-up: a slow pass in the middle of a run is noise, not warm-up,
   and stays (the per-primitive medians discount it);
+* both together never take more passes than the run keeps steady
+  (:func:`~dnnlens.analysis.iterations.max_warmup`);
 * **steady**: every other pass. With fewer than two steady passes there is no repeating
   iteration to speak of, and every event counts as steady state (one pass: the whole log).
 """
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dnnlens.analysis.iterations import Iterations
+from dnnlens.analysis.iterations import Iterations, max_warmup
 
 #: A leading pass slower than this many times the steady median is warm-up.
 SLOW_WARMUP_FACTOR = 3.0
@@ -115,6 +117,7 @@ def steady_state(iterations: Iterations) -> SteadyState:
     for _, rows in times.groupby("input", sort=False).indices.items():
         candidates = rows[~structural[rows]]
         k = slow_leading(times["time_ms"].to_numpy()[candidates])
+        k = min(k, max(max_warmup(len(rows)) - int(structural[rows].sum()), 0))
         slow[candidates[:k]] = True
     times["slow"] = slow
     times["steady"] = ~(structural | slow)

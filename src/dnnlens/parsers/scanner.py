@@ -27,6 +27,7 @@ from dnnlens.io.inputs import MAX_LINE_CHARS, ReadStats
 from dnnlens.parsers.fields import ascii_float
 from dnnlens.parsers.header import Header
 from dnnlens.parsers.onednn_line import parse_line
+from dnnlens.parsers.program_lines import ProgramLines
 from dnnlens.parsers.records import LINE_DIAGNOSTIC, LINE_EVENT, LineRecord, MalformedLine
 
 _MARK = "_verbose,"
@@ -86,6 +87,8 @@ class InputScan:
     malformed_reason: array = field(default_factory=lambda: array("q"))
     malformed_text: dict[int, str] = field(default_factory=dict)
     foreign_examples: list[tuple[int, str]] = field(default_factory=list)
+    #: shapes of the foreign lines and where they occur (step lines mark iterations)
+    program_lines: ProgramLines = field(default_factory=ProgramLines)
     read_error: str | None = None
     has_timestamps: bool = False
     slow_events: int = 0
@@ -454,6 +457,7 @@ class Scanner:
     @staticmethod
     def _foreign(scan: InputScan, lineno: int, line: str) -> None:
         scan.foreign += 1
+        scan.program_lines.add(line, lineno)
         if len(scan.foreign_examples) < FOREIGN_EXAMPLES_KEPT and line.strip():
             scan.foreign_examples.append((lineno, line[:200]))
 

@@ -106,6 +106,7 @@ def append_scan(
         into.malformed_text[line + offset] = text
     room = FOREIGN_EXAMPLES_KEPT - len(into.foreign_examples)
     into.foreign_examples.extend((n + offset, s) for n, s in part.foreign_examples[:room])
+    into.program_lines.merge(part.program_lines, offset)
     if events is not None and len(events):
         if part.has_timestamps and not into.has_timestamps:
             _extend(into.event_timestamp, np.full(len(into.event_line), np.nan))

@@ -22,9 +22,7 @@ def cost(f: Finding, analysis: Analysis) -> str:
     share = analysis.share_of(f)
     if share is None:
         return f"{ms(impact)} per {unit}"
-    return f"{ms(impact)} per {unit}, {pct(share)} of the typical {ms(analysis.basis_ms(f))}" + (
-        " step" if unit == "step" else ""
-    )
+    return f"{ms(impact)} per {unit}, {pct(share)} of {analysis.basis_label(f)}"
 
 
 def title(f: Finding) -> str:

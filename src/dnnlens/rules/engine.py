@@ -133,13 +133,41 @@ def run_selected(
     ctx = RuleContext(analysis)
     findings: list[Finding] = []
     for rule in rules:
-        found = _run_one(rule, ctx, budget)
+        found = _within_basis(rule, _run_one(rule, ctx, budget), analysis)
         if rule.level == type(rule).severity:  # not set by configuration: grade by cost
             for f in found:
                 grade_by_impact(f, analysis.share_of(f))
         findings.extend(found)
     order = {id(f): i for i, f in enumerate(findings)}
     return sorted(findings, key=lambda f: (-severity_rank(f.severity), order[id(f)]))
+
+
+#: Rounding room for an impact summed in another order than its basis.
+_BASIS_SLACK = 1e-9
+
+
+def _within_basis(rule: Rule, found: list[Finding], analysis: Analysis) -> list[Finding]:
+    """The findings, none of which claims more than its basis (or a negative time).
+
+    An impact is a part of its basis (``Finding.basis``): more than all of it is a wrong
+    number. A built-in rule that says so is a bug of dnnlens (exit 3); a plugin's or rule
+    file's finding is refused, in an error finding that says why.
+    """
+    out = []
+    for f in found:
+        share = analysis.share_of(f)
+        impact = f.impact_ms_per_iteration
+        if impact is None or (impact >= 0 and (share is None or share <= 1 + _BASIS_SLACK)):
+            out.append(f)
+            continue
+        detail = (
+            f"its impact {impact:.4g} ms per iteration is not a part of its basis, "
+            f"{analysis.basis_label(f)}"
+        )
+        if getattr(rule, "source", "builtin") == "builtin":
+            raise AnalysisError(f"rule {f.rule}: {detail}")
+        out.append(_failure(rule, detail, "ImpactOutsideBasis"))
+    return out
 
 
 #: A finding that costs less than this share of the typical iteration is ``info``; one that

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dnnlens.analysis.findings import SEVERITIES, Evidence, Finding
+from dnnlens.analysis.findings import BASES, SEVERITIES, Evidence, Finding
 from dnnlens.rules.budget import RuleFailure
 
 #: Bounds of ``data``: nesting, items in all, and characters of one message.
@@ -54,7 +54,7 @@ def checked_finding(item: Any) -> Finding:
         fix=item.fix[:MAX_TEXT_CHARS],
         impact_ms_per_iteration=None if impact is None else float(impact),
         title=title[:MAX_TEXT_CHARS],
-        basis=item.basis if item.basis in ("iteration", "step") else "iteration",
+        basis=item.basis if item.basis in BASES else "iteration",
     )
 
 

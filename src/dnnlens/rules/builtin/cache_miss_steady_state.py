@@ -66,8 +66,10 @@ class CacheMissSteadyState(Rule):
         yield self.finding(
             msg,
             ctx.evidence(late),
-            # creation time is not in the typical iteration (execs only): it comes on top
+            # creation time is not in the typical iteration (execs only): it comes on top,
+            # and its basis is the iteration with it
             impact_ms=float(late["time_ms"].sum()) / ctx.steady_iterations,
+            basis="with_creations",
             data={
                 "misses": int(len(late)),
                 "creation_ms": float(late["time_ms"].sum()),

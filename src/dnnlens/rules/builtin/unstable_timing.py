@@ -20,7 +20,9 @@ class UnstableTiming(Rule):
     The rule fires when such primitives' time above their medians is ``min_excess_share``
     of all exec time or more, so a verdict about layouts or kernels is not built on noise;
     the other rules already use medians. Its cost per iteration is that time above the
-    typical runs per steady pass: wall time the noise adds on top of the typical iteration.
+    typical runs per steady pass: wall time the noise adds on top of the typical iteration,
+    a part of the mean steady pass (the raw exec times summed per steady pass), which is
+    its basis: the typical iteration does not hold the noise it leaves out.
 
     Fix: measure on quiet, pinned cores (``taskset``/``numactl``, no other load), set
     ``OMP_NUM_THREADS`` to the physical cores available, run more iterations and compare
@@ -70,4 +72,5 @@ class UnstableTiming(Rule):
                 "worst_ratio": float(worst["r"].max()),
             },
             impact_ms=excess / ctx.steady_iterations,
+            basis="mean_pass",
         )
