@@ -220,3 +220,17 @@ def test_machine_show_says_how_the_clock_is_known(monkeypatch):
     monkeypatch.setattr(machine_module, "this_cpu", lambda: EPYC)
     res = runner.invoke(app, ["machine", "show", str(RESNET)], env={"COLUMNS": "300"})
     assert "this machine: this machine (AMD EPYC" in res.stdout
+
+
+def test_a_model_written_from_a_header_stays_assumed_when_read_back(tmp_path):
+    """``dnnlens machine show LOG -f json > box.json`` then ``--machine box.json``: the file
+    repeats the assumed 2.5 GHz and 20 GB/s, it does not state them."""
+    res = runner.invoke(app, ["machine", "show", str(NCHW), "-f", "json"])
+    path = tmp_path / "box.json"
+    path.write_text(res.stdout)
+    m = load_machine(path)
+    assert (m.clock_basis, m.bandwidth_basis) == ("assumed", "assumed")
+    assert m.peak_label("f32").startswith("assumed peak 160 GFLOP/s")
+    doc = json.loads(path.read_text())
+    path.write_text(json.dumps({**doc, "freq_ghz": 3.0, "clock_basis": "profile"}))
+    assert load_machine(path).clock_basis == "profile"

@@ -295,7 +295,8 @@ class Machine:
         """A machine from a profile mapping; unknown keys are ignored, missing ones default.
 
         What the file gives is stated by it (basis ``profile``); a clock or a bandwidth it
-        does not give stays assumed.
+        does not give, or says was assumed (``clock_basis``/``bandwidth_basis``
+        ``assumed``: a model written from a log's header), stays assumed.
         """
         body = data.get("machine", data) if isinstance(data.get("machine"), dict) else data
         known = {f.name for f in fields(cls)} - {"clock_basis", "bandwidth_basis"}
@@ -305,18 +306,27 @@ class Machine:
             bits, fma = _vector(m.isa)
             m.vector_bits = int(values.get("vector_bits", bits))
             m.fma_units = int(values.get("fma_units", fma))
-        m.sources = dict(values.get("sources") or {})
-        for k in values:
+        given = dict(values.get("sources") or {})
+        m.sources = dict(given)
+        for k in values:  # the file states it; what it says of its origin is kept after it
             if k not in ("sources", "measured", "peak_gflops", "name"):
-                m.sources[k] = source
+                m.sources[k] = f"{source}: {given[k]}" if given.get(k) else source
         for k in m.peak_gflops:
             m.sources.setdefault(f"peak_gflops.{k}", source)
-        m.clock_basis = CLOCK_PROFILE if "freq_ghz" in values else CLOCK_ASSUMED
-        m.bandwidth_basis = CLOCK_PROFILE if "bandwidth_gbs" in values else CLOCK_ASSUMED
+        # a file written from an assumed model (machine show LOG -f json) stays assumed
+        stated = {
+            k: k in values and body.get(basis) != CLOCK_ASSUMED
+            for k, basis in (("freq_ghz", "clock_basis"), ("bandwidth_gbs", "bandwidth_basis"))
+        }
+        m.clock_basis = CLOCK_PROFILE if stated["freq_ghz"] else CLOCK_ASSUMED
+        m.bandwidth_basis = CLOCK_PROFILE if stated["bandwidth_gbs"] else CLOCK_ASSUMED
         if "freq_ghz" not in values:
             m.sources["freq_ghz"] = f"{source} gives no clock: {m.freq_ghz:g} GHz"
         if "bandwidth_gbs" not in values:
             m.sources["bandwidth_gbs"] = f"{source} gives no bandwidth: {m.bandwidth_gbs:g} GB/s"
+        for k, ok in stated.items():
+            if k in values and not ok:
+                m.sources[k] = f"{source} says it was assumed: {values[k]:g}"
         return m
 
     def summary(self) -> list[tuple[str, str, str]]:
