@@ -234,3 +234,19 @@ def test_a_model_written_from_a_header_stays_assumed_when_read_back(tmp_path):
     doc = json.loads(path.read_text())
     path.write_text(json.dumps({**doc, "freq_ghz": 3.0, "clock_basis": "profile"}))
     assert load_machine(path).clock_basis == "profile"
+
+
+def test_a_hostile_cpu_name_is_shown_escaped(tmp_path):
+    """The CPU name of an engine line is log text: an escape sequence in it reaches no view
+    as it is (synthetic: the DPC++ header of the corpus log with ESC [2J in the name)."""
+    text = DPCPP.read_text().replace("i9-9900K CPU @", "i9-9900K\x1b[2J CPU @")
+    log = tmp_path / "evil.log"
+    log.write_text(text)
+    m = machine_for_log(load([str(log)]))
+    assert m.freq_ghz == 3.6 and "\x1b" not in m.sources["freq_ghz"]
+    assert "i9-9900K\\x1b[2J CPU" in m.sources["freq_ghz"]
+    res = runner.invoke(app, ["machine", "show", str(log)], env={"COLUMNS": "300"})
+    assert "\x1b" not in res.stdout
+    page = tmp_path / "r.html"
+    runner.invoke(app, ["analyze", str(log), "-q", "-f", "html", "-o", str(page)])
+    assert "\x1b" not in page.read_text(encoding="utf-8")

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from dnnlens.parsers.fields import isa_from_header
+from dnnlens.textsafe import safe
 
 __all__ = [
     "CLOCK_ASSUMED",
@@ -450,7 +451,7 @@ def _header_clock(log: Any) -> tuple[float, str] | None:
             name = next((p[5:] for p in rest.split(",") if p.startswith("name:")), "")
             m = _NAME_CLOCK.search(name)
             if m and 0.5 <= float(m.group(1)) <= 8.0:  # a CPU clock, not a stray number
-                return float(m.group(1)), name.strip()
+                return float(m.group(1)), safe(name.strip())  # log text: shown escaped
     return None
 
 
