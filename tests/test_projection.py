@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from dnnlens.analysis.analysis import Analysis
+from dnnlens.analysis.analysis import Analysis, AnalysisOptions
 from dnnlens.analysis.machine import machine_from_isa
 from dnnlens.analysis.projection import (
     CHANGES,
@@ -130,11 +130,24 @@ def test_bf16_on_avx2_by_roofline(nchw):
 def test_combined_is_applied_in_order(nchw, cl):
     cl_med = hand_medians(CL, 8)
     p = project(nchw, list(CHANGES), measured=[cl])
-    assert [c.change for c in p.changes] == list(CHANGES)
+    # measured changes first (by saving), then the estimates, then those with nothing to do
+    assert [c.change for c in p.changes] == [
+        "remove:reorders",
+        "remove:activation-reorders",
+        "remove:weight-reorders",
+        "dtype:bf16",
+        "replace:reference-kernels",
+        "remove:cache-misses",
+        "fuse:eltwise",
+    ]
+    assert [c.basis for c in p.changes] == ["measured"] * 3 + ["estimate"] + ["none"] * 3
     assert p.combined is not None
     # every reorder removed, convs from the CL log, then bf16 (x1 for compute-bound convs)
     assert p.combined.projected_ms == pytest.approx(sum(cl_med[i] for i in CL_CONV))
-    assert p.combined.change == "remove:reorders + fuse:eltwise + dtype:bf16"
+    assert p.combined.change == (
+        "remove:reorders + replace:reference-kernels + remove:cache-misses + fuse:eltwise + "
+        "dtype:bf16"
+    )
     doc = json.loads(projection_report.render_json(p))
     assert doc["baseline"]["typical_iteration_ms"] == nchw.typical_iteration_ms
     assert doc["baseline_ms"] == pytest.approx(sum(hand_medians(NCHW, 15)))
@@ -163,14 +176,16 @@ ELT = (
 )
 
 
-def synthetic(passes: int, fused: bool = False, dt: str = "f32", conv_ms: float = 0.5):
+def synthetic(
+    passes: int, fused: bool = False, dt: str = "f32", conv_ms: float = 0.5, machine=None
+):
     lines = list(HEADER)
     for _ in range(passes):
         if fused:
             lines.append(CONV.format(dt=dt, attrs="attr-post-ops:eltwise_relu", t=conv_ms))
         else:
             lines += [CONV.format(dt=dt, attrs="", t=conv_ms), ELT.format(t=0.1)]
-    return Analysis(load_text("\n".join(lines)))
+    return Analysis(load_text("\n".join(lines)), AnalysisOptions(machine=machine))
 
 
 def test_fuse_eltwise_by_roofline():
@@ -204,7 +219,8 @@ def test_bf16_measured_in_other_log_wins_over_roofline():
 
 def test_machine_profile_thread_mismatch_is_noted():
     m = machine_from_isa("avx2", 8)
-    p = project(synthetic(4), ["dtype:bf16"], machine=m)
+    p = project(synthetic(4, machine=m), ["dtype:bf16"])
+    assert p.machine is m
     assert any("2 threads" in n and "8" in n for n in p.table.notes)
 
 
@@ -214,7 +230,16 @@ def test_normalize_changes():
         "fuse:eltwise",
         "dtype:bf16",
     ]
-    for bad in ((["nothing"], None, None), (None, ["relu"], None), (None, None, "f16")):
+    assert normalize_changes(["cache-misses"], None, None, ["reference-kernels"]) == [
+        "replace:reference-kernels",
+        "remove:cache-misses",
+    ]
+    for bad in (
+        (["nothing"], None, None),
+        (None, ["relu"], None),
+        (None, None, "f16"),
+        (None, None, None, ["everything"]),
+    ):
         with pytest.raises(ValueError):
             normalize_changes(*bad)
 

@@ -81,7 +81,9 @@ def test_isa_from_cpu_flags():
 def test_machine_for_log_reads_the_header():
     m = machine_for_log(load([str(NCHW)]))
     assert (m.isa, m.threads) == ("avx2", 2)
-    assert m.sources["isa"] == "header" and m.sources["freq_ghz"] == "default"
+    assert m.sources["isa"] == "header" and m.clock_basis == "assumed"
+    assert m.peak_basis("f32") == "assumed" and m.bandwidth_basis == "assumed"
+    assert m.peak_label("f32").startswith("assumed peak 160 GFLOP/s")
 
 
 def test_machine_for_log_without_header_uses_impl_isa():
@@ -145,16 +147,39 @@ def test_place_compute_bound_conv_by_hand():
     )
     cost = primitive_cost(rec.kind, rec.problem, rec.mds, rec.prop_kind, rec.aux, rec.attrs)
     assert cost is not None
-    # 11 calls in 26.725836 ms (sum of the 11 exec times of this line in the sample)
-    out = place(cost, 11, 26.725836, avx2_2thr())
+    # a typical run of 0.625 ms, the fastest call 0.2 ms
+    out = place(cost, 0.625, avx2_2thr(), best_ms=0.2)
     # AI = 13862400 / 1246912 = 11.12 > ridge 160/20 = 8: compute bound
-    assert out["bound"] == "compute"
+    assert out["bound"] == "compute" and out["peak_basis"] == "assumed"
     # roof per call: 13862400 FLOP / 160 GFLOP/s = 0.08664 ms
     assert out["roof_ms"] == pytest.approx(13_862_400 / 160e6)
-    # attained: 13862400 * 11 / 26.725836 ms = 5.7056 GFLOP/s
-    assert out["gflops"] == pytest.approx(13_862_400 * 11 / 26.725836 / 1e6)
-    # efficiency = attained / min(peak, AI * bw) = 5.7056 / 160 = 0.03566
+    # attained: 13862400 / 0.625 ms = 22.18 GFLOP/s; efficiency 22.18 / 160 = 0.1386
+    assert out["gflops"] == pytest.approx(13_862_400 / 0.625 / 1e6)
     assert out["efficiency"] == pytest.approx(out["gflops"] / 160.0)
+    # the fastest call: 69.3 GFLOP/s, 43% of the roof
+    assert out["best_efficiency"] == pytest.approx(13_862_400 / 0.2 / 1e6 / 160.0)
+    assert out["above_roof"] is None
+
+
+def test_place_above_the_roof_is_no_efficiency_but_a_reason():
+    cost = primitive_cost(
+        "reorder", "4x16x64x64", "src:f32::blocked:aBcd8b::f0 dst:f32::blocked:abcd::f0", "undef"
+    )
+    assert cost is not None
+    # 2097152 B at the assumed 20 GB/s take 0.10486 ms; measured 0.05 ms: above the roof
+    out = place(cost, 0.05, avx2_2thr())
+    assert out["efficiency"] is None and out["gbs"] == pytest.approx(2_097_152 / 0.05 / 1e6)
+    assert out["above_roof"].startswith("the typical run is above the assumed bandwidth (20")
+    # a compute-bound conv faster than the assumed 2.5 GHz allow: the clock is too low
+    rec = next(r for r in load([str(NCHW)]).records if r.problem == CONV1)
+    conv = primitive_cost(rec.kind, rec.problem, rec.mds, rec.prop_kind, rec.aux, rec.attrs)
+    assert conv is not None
+    out = place(conv, 0.5, avx2_2thr(), best_ms=0.05)  # roof 0.0866 ms
+    assert out["efficiency"] == pytest.approx(0.08664 / 0.5) and out["best_efficiency"] is None
+    assert out["above_roof"] == (
+        "the fastest call is above the assumed peak (160 GFLOP/s): the assumed clock "
+        "(2.5 GHz) is too low"
+    )
 
 
 def test_place_reorder_memory_bound_by_hand():
@@ -162,11 +187,11 @@ def test_place_reorder_memory_bound_by_hand():
         "reorder", "4x16x64x64", "src:f32::blocked:aBcd8b::f0 dst:f32::blocked:abcd::f0", "undef"
     )
     assert cost is not None
-    out = place(cost, 2, 1.0, avx2_2thr())
+    out = place(cost, 0.5, avx2_2thr())
     # no FLOPs: memory bound; 2097152 B per call at 20 GB/s = 0.10486 ms
     assert out["bound"] == "memory" and out["gflops"] == 0.0
     assert out["roof_ms"] == pytest.approx(2_097_152 / 20e6)
-    # attained bandwidth 2 * 2097152 B / 1 ms = 4.194 GB/s; efficiency = 4.194 / 20
+    # attained bandwidth 2097152 B / 0.5 ms = 4.194 GB/s; efficiency = 4.194 / 20
     assert out["gbs"] == pytest.approx(4.194304)
     assert out["efficiency"] == pytest.approx(4.194304 / 20)
 
@@ -176,8 +201,8 @@ def test_place_untimed():
         "reorder", "4x4", "src:f32::blocked:ab::f0 dst:f32::blocked:ba::f0", "undef"
     )
     assert cost is not None
-    out = place(cost, 0, 0.0, avx2_2thr())
-    assert out["gflops"] is None and out["efficiency"] is None
+    out = place(cost, None, avx2_2thr())
+    assert out["gflops"] is None and out["efficiency"] is None and out["above_roof"] is None
 
 
 def test_primitives_json_contract_nchw_sample():
@@ -202,8 +227,10 @@ def test_primitives_json_contract_nchw_sample():
     conv1 = next(r for r in rows if r["problem"] == CONV1)
     assert conv1["count"] == 11 and conv1["flops"] == 13_862_400
     assert conv1["bytes"] == 1_246_912 and conv1["bound"] == "compute"
-    assert conv1["gflops"] == pytest.approx(13_862_400 * 11 / conv1["time_ms"] / 1e6)
+    # the rate of its typical run (the median of its 7 steady calls), not the raw mean
+    assert conv1["gflops"] == pytest.approx(13_862_400 / conv1["run_ms"] / 1e6)
     assert conv1["efficiency"] == pytest.approx(conv1["gflops"] / 160.0)
+    assert conv1["peak_basis"] == "assumed" and conv1["above_roof"] is None
     assert conv1["best_gflops"] >= conv1["gflops"]
     assert all(r["bound"] == "memory" for r in rows if r["kind"] == "reorder")
     json.dumps(rows)  # plain data
@@ -214,20 +241,28 @@ def test_kind_points_sum_the_primitives():
     doc = roofline_json(analysis)
     kinds = {k["kind"]: k for k in doc["kinds"]}
     convs = [p for p in doc["primitives"] if p["kind"] == "convolution"]
-    assert kinds["convolution"]["flops"] == sum(p["flops"] * p["count"] for p in convs)
+    # over the steady executions: 7 steady passes of the 11
+    assert kinds["convolution"]["flops"] == sum(p["flops"] * p["steady_count"] for p in convs)
     assert kinds["convolution"]["bound"] == "compute"
     assert kinds["reorder"]["flops"] == 0 and kinds["reorder"]["bound"] == "memory"
     assert doc["machine"]["peaks"]["f32"] == pytest.approx(160.0)
+    assert doc["machine"]["peak_basis"]["f32"] == "assumed"
     assert kind_points([], avx2_2thr()) == []
 
 
 def test_machine_passed_in_changes_the_roof():
     analysis = Analysis(load([str(NCHW)]))
-    fast = machine_from_isa("avx2", 2)
-    fast.peak_gflops["f32"] = 16.0  # a much slower roof: efficiencies x10
+    half = machine_from_isa("avx2", 2)
+    half.peak_gflops["f32"] = 80.0  # a roof half as high: compute-bound efficiencies x2
     base = {r["problem"]: r for r in primitives_json(analysis)}
-    slow = {r["problem"]: r for r in primitives_json(analysis, fast)}
-    assert slow[CONV1]["efficiency"] == pytest.approx(base[CONV1]["efficiency"] * 10)
+    slow = {r["problem"]: r for r in primitives_json(analysis, half)}
+    assert slow[CONV1]["efficiency"] == pytest.approx(base[CONV1]["efficiency"] * 2)
+    assert slow[CONV1]["peak_basis"] == "profile"
+    tenth = machine_from_isa("avx2", 2)
+    tenth.peak_gflops["f32"] = 16.0  # 22 GFLOP/s measured: above this roof, no efficiency
+    low = {r["problem"]: r for r in primitives_json(analysis, tenth)}
+    assert low[CONV1]["efficiency"] is None
+    assert low[CONV1]["above_roof"].startswith("the typical run is above the profile's peak")
 
 
 # ---------------------------------------------------------------------------------------

@@ -107,11 +107,14 @@ class AnalysisOptions:
     all). ``skip_iterations``: leading passes left out of everything, the summary included.
     ``marker_lines``: per input path, the line numbers of the program's own marker lines
     that separate passes (see :func:`dnnlens.analysis.iterations.marker_lines`).
+    ``machine``: the machine profile the user gave (``--machine FILE``): every peak and
+    efficiency is measured against it instead of the log's header.
     """
 
     window_events: int | None = DEFAULT_WINDOW_EVENTS
     skip_iterations: int = 0
     marker_lines: Mapping[str, np.ndarray] | None = None
+    machine: Machine | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -391,28 +394,34 @@ class Analysis:
 
     @fact
     def machine(self) -> Machine:
-        """The nominal machine of the log's header (:mod:`dnnlens.analysis.machine`)."""
-        from dnnlens.analysis.machine import machine_for_log
+        """The one machine every peak and efficiency is measured against: the user's
+        profile, else the log's header with a clock from its CPU name, from this machine
+        or assumed, and labelled so (:func:`dnnlens.analysis.machine.resolve_machine`)."""
+        from dnnlens.analysis.machine import resolve_machine
 
-        return machine_for_log(self.log)
+        return resolve_machine(self.log, self.options.machine)
 
     @fact
     def primitives(self) -> list[dict[str, Any]]:
-        """Each distinct executed primitive on the roofline, with its steady timing."""
+        """Each distinct executed primitive on the roofline, with its steady timing: the
+        one rate and efficiency per primitive (its typical run against :attr:`machine`)."""
         from dnnlens.analysis.roofline import roofline_points
 
-        points = [p.to_json() for p in roofline_points(self.log, self.machine, self.record_totals)]
         stats = self.steady_stats
+        points = roofline_points(self.log, self.machine, self.record_totals, stats)
         part = self.typical.by_record
-        for p in points:
+        rows = []
+        for point in points:
+            p = point.to_json()
             rid = p["record"]
             row = stats.loc[rid] if rid in stats.index else None
             p["median_ms"] = float(row["median_ms"]) if row is not None else None
             p["p95_ms"] = float(row["p95_ms"]) if row is not None else None
-            p["run_ms"] = float(row["run_ms"]) if row is not None else None
-            p["steady_count"] = int(row["count"]) if row is not None else 0
+            p["run_ms"] = point.run_ms
+            p["steady_count"] = point.steady_count
             p["iter_ms"] = float(part.get(rid, 0.0))
-        return points
+            rows.append(p)
+        return rows
 
     # -- parts of the typical iteration that several views show ----------------------------
     @fact

@@ -1,4 +1,4 @@
-"""What-if projection: the iteration time after removing reorders, fusing eltwise, or bf16.
+"""What-if projection: the iteration time after removing what the log measured, then estimates.
 
 The unit is one steady iteration of the analysis (:mod:`dnnlens.analysis.steady`): the
 primitives of one steady pass in order (*steps*), each with its typical run
@@ -6,19 +6,29 @@ primitives of one steady pass in order (*steps*), each with its typical run
 runs). The baseline is **the typical iteration** that ``analyze`` and ``diff`` print: the
 steps plus, when some steady passes differ from the one shown, the difference as one more
 term (``other_ms``: executions that not every pass runs). Framework time between primitives
-is not in the log. A change rewrites some steps; every rewritten number says where it came
-from:
+is not in the log, and neither is primitive creation: what steady passes spend creating
+primitives (``creation_ms``) is counted beside the baseline. A change rewrites some steps;
+every rewritten number says where it came from:
 
-* ``log``: a time measured in this log (the removed reorder's own time);
-* ``measured``: the same primitive (kind, problem, direction) measured in another layout
-  or data type, in this log or in a log passed with ``measured`` (``--measured``);
+* ``log``: a time measured in this log (the removed reorder's own time, a creation's);
+* ``measured``: the same primitive (kind, problem, direction) measured in another layout,
+  implementation or data type, in this log or in a log passed with ``measured``
+  (``--measured``);
+* ``scaled``: an optimised kernel of the same kind measured on another shape, carried over
+  by the roofline (``t = t_other x roof / roof_other``: it keeps that kernel's efficiency);
 * ``roofline``: scaled by the roofline, keeping the primitive's current efficiency:
   ``t_new = t_old x roof_new / roof_old`` (``roof = max(flops/peak, bytes/bandwidth)``);
 * ``assumed``: nothing measured or modelled it: the time is kept, and the assumption says so.
 
+A change whose numbers all come from ``log`` and ``measured`` (and ``assumed``, which keeps a
+time) is **measured**; one that uses ``scaled`` or ``roofline`` is an **estimate**, which
+leans on the machine model (an assumed clock, an assumed bandwidth). Reports lead with the
+measured changes and label the estimates.
+
 Changes: ``remove:reorders``, ``remove:activation-reorders``, ``remove:weight-reorders``,
-``fuse:eltwise``, ``dtype:bf16``. Each is projected alone, then all selected ones together
-(removals, then fusion, then the data type, each on the result of the previous).
+``replace:reference-kernels``, ``remove:cache-misses``, ``fuse:eltwise``, ``dtype:bf16``.
+Each is projected alone, then all selected ones together (in that order, each on the result
+of the previous).
 """
 
 from __future__ import annotations
@@ -31,29 +41,37 @@ from typing import Any
 
 import numpy as np
 
-from dnnlens.analysis.columns import str_values
-from dnnlens.analysis.costmodel import primitive_cost
-from dnnlens.analysis.machine import Machine, isa_gain
-from dnnlens.parsers.fields import parse_attrs, parse_aux, parse_mds
+from dnnlens.analysis.columns import category_mask, str_values
+from dnnlens.analysis.costmodel import Cost, primitive_cost
+from dnnlens.analysis.machine import Machine, isa_gain, machine_for_log
+from dnnlens.parsers.fields import is_reference, parse_attrs, parse_aux, parse_mds
 
 __all__ = [
     "CHANGES",
+    "ESTIMATE_SOURCES",
     "Adjustment",
     "ChangeResult",
+    "Creations",
     "Projection",
     "Step",
     "StepTable",
     "iteration_steps",
     "project",
+    "rank",
+    "steady_creations",
 ]
 
 CHANGES = (
     "remove:reorders",
     "remove:activation-reorders",
     "remove:weight-reorders",
+    "replace:reference-kernels",
+    "remove:cache-misses",
     "fuse:eltwise",
     "dtype:bf16",
 )
+#: Sources that lean on the machine model: a change using one is an estimate.
+ESTIMATE_SOURCES = frozenset({"scaled", "roofline"})
 #: Kinds that take an eltwise post-op (oneDNN attribute ``post_ops``).
 FUSABLE = frozenset(
     {
@@ -140,12 +158,43 @@ STATISTIC = "typical run (median over the steady passes; fastest below 3 runs)"
 
 
 @dataclass
+class Creations:
+    """Primitive creations that miss the primitive cache where the iteration repeats.
+
+    ``by_kind`` maps a kind to (misses, their summed ms, the first one's ``path:line``) in
+    ``scope`` (in words: the steady passes, or, when every pass misses so that the whole log
+    is the iteration, the passes after its first); ``passes`` is what they are divided by to
+    give ms per iteration (the steady passes; 1 for the whole log); ``hit_ms`` the median
+    time of a cache hit creation in the same scope (``None``: none there). ``found`` is
+    False when the log has no passes at all: its creations cannot be told from the first
+    creation of each primitive, which no fix removes.
+    """
+
+    found: bool
+    passes: int
+    scope: str = ""
+    by_kind: dict[str, tuple[int, float, str]] = field(default_factory=dict)
+    hit_ms: float | None = None
+
+    @property
+    def misses(self) -> int:
+        """Cache misses in the scope."""
+        return sum(n for n, _, _ in self.by_kind.values())
+
+    @property
+    def ms(self) -> float:
+        """Creation time of the misses per iteration."""
+        return sum(t for _, t, _ in self.by_kind.values()) / max(self.passes, 1)
+
+
+@dataclass
 class StepTable:
     """The steps of one steady pass, and the typical iteration they add up to.
 
     ``baseline_ms`` is the analysis's typical iteration; ``other_ms`` the part of it that
     the shown pass does not run (baseline - sum of the steps); ``pass_index`` the pass the
-    steps come from (-1: the whole log, no repeating iteration was found).
+    steps come from (-1: the whole log, no repeating iteration was found); ``creations``
+    the cache misses of the steady passes (not in the baseline: it holds executions only).
     """
 
     source: str
@@ -156,6 +205,7 @@ class StepTable:
     pass_index: int = -1
     statistic: str = STATISTIC
     notes: list[str] = field(default_factory=list)
+    creations: Creations = field(default_factory=lambda: Creations(False, 1))
 
     @property
     def total_ms(self) -> float:
@@ -183,7 +233,12 @@ class Adjustment:
 
 @dataclass
 class ChangeResult:
-    """A projected iteration time, with every rewritten step and what was assumed."""
+    """A projected iteration time, with every rewritten step and what was assumed.
+
+    ``projected_ms`` is the executions' typical iteration after the change;
+    ``creation_saving_ms`` the primitive creation per iteration it removes, which is not in
+    the baseline (executions only) and so comes on top of ``baseline_ms - projected_ms``.
+    """
 
     change: str
     baseline_ms: float
@@ -191,29 +246,42 @@ class ChangeResult:
     adjustments: list[Adjustment] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    creation_saving_ms: float = 0.0
 
     @property
     def saving_ms(self) -> float:
-        """Baseline minus projection."""
-        return self.baseline_ms - self.projected_ms
+        """Baseline minus projection, plus the creation time removed."""
+        return self.baseline_ms - self.projected_ms + self.creation_saving_ms
 
     @property
     def speedup(self) -> float | None:
-        """Baseline over projection."""
-        return self.baseline_ms / self.projected_ms if self.projected_ms > 0 else None
+        """The iteration before (executions and the creations removed) over after."""
+        before = self.baseline_ms + self.creation_saving_ms
+        return before / self.projected_ms if self.projected_ms > 0 else None
 
     @property
     def sources(self) -> list[str]:
-        """The kinds of source its numbers come from (log, measured, roofline, assumed)."""
-        order = ("log", "measured", "roofline", "assumed")
+        """The kinds of source its numbers come from (log, measured, scaled, roofline,
+        assumed)."""
+        order = ("log", "measured", "scaled", "roofline", "assumed")
         found = {k for a in self.adjustments for k in a.source.split("+")}
         return [s for s in order if s in found]
+
+    @property
+    def basis(self) -> str:
+        """``measured`` when every number is the log's (or a measured log's), ``estimate``
+        when one leans on the machine model (``scaled``, ``roofline``), ``none`` when the
+        change found nothing to change (or only kept times: ``assumed``)."""
+        if set(self.sources) <= {"assumed"}:
+            return "none"
+        return "estimate" if ESTIMATE_SOURCES & set(self.sources) else "measured"
 
     def to_json(self) -> dict[str, Any]:
         """Plain data."""
         return {
-            "change": self.change, "baseline_ms": self.baseline_ms,
+            "change": self.change, "basis": self.basis, "baseline_ms": self.baseline_ms,
             "projected_ms": self.projected_ms, "saving_ms": self.saving_ms,
+            "creation_saving_ms": self.creation_saving_ms,
             "speedup": self.speedup, "sources": self.sources,
             "assumptions": self.assumptions, "warnings": self.warnings,
             "adjustments": [a.to_json() for a in self.adjustments],
@@ -222,13 +290,42 @@ class ChangeResult:
 
 @dataclass
 class Projection:
-    """Each change alone and all together, against the baseline of one log."""
+    """Each change alone and all together, against the baseline of one log.
+
+    ``changes`` are ranked (:func:`rank`): the measured ones first, then the estimates,
+    then those that found nothing to change, each by saving.
+    """
 
     table: StepTable
     machine: Machine
     changes: list[ChangeResult]
     combined: ChangeResult | None
     measured: list[StepTable] = field(default_factory=list)
+
+    @property
+    def headline(self) -> ChangeResult | None:
+        """The measured change that saves the most (``None``: none saves anything)."""
+        return _best(self.changes, "measured")
+
+    @property
+    def best_estimate(self) -> ChangeResult | None:
+        """The estimate that saves the most (``None``: none saves anything)."""
+        return _best(self.changes, "estimate")
+
+
+def _best(changes: list[ChangeResult], basis: str) -> ChangeResult | None:
+    ranked = [c for c in changes if c.basis == basis and c.saving_ms > 0]
+    return max(ranked, key=lambda c: c.saving_ms, default=None)
+
+
+#: The order of :func:`rank`: what the log measured leads.
+BASIS_ORDER = {"measured": 0, "estimate": 1, "none": 2}
+
+
+def rank(changes: list[ChangeResult]) -> list[ChangeResult]:
+    """Measured changes first, then estimates, then those that found nothing to change;
+    each by saving, largest first (stable: ties keep :data:`CHANGES` order)."""
+    return sorted(changes, key=lambda c: (BASIS_ORDER[c.basis], -round(c.saving_ms, 12)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -297,8 +394,47 @@ def iteration_steps(analysis: Any) -> StepTable:
             "shown (executions not every pass runs): kept as they are"
         )
     table = StepTable(source, steps, analysis.steady.divisor, typical.ms, other, pick, notes=notes)
+    table.creations = steady_creations(analysis)
     _link(analysis, table)
     return table
+
+
+def steady_creations(analysis: Any) -> Creations:
+    """The ``create:cache_miss`` lines (``create_nested`` too) where the iteration repeats.
+
+    With steady passes: those in the steady passes, per steady pass. Without (every pass
+    misses the cache, so the whole log is one iteration): those after the log's first pass,
+    which created every primitive once; per iteration that is all of them (one iteration).
+    """
+    st, it = analysis.steady, analysis.iterations
+    ev = analysis.events
+    if not len(ev):
+        return Creations(False, 1)
+    if st.found:
+        scope = ev["steady"].to_numpy(dtype=bool)
+        where, passes = f"in the {st.divisor} steady passes", st.divisor
+    elif it.count >= 2:
+        scope = ev["iteration"].to_numpy() >= 1
+        where = (
+            f"after the first of the log's {it.count} passes (none is steady, so the whole "
+            "log is the iteration)"
+        )
+        passes = 1
+    else:
+        return Creations(False, 1)
+    creates = category_mask(ev["operation"], lambda v: v in ("create", "create_nested"))
+    miss = category_mask(ev["cache"], lambda v: "miss" in v)
+    hits = ev["time_ms"].to_numpy(dtype=np.float64)[scope & creates & ~miss]
+    hits = hits[np.isfinite(hits)]
+    late = ev[scope & creates & miss]
+    by_kind: dict[str, tuple[int, float, str]] = {}
+    times = np.nan_to_num(late["time_ms"].to_numpy(dtype=np.float64))
+    inputs, lines = str_values(late["input"]), late["line"].to_numpy()
+    for i, (kind, t) in enumerate(zip(str_values(late["kind"]), times, strict=True)):
+        n, total, first = by_kind.get(kind, (0, 0.0, f"{inputs[i]}:{int(lines[i])}"))
+        by_kind[kind] = (n + 1, total + float(t), first)
+    hit_ms = float(np.median(hits)) if len(hits) else None
+    return Creations(True, passes, where, by_kind, hit_ms)
 
 
 def _link(analysis: Any, table: StepTable) -> None:
@@ -347,10 +483,10 @@ def _alternatives(
         if not same:
             continue
         c = same[occurrence] if occurrence < len(same) else same[-1]
-        how = (
-            f"typical run of {c.samples} steady calls, same occurrence in the pass"
+        how = f"typical run of {c.samples} steady calls, " + (
+            "same occurrence in the pass"
             if occurrence < len(same)
-            else "typical run of a later call"
+            else "its last occurrence in the pass"
         )
         return _Alt(
             c.time_ms,
@@ -389,6 +525,8 @@ class _State:
         self.table = table
         self.times = {s.position: s.time_ms for s in table.steps}
         self.adjustments: dict[int, Adjustment] = {}
+        #: creations removed: not steps, not in the baseline (position -1)
+        self.creations: list[Adjustment] = []
         self.assumptions: list[str] = []
         self.warnings: list[str] = []
 
@@ -415,9 +553,10 @@ class _State:
             change,
             self.table.total_ms,
             self.table.total_ms - saving,
-            adj,
+            adj + self.creations,
             list(self.assumptions),
             list(self.warnings),
+            float(sum(a.before_ms - a.after_ms for a in self.creations)),
         )
 
 
@@ -513,6 +652,129 @@ def _remove(state: _State, which: str, ctx: _Context) -> None:
                 f"({s.impl} on {s.src_layout}); pass a log of the other layout with "
                 "--measured",
             )
+
+
+def _replace_reference(state: _State, ctx: _Context) -> None:
+    """Reference kernels run as fast as an optimised kernel measured for the same primitive
+    (``measured``), else as one measured on another shape of the same kind (``scaled``)."""
+    steps = state.table.steps
+    refs = [s for s in steps if is_reference(s.impl) and state.times[s.position] > 0]
+    if not refs:
+        state.note("the iteration runs no reference kernel: nothing to replace", True)
+        return
+    occ = _occurrences(steps)
+    tables = ctx.measured + [state.table]
+    for s in refs:
+        alt = _alternatives(
+            s,
+            occ[s.position],
+            tables,
+            lambda c, s=s: not is_reference(c.impl) and c.dtype == s.dtype,
+        )
+        if alt is not None:
+            state.set(s, alt.time_ms, "measured", f"{s.impl} -> {alt.impl}: {alt.detail}")
+            continue
+        scaled = _scaled(s, tables, ctx.machine)
+        if scaled is not None:
+            state.set(s, *scaled)
+            continue
+        state.set(
+            s,
+            state.times[s.position],
+            "assumed",
+            f"no optimised {s.kind} {s.direction or s.prop_kind} measured in {s.dtype or 'its'} "
+            "data type: time kept; pass a log that runs one with --measured",
+        )
+    state.note(
+        "the optimised kernel a change of build, data type, layout or attribute enables "
+        "runs as fast as the one measured (the dispatch log, ONEDNN_VERBOSE=dispatch, says "
+        "why the reference kernel was chosen)"
+    )
+
+
+def _scaled(s: Step, tables: list[StepTable], m: Machine) -> tuple[float, str, str] | None:
+    """(time, source, detail) of ``s`` from an optimised kernel of the same kind, direction
+    and data type measured on another shape: its time x the ratio of the two roof times."""
+    cost = _cost(s)
+    if cost is None:
+        return None
+    roof = _roof_ms(cost, m)
+    best: tuple[float, Step, float] | None = None
+    for table in tables:
+        for c in table.steps:
+            if c.kind != s.kind or c.direction != s.direction or is_reference(c.impl):
+                continue
+            other = _cost(c)
+            if other is None or other.dtype != cost.dtype or c.time_ms <= 0:
+                continue
+            r = _roof_ms(other, m)
+            if r <= 0 or roof <= 0:
+                continue
+            distance = abs(np.log(r / roof))  # the most similar amount of work
+            if best is None or distance < best[0]:
+                best = (distance, c, r)
+    if best is None:
+        return None
+    _, c, r = best
+    t = c.time_ms * roof / r
+    return (
+        t,
+        "scaled",
+        f"{s.impl} -> {c.impl}: scaled from {c.kind} {c.problem} ({c.time_ms:.4f} ms in "
+        f"{c.example}) x roof {roof:.4g} / {r:.4g} ms, keeping that kernel's efficiency",
+    )
+
+
+def _cost(s: Step) -> Cost | None:
+    return primitive_cost(s.kind, s.problem, s.mds, s.prop_kind, s.aux, s.attrs)
+
+
+def _roof_ms(cost: Cost, m: Machine) -> float:
+    """The roofline's time of one call (ms): max(FLOPs / peak, bytes / bandwidth)."""
+    peak, bw = m.peak(cost.dtype), m.bandwidth_gbs
+    compute = cost.flops / peak / 1e6 if peak > 0 else 0.0
+    memory = cost.bytes / bw / 1e6 if bw > 0 else 0.0
+    return max(compute, memory)
+
+
+def _remove_cache_misses(state: _State) -> None:
+    """Creations that miss the primitive cache in steady passes become cache hits."""
+    cr = state.table.creations
+    if not cr.found:
+        state.note(
+            "the log has no passes: its creations cannot be told apart from the first "
+            "creation of each primitive, which no fix removes; nothing projected",
+            True,
+        )
+        return
+    if not cr.misses:
+        state.note(f"no primitive cache miss {cr.scope}: nothing to remove", True)
+        return
+    hit = cr.hit_ms if cr.hit_ms is not None else 0.0
+    as_hits = (
+        f"as cache hits of {hit:.4f} ms (the median cache hit there)"
+        if cr.hit_ms is not None
+        else "as cache hits of 0 ms"
+    )
+    for kind, (n, total, first) in sorted(cr.by_kind.items(), key=lambda kv: -kv[1][1]):
+        before = total / cr.passes
+        after = n * hit / cr.passes
+        state.creations.append(
+            Adjustment(
+                -1, f"create:{kind}", kind, f"{n} cache misses {cr.scope}",
+                before, after, "log",
+                f"{n / cr.passes:g} creations per iteration missed the primitive cache "
+                f"{cr.scope} ({before:.4f} ms per iteration; first at {first}): "
+                f"{as_hits}",
+            )
+        )  # fmt: skip
+    state.note(
+        "primitive creation is not in the baseline (executions only): the saving comes "
+        "on top of it; shapes stay static and the primitive cache "
+        "(ONEDNN_PRIMITIVE_CACHE_CAPACITY, default 1024) holds every primitive"
+    )
+    if cr.hit_ms is None:
+        state.note(f"the log has no cache hit {cr.scope}: a hit is counted as 0 ms")
 
 
 def _fuse(state: _State, ctx: _Context) -> None:
@@ -639,8 +901,12 @@ def _apply(table: StepTable, changes: list[str], ctx: _Context) -> ChangeResult:
     state = _State(table)
     for change in changes:
         verb, _, what = change.partition(":")
-        if verb == "remove":
+        if change == "remove:cache-misses":
+            _remove_cache_misses(state)
+        elif verb == "remove":
             _remove(state, what, ctx)
+        elif verb == "replace":
+            _replace_reference(state, ctx)
         elif verb == "fuse":
             _fuse(state, ctx)
         elif verb == "dtype":
@@ -649,16 +915,24 @@ def _apply(table: StepTable, changes: list[str], ctx: _Context) -> ChangeResult:
 
 
 def normalize_changes(
-    remove: list[str] | None = None, fuse: list[str] | None = None, dtype: str | None = None
+    remove: list[str] | None = None,
+    fuse: list[str] | None = None,
+    dtype: str | None = None,
+    replace: list[str] | None = None,
 ) -> list[str]:
     """The change ids of the command-line options, validated, in application order."""
     out: list[str] = []
     for r in remove or []:
         if f"remove:{r}" not in CHANGES:
             raise ValueError(
-                f"--remove {r}: expected reorders, activation-reorders or weight-reorders"
+                f"--remove {r}: expected reorders, activation-reorders, weight-reorders or "
+                "cache-misses"
             )
         out.append(f"remove:{r}")
+    for r in replace or []:
+        if r != "reference-kernels":
+            raise ValueError(f"--replace {r}: only reference-kernels is supported")
+        out.append("replace:reference-kernels")
     for f in fuse or []:
         if f != "eltwise":
             raise ValueError(f"--fuse {f}: only eltwise is supported")
@@ -667,33 +941,35 @@ def normalize_changes(
         if dtype != "bf16":
             raise ValueError(f"--dtype {dtype}: only bf16 is supported")
         out.append("dtype:bf16")
-    return list(dict.fromkeys(out))
+    order = {c: i for i, c in enumerate(CHANGES)}
+    return sorted(dict.fromkeys(out), key=order.__getitem__)
 
 
-def project(
-    analysis: Any,
-    changes: list[str],
-    machine: Machine | None = None,
-    measured: list[Any] | None = None,
-) -> Projection:
+def project(analysis: Any, changes: list[str], measured: list[Any] | None = None) -> Projection:
     """Project each change alone and all together (see the module docstring).
 
     ``analysis`` and each of ``measured`` are :class:`~dnnlens.analysis.analysis.Analysis`;
-    ``machine`` defaults to the nominal machine of the log's header.
+    the machine is the analysis's (``analysis.machine``: its options' profile, else the
+    log's header), the one every efficiency of its report is measured against.
     """
-    header = analysis.machine
-    m = machine or header
+    m = analysis.machine
     table = iteration_steps(analysis)
-    if (
-        machine is not None
-        and header.sources.get("threads") == "header"
-        and header.threads != machine.threads
-    ):
-        table.notes.append(
-            f"the log ran with {header.threads} threads, the machine profile "
-            f"describes {machine.threads}: its peaks may not apply"
-        )
+    if analysis.options.machine is not None:
+        header = machine_for_log(analysis.log)  # the log's own ISA and threads, to compare
+        if header.sources.get("threads") == "header" and header.threads != m.threads:
+            table.notes.append(
+                f"the log ran with {header.threads} threads, the machine profile "
+                f"describes {m.threads}: its peaks may not apply"
+            )
     others = [iteration_steps(x) for x in (measured or [])]
+    here = machine_for_log(analysis.log)
+    for x, other in zip(measured or [], others, strict=True):
+        there = machine_for_log(x.log)
+        if (there.isa, there.threads) != (here.isa, here.threads):
+            table.notes.append(
+                f"{other.source} ran on {there.isa} with {there.threads} threads, this log on "
+                f"{here.isa} with {here.threads}: its times are another machine's"
+            )
     ctx = _Context(m, others)
     order = {c: i for i, c in enumerate(CHANGES)}
     chosen = sorted(dict.fromkeys(changes), key=lambda c: order.get(c, 99))
@@ -704,4 +980,4 @@ def project(
             c for c in chosen if c not in ("remove:activation-reorders", "remove:weight-reorders")
         ]
     combined = _apply(table, together, ctx) if len(chosen) > 1 else None
-    return Projection(table, m, alone, combined, others)
+    return Projection(table, m, rank(alone), combined, others)

@@ -202,6 +202,7 @@ def analyze(
     ),
     window: p.WindowOption = 200_000,
     skip: p.SkipOption = 0,
+    machine: p.MachineOption = None,
     jobs: int | None = typer.Option(
         None,
         "--jobs",
@@ -226,6 +227,7 @@ def analyze(
         config=config,
         window=window,
         skip=skip,
+        machine=p.machine_profile(machine),
         quiet=quiet,
         details=details,
         width=width,

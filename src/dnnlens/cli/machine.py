@@ -1,7 +1,8 @@
 """``dnnlens machine probe|show``: measure this machine, or show a machine model.
 
 ``probe`` runs a stream-like copy and a numpy GEMM (a few seconds) and writes a profile
-that ``project`` and the roofline take with ``--machine``.
+that ``analyze``, ``run`` and ``project`` take with ``--machine``; ``show LOG`` prints the
+model ``analyze`` would use for that log, with how each value is known.
 """
 
 from __future__ import annotations
@@ -39,15 +40,20 @@ def _print(m: Machine) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"Machine: {escape(m.name)}")
+    from dnnlens.textsafe import safe
+
+    def shown(text: object) -> str:  # a CPU name from a log header, a profile's text
+        return escape(safe(text))
+
+    table = Table(title=f"Machine: {shown(m.name)}")
     for col in ("field", "value", "source"):
         table.add_column(col)
     for name, value, source in m.summary():
-        table.add_row(name, escape(value), escape(source))
+        table.add_row(name, shown(value), shown(source))
     console = Console()
     console.print(table)
     for key, value in m.measured.items():
-        console.print(f"measured {key}: {escape(str(value))}", highlight=False)
+        console.print(f"measured {shown(key)}: {shown(value)}", highlight=False)
 
 
 @machine_app.command("probe")

@@ -110,6 +110,14 @@ WidthOption = Annotated[
         "--width", min=40, help="Terminal: line width (default COLUMNS or the terminal's)."
     ),
 ]
+MachineOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--machine",
+        help="A machine profile (.toml or .json; dnnlens machine probe -o FILE): peaks and "
+        "efficiencies against it instead of the log header's machine.",
+    ),
+]
 CombineOption = Annotated[
     bool,
     typer.Option(
@@ -148,6 +156,8 @@ class ReportOptions:
     input_errors_fail: bool = True
     #: more keys of the JSON report (``run``: the command and its exit code)
     extras: dict[str, Any] = field(default_factory=dict)
+    #: the machine profile of ``--machine`` (:func:`machine_profile`), None for the log's
+    machine: Any = None
 
     def rule_options(self) -> Any:
         """The options of the rule engine."""
@@ -159,6 +169,20 @@ class ReportOptions:
             ignore=list(self.ignore),
             config_path=str(self.config) if self.config else None,
         )
+
+
+def machine_profile(path: Path | None) -> Any:
+    """The machine profile of ``--machine``, read before anything runs (None without one);
+    an unreadable or invalid file is a usage error (exit 2)."""
+    if path is None:
+        return None
+    from dnnlens.analysis.machine import load_machine
+    from dnnlens.errors import fail
+
+    try:
+        return load_machine(path)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
 
 
 def check_options(options: ReportOptions) -> str | None:
@@ -201,7 +225,7 @@ def _analyses(log: ParsedLog, options: ReportOptions) -> tuple[list[Any], list[A
     else:
         runs, parts = runs or [], [log]
     analysis_options = AnalysisOptions(
-        window_events=options.window or None, skip_iterations=options.skip
+        window_events=options.window or None, skip_iterations=options.skip, machine=options.machine
     )
     analyses = [Analysis(part, analysis_options) for part in parts]
     if merged:

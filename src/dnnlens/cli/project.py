@@ -1,7 +1,8 @@
 """``dnnlens project LOG``: what a change would buy, projected per change and combined.
 
-Every projected time names its source (``log``, ``measured``, ``roofline``, ``assumed``)
-and the assumptions behind it (see :mod:`dnnlens.analysis.projection`).
+Every projected time names its source (``log``, ``measured``, ``scaled``, ``roofline``,
+``assumed``) and the assumptions behind it; what the log measured comes first, the
+estimates after it (see :mod:`dnnlens.analysis.projection`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ def register(app: typer.Typer) -> None:
         remove: list[str] = typer.Option(
             [],
             "--remove",
-            help="reorders, activation-reorders or weight-reorders (repeatable).",
+            help="reorders, activation-reorders, weight-reorders or cache-misses (repeatable).",
+        ),
+        replace: list[str] = typer.Option(
+            [],
+            "--replace",
+            help="reference-kernels: run them as fast as an optimised kernel measured for "
+            "the same primitive.",
         ),
         fuse: list[str] = typer.Option([], "--fuse", help="eltwise: fuse into the producer."),
         dtype: str | None = typer.Option(None, "--dtype", help="bf16: run f32 work in bf16."),
@@ -50,13 +57,14 @@ def register(app: typer.Typer) -> None:
         fmt: str = typer.Option("terminal", "--format", "-f", help="terminal or json."),
         output: Path | None = typer.Option(None, "--output", "-o", help="Write here."),
     ) -> None:
-        """Project the iteration time without reorders, with fused eltwise, or in bf16.
+        """Project the iteration time: first what the log measured (reorders, reference
+        kernels, cache misses), then roofline estimates (fused eltwise, bf16).
 
         Without a change option every change is projected. Each change is shown alone,
         then all of them together.
         """
 
-        from dnnlens.analysis.analysis import Analysis
+        from dnnlens.analysis.analysis import Analysis, AnalysisOptions
         from dnnlens.analysis.machine import load_machine
         from dnnlens.analysis.projection import CHANGES, normalize_changes
         from dnnlens.analysis.projection import project as run_projection
@@ -67,7 +75,7 @@ def register(app: typer.Typer) -> None:
         if fmt not in ("terminal", "json"):
             raise fail(f"--format {fmt}: expected terminal or json")
         try:
-            changes = normalize_changes(remove, fuse, dtype) or list(CHANGES)
+            changes = normalize_changes(remove, fuse, dtype, replace) or list(CHANGES)
             model = load_machine(machine) if machine else None
         except ValueError as exc:
             raise fail(str(exc)) from None
@@ -78,8 +86,8 @@ def register(app: typer.Typer) -> None:
         ]
         if errors or not parsed.scans:
             raise fail("; ".join(errors) or f"cannot read {log}")
-        analysis = Analysis(parsed).prepare()
-        result = run_projection(analysis, changes, model, [Analysis(o) for o in others])
+        analysis = Analysis(parsed, AnalysisOptions(machine=model)).prepare()
+        result = run_projection(analysis, changes, [Analysis(o) for o in others])
         bench: list[Any] = []
         if benchdnn is not None:
             from dnnlens.report.benchdnn_bridge import run_benchdnn

@@ -263,6 +263,7 @@ def register(app: typer.Typer) -> None:
         config: p.ConfigOption = None,
         window: p.WindowOption = 200_000,
         skip: p.SkipOption = 0,
+        machine: p.MachineOption = None,
         quiet: p.QuietOption = False,
     ) -> None:
         """Run CMD with oneDNN verbose on, show its output, then report: dnnlens run -- CMD."""
@@ -283,6 +284,7 @@ def register(app: typer.Typer) -> None:
             config=config,
             window=window,
             skip=skip,
+            machine=p.machine_profile(machine),
             quiet=quiet,
             details=details,
             width=width,

@@ -55,6 +55,7 @@ __all__ = [
     "QuantEntry",
     "ascii_float",
     "ascii_int",
+    "is_reference",
     "isa_from_header",
     "isa_rank",
     "parse_attrs",
@@ -1269,6 +1270,17 @@ def _split_impl_cached(impl: str) -> tuple[str, str]:
     if sep and (not last or _ISA_NAME.fullmatch(last)):
         return head, last
     return impl, ""
+
+
+def is_reference(impl: str) -> bool:
+    """Whether an implementation name is a reference (unoptimised) kernel.
+
+    ``ref``, ``ref:any``, ``gemm:ref``, ``ocl:ref:any``, ``ref_int8``, ``simple:any``,
+    ``simple_concat`` ...: any ``:``-part that is ``ref`` or starts with ``ref_``, or a
+    name that starts with ``simple``.
+    """
+    parts = str(impl).split(":")
+    return parts[0].startswith("simple") or any(p == "ref" or p.startswith("ref_") for p in parts)
 
 
 def split_impl(impl: str) -> tuple[str, str]:

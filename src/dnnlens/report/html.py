@@ -551,19 +551,17 @@ def _roofline(a: Analysis) -> str:
     if not points:
         return ""
     machine = a.machine
-    src = machine.sources
     about = (
-        f"Machine: {machine.isa}, {machine.threads} threads at {machine.freq_ghz:g} GHz "
-        f"({src.get('freq_ghz', '')}), f32 peak {machine.peak('f32'):,.0f} GFLOP/s, "
-        f"{machine.bandwidth_gbs:g} GB/s ({src.get('bandwidth_gbs', '')}); override with "
-        "dnnlens machine probe"
+        f"Machine: {machine.isa}, f32 {machine.peak_label('f32')}, "
+        f"{machine.bandwidth_label()}. Clock: {machine.sources.get('freq_ghz', '')}. "
+        "Give the machine with --machine FILE (dnnlens machine probe -o FILE)"
     )
     return _section(
         "roofline",
         "Roofline",
         roofline_svg(points, machine)
         + f'<p class="note">{esc(about)}. Each point is one distinct primitive, coloured and '
-        "labelled by kind and prop_kind: its FLOPs per call times its calls over its time "
+        "labelled by kind and prop_kind: its FLOPs per call over its typical run "
         "(docs/cost-model.md). Reorders do no arithmetic and sit on the memory roof.</p>",
     )
 

@@ -171,6 +171,7 @@ def report_doc(analysis: Analysis) -> s.ReportDoc:
         run=s.RunDoc(**analysis.run_info) if analysis.run_info is not None else None,
         framework=analysis.framework.to_json() if analysis.framework is not None else None,
         training=training_doc(analysis.training),
+        machine=analysis.machine.to_json() if analysis.primitives else None,
     )
 
 

@@ -1,7 +1,9 @@
 """``dnnlens project`` as a document (JSON) and a terminal report.
 
 Every figure comes from :class:`~dnnlens.analysis.projection.Projection`, whose baseline is
-the analysis's typical iteration; this module only lays them out.
+the analysis's typical iteration; this module only lays them out: the measured change that
+saves the most first, then the best estimate, labelled with what it leans on (an assumed
+clock or bandwidth), then every change, measured ones first.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dnnlens._version import __version__
-from dnnlens.analysis.projection import Projection
+from dnnlens.analysis.machine import CLOCK_ASSUMED
+from dnnlens.analysis.projection import ChangeResult, Projection
 from dnnlens.fmt import ms, ms_cell
 from dnnlens.report.schema import SCHEMA_VERSION, Row, to_plain
 
@@ -21,7 +24,12 @@ SHOWN_ADJUSTMENTS = 12
 
 @dataclass
 class BaselineDoc:
-    """The iteration the changes are projected from: the typical iteration of ``analyze``."""
+    """The iteration the changes are projected from: the typical iteration of ``analyze``.
+
+    ``creation_ms`` is what the steady passes spend per iteration creating primitives that
+    miss the primitive cache (``creation_misses`` lines): not in the typical iteration,
+    which holds executions only.
+    """
 
     log: str
     typical_iteration_ms: float
@@ -29,6 +37,20 @@ class BaselineDoc:
     pass_shown: int
     other_ms: float
     statistic: str
+    creation_ms: float
+    creation_misses: int
+
+
+@dataclass
+class HeadlineDoc:
+    """The change a report leads with: the measured one that saves the most (``basis``
+    ``measured``), or, in ``estimate``, the estimate that saves the most."""
+
+    change: str
+    basis: str
+    baseline_ms: float
+    projected_ms: float
+    saving_ms: float
 
 
 @dataclass
@@ -46,8 +68,11 @@ class ProjectionDoc:
     steps: list[Row]
     machine: dict[str, Any]
     measured_logs: list[Row]
+    #: measured changes first, then estimates, then the changes that found nothing to change
     changes: list[Row]
     combined: Row | None
+    headline: HeadlineDoc | None
+    estimate: HeadlineDoc | None
     benchdnn: list[Row] | None = None
 
 
@@ -65,6 +90,8 @@ def projection_doc(p: Projection, bench: list[Any] | None = None) -> ProjectionD
             pass_shown=t.pass_index,
             other_ms=t.other_ms,
             statistic=t.statistic,
+            creation_ms=t.creations.ms,
+            creation_misses=t.creations.misses,
         ),
         baseline_ms=t.total_ms,
         iterations_used=t.iterations_used,
@@ -82,15 +109,23 @@ def projection_doc(p: Projection, bench: list[Any] | None = None) -> ProjectionD
             }
             for s in t.steps
         ],
-        machine=p.machine.to_dict(),
+        machine=p.machine.to_json(),
         measured_logs=[
             {"log": m.source, "baseline_ms": m.total_ms, "iterations_used": m.iterations_used}
             for m in p.measured
         ],
         changes=[c.to_json() for c in p.changes],
         combined=p.combined.to_json() if p.combined else None,
+        headline=_headline(p.headline),
+        estimate=_headline(p.best_estimate),
         benchdnn=[b.to_json() for b in bench] if bench is not None else None,
     )
+
+
+def _headline(c: ChangeResult | None) -> HeadlineDoc | None:
+    if c is None:
+        return None
+    return HeadlineDoc(c.change, c.basis, c.baseline_ms, c.projected_ms, c.saving_ms)
 
 
 def render_json(p: Projection, bench: list[Any] | None = None) -> str:
@@ -98,8 +133,29 @@ def render_json(p: Projection, bench: list[Any] | None = None) -> str:
     return json.dumps(to_plain(projection_doc(p, bench)), indent=2) + "\n"
 
 
+def _estimate_basis(m: Any) -> str:
+    """What an estimate leans on, in a few words (the machine's assumed parts)."""
+    assumed = []
+    if m.peak_basis("f32") == CLOCK_ASSUMED:
+        assumed.append(f"an assumed clock of {m.freq_ghz:g} GHz")
+    if m.bandwidth_basis == CLOCK_ASSUMED:
+        assumed.append(f"an assumed {m.bandwidth_gbs:g} GB/s")
+    return "the roofline with " + " and ".join(assumed) if assumed else "the roofline"
+
+
+def _before_after(c: ChangeResult) -> str:
+    """``2.09 ms -> 1.41 ms``; with creations removed, what the iteration held of them."""
+    if not c.creation_saving_ms:
+        return f"{ms(c.baseline_ms)} -> {ms(c.projected_ms)}"
+    return (
+        f"{ms(c.baseline_ms)} of executions and {ms(c.creation_saving_ms)} of creation -> "
+        f"{ms(c.projected_ms)}"
+    )
+
+
 def render_terminal(result: Projection, console: Any) -> None:
-    """The terminal report of a projection: the changes ranked, then their details."""
+    """The terminal report of a projection: what the log measured first, then the
+    estimates (labelled), then each change's details."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -110,22 +166,42 @@ def render_terminal(result: Projection, console: Any) -> None:
 
     t, m = result.table, result.machine
     rows = list(result.changes) + ([result.combined] if result.combined else [])
-    best = max(result.changes, key=lambda c: c.saving_ms, default=None)
-    if best is not None and best.saving_ms > 0:
+    best = result.headline
+    if best is not None:
         console.print(
-            f"[bold]{safe(best.change)}[/bold] would save the most: {ms(best.saving_ms)} of "
-            f"{ms(t.total_ms)} per iteration ({ms(best.projected_ms)} projected)"
+            f"[bold]Measured in the log:[/bold] {safe(best.change)} would save "
+            f"{ms(best.saving_ms)} per iteration ({_before_after(best)})",
+            highlight=False,
+        )
+    else:
+        console.print(
+            "[bold]Measured in the log:[/bold] no change projected from what the log measured "
+            "saves time",
+            highlight=False,
+        )
+    guess = result.best_estimate
+    if guess is not None:
+        console.print(
+            f"Estimate, not measured ({safe(_estimate_basis(m))}): {safe(guess.change)} "
+            f"would save {ms(guess.saving_ms)} per iteration ({_before_after(guess)})",
+            highlight=False,
         )
     console.print(
         f"[bold]Projection[/bold] of {safe(t.source)}: baseline {ms(t.total_ms)} per "
-        f"iteration, the typical iteration over {t.iterations_used} steady passes "
-        f"({len(t.steps)} primitives per pass; oneDNN time only)",
+        f"iteration, the typical iteration over {t.iterations_used} steady "
+        f"pass{'es' if t.iterations_used != 1 else ''} "
+        f"({len(t.steps)} primitives per pass; oneDNN executions only)",
         highlight=False,
     )
+    if t.creations.found and t.creations.misses:
+        console.print(
+            f"creation: {ms(t.creations.ms)} per iteration of primitive cache misses "
+            f"{safe(t.creations.scope)} ({t.creations.misses} lines), on top of the baseline",
+            highlight=False,
+        )
     console.print(
-        f"machine: {safe(m.name)}, {m.isa}, {m.threads} threads, peak f32 "
-        f"{m.peak('f32'):.0f} GFLOP/s ({safe(m.peak_source('f32'))}), "
-        f"{m.bandwidth_gbs:.1f} GB/s ({safe(m.sources.get('bandwidth_gbs', 'file'))})",
+        f"machine: {safe(m.name)}, {m.isa}, f32 {safe(m.peak_label('f32'))}, "
+        f"{safe(m.bandwidth_label())}",
         highlight=False,
     )
     for o in result.measured:
@@ -137,13 +213,14 @@ def render_terminal(result: Projection, console: Any) -> None:
     for note in t.notes:
         console.print(f"note: {safe(note)}", highlight=False)
     table = Table(title="Projected iteration time", title_justify="left")
-    for col in ("change", "projected ms", "saving ms", "speedup", "sources"):
-        table.add_column(col, justify="left" if col in ("change", "sources") else "right")
+    for col in ("change", "basis", "projected ms", "saving ms", "speedup", "sources"):
+        table.add_column(col, justify="left" if col in ("change", "basis", "sources") else "right")
     for c in rows:
         sp = f"{c.speedup:.2f}x" if c.speedup else "-"
         name = ("all together: " if c is result.combined else "") + c.change
         table.add_row(
             safe(name),
+            c.basis,
             ms_cell(c.projected_ms),
             ms_cell(c.saving_ms),
             sp,
@@ -151,9 +228,9 @@ def render_terminal(result: Projection, console: Any) -> None:
         )
     console.print(table)
     for c in rows:
+        label = {"measured": "measured", "estimate": "estimate"}.get(c.basis, "nothing to change")
         console.print(
-            f"\n[bold]{safe(c.change)}[/bold]: {ms(c.baseline_ms)} -> {ms(c.projected_ms)}",
-            highlight=False,
+            f"\n[bold]{safe(c.change)}[/bold] ({label}): {_before_after(c)}", highlight=False
         )
         adj = sorted(c.adjustments, key=lambda a: -abs(a.before_ms - a.after_ms))
         for a in adj[:SHOWN_ADJUSTMENTS]:

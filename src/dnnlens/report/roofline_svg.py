@@ -1,8 +1,10 @@
 """The roofline chart as one inline SVG string (no script, no external resources).
 
 Log-log axes: arithmetic intensity (FLOP/byte) across, attained GFLOP/s up. The memory roof
-is ``AI x bandwidth``, the compute roofs are the peaks of the data types present; each
-primitive is a dot (area ~ its share of the time, colour = kind) with a tooltip. Primitives
+is ``AI x bandwidth``, the compute roofs are the peaks of the data types present (labelled
+*assumed* when the clock or the bandwidth is); each primitive is a dot at the rate of its
+typical run (area ~ its share of the time, colour = kind) with a tooltip that never prints
+more than 100% of a roof (it says which assumption the point disproves instead). Primitives
 that do no arithmetic (reorders, concat) cannot sit on a log FLOP axis: the caption counts
 them (their bandwidth is in the ``primitives`` table). Every label is escaped.
 """
@@ -30,20 +32,40 @@ PALETTE = (
 _M = {"left": 64, "right": 220, "top": 36, "bottom": 56}
 
 
-def _roofs(machine: Any, dtypes: set[str]) -> tuple[float, dict[str, float]]:
-    """(bandwidth GB/s, {dtype: peak GFLOP/s}) of a Machine or a ``roofline_json`` dict."""
+def _roofs(machine: Any, dtypes: set[str]) -> tuple[float, dict[str, float], dict[str, bool]]:
+    """(bandwidth GB/s, {dtype: peak GFLOP/s}, {roof: assumed?}) of a Machine or a
+    ``roofline_json`` dict; the roof ``bandwidth`` is a key of the last."""
     if isinstance(machine, dict):
         bw = float(machine.get("bandwidth_gbs") or 0.0)
         peaks = dict(machine.get("peaks") or machine.get("peak_gflops") or {})
-        return bw, {k: float(v) for k, v in peaks.items() if k in dtypes or k == "f32"}
-    from dnnlens.analysis.machine import dtype_class
+        basis = dict(machine.get("peak_basis") or {})
+        kept = {k: float(v) for k, v in peaks.items() if k in dtypes or k == "f32"}
+        assumed = {k: basis.get(k, "assumed") == "assumed" for k in kept}
+        assumed["bandwidth"] = machine.get("bandwidth_basis", "assumed") == "assumed"
+        return bw, kept, assumed
+    from dnnlens.analysis.machine import CLOCK_ASSUMED, dtype_class
 
     classes = {dtype_class(d) for d in dtypes} | {"f32"}
-    return machine.bandwidth_gbs, {c: machine.peak(c) for c in classes}
+    assumed = {c: machine.peak_basis(c) == CLOCK_ASSUMED for c in classes}
+    assumed["bandwidth"] = machine.bandwidth_basis == CLOCK_ASSUMED
+    return machine.bandwidth_gbs, {c: machine.peak(c) for c in classes}, assumed
 
 
 def _decades(lo: float, hi: float) -> tuple[int, int]:
     return math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+
+
+def _roof_label(dtype: str, peak: float, assumed: bool) -> str:
+    return f"{dtype} {'assumed ' if assumed else ''}peak {peak:.0f} GFLOP/s"
+
+
+def _efficiency_text(p: dict[str, Any]) -> str:
+    """A point's efficiency as the tooltip says it: never above 100% of a roof."""
+    eff, above = p.get("efficiency"), p.get("above_roof")
+    if eff is not None:
+        assumed = " of an assumed roof" if p.get("peak_basis") == "assumed" else ""
+        return f"efficiency {100 * eff:.1f}%{assumed}"
+    return str(above) if above else "efficiency n/a"
 
 
 #: Points labelled with their kind and prop_kind beside them (the most time first).
@@ -77,7 +99,7 @@ def roofline_svg(
     ]
     flat = [p for p in primitives if p.get("flops") == 0 and p.get("bytes")]
     dtypes = {dtype_class(str(p.get("dtype") or "f32")) for p in pts}
-    bw, peaks = _roofs(machine, dtypes)
+    bw, peaks, assumed = _roofs(machine, dtypes)
     top_peak = max(peaks.values(), default=1.0)
     ais = [p["flops"] / p["bytes"] for p in pts]
     ridge = top_peak / bw if bw > 0 else 1.0
@@ -148,12 +170,13 @@ def roofline_svg(
         )
         out.append(
             f'<text x="{sx(10.0**x1) - 4:.1f}" y="{label_y:.1f}" '
-            f'text-anchor="end">{escape(f"{dt} peak {peak:.0f} GFLOP/s")}</text>'
+            f'text-anchor="end">{escape(_roof_label(dt, peak, assumed.get(dt, True)))}</text>'
         )
     if bw > 0:
+        what = f"{'assumed ' if assumed['bandwidth'] else ''}{bw:.1f} GB/s"
         out.append(
             f'<text x="{sx(10.0**x0) + 6:.1f}" y="{sy(10.0**x0 * bw) + 16:.1f}">'
-            f"{escape(f'{bw:.1f} GB/s')}</text>"
+            f"{escape(what)}</text>"
         )
     # points, coloured and labelled by kind and prop_kind (forward and backward differ)
     kinds = sorted({point_key(p) for p in pts})
@@ -164,12 +187,11 @@ def roofline_svg(
     for n, (p, ai) in enumerate(zip(pts, ais, strict=True)):
         share = float(p.get("time_ms") or 0.0) / total
         radius = 3.0 + 9.0 * math.sqrt(share)
-        eff = p.get("efficiency")
         tip = (
             f"{p['kind']} {p.get('impl', '')} {p.get('problem', '')}\n"
-            f"{p['gflops']:.3g} GFLOP/s, AI {ai:.3g} FLOP/byte, {p.get('bound', '?')}-bound, "
-            f"efficiency {'n/a' if eff is None else f'{100 * eff:.1f}%'}, "
-            f"{p.get('count', 0)} calls, {float(p.get('time_ms') or 0):.3f} ms"
+            f"{p['gflops']:.3g} GFLOP/s in its typical run, AI {ai:.3g} FLOP/byte, "
+            f"{p.get('bound', '?')}-bound, {_efficiency_text(p)}, "
+            f"{p.get('count', 0)} calls, {float(p.get('time_ms') or 0):.3f} ms in all"
         )
         cx, cy = sx(ai), sy(float(p["gflops"]))
         out.append(

@@ -143,7 +143,8 @@ class PrimitiveDoc:
     steady pass x the node's typical run. The same line can cost different amounts at
     different places in a pass, so ``iter_ms`` need not equal steady_count /
     steady_iterations x run_ms; the ``iter_ms`` of all primitives add up to
-    ``summary.typical_iteration_ms``.
+    ``summary.typical_iteration_ms``. ``gflops``, ``gbs`` and ``efficiency`` are of the
+    typical run ``run_ms``, against the roof of ``machine`` (docs/cost-model.md, section 4).
     """
 
     kind: str
@@ -165,6 +166,10 @@ class PrimitiveDoc:
     roof_ms: float | None
     best_gflops: float | None
     best_efficiency: float | None
+    #: how the binding roof is known: profile, log header, this machine or assumed
+    peak_basis: str | None
+    #: why there is no efficiency although the time is known: the call beat its roof
+    above_roof: str | None
     record: int
     example: str
     median_ms: float | None
@@ -311,6 +316,9 @@ class ReportDoc:
     run_name: str | None = None
     run_inputs: str | None = None
     training: TrainingDoc | None = None
+    #: The machine every peak and efficiency is measured against, with how its clock and
+    #: bandwidth are known (:meth:`dnnlens.analysis.machine.Machine.to_json`).
+    machine: dict[str, Any] | None = None
     #: The framework view of a profiler trace or table (:mod:`dnnlens.analysis.framework`):
     #: ``steps`` (passes, warm-up, the typical step), ``phases``, ``ops``, ``threads``,
     #: ``aten_outside_onednn``, and with a verbose log ``primitives`` and ``link``.

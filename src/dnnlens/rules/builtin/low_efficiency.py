@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
-from dnnlens.analysis.columns import row_dicts
 from dnnlens.analysis.findings import Finding
-from dnnlens.parsers.fields import split_impl
+from dnnlens.analysis.machine import CLOCK_ASSUMED
 from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._util import pct, ratio
 from dnnlens.rules.context import RuleContext
-from dnnlens.rules.flops import FLOP_FUNCTION, isa_class, peak_gflops
 
 #: The kinds the rule judges: where a FLOP rate against the peak means something.
 JUDGED_KINDS = frozenset(
@@ -19,107 +18,102 @@ JUDGED_KINDS = frozenset(
 
 
 class LowEfficiency(Rule):
-    """Convolutions and matmuls reach a small fraction of the CPU's peak FLOP rate.
+    """Convolutions and matmuls reach a small fraction of what the machine's roofline allows.
 
-    FLOPs come from each problem descriptor (``flops.primitive_flops``: 2 x multiply-adds),
-    time from each primitive's median, so the achieved rate is what a typical call reaches.
-    The peak is ``peak_gflops`` when set, else FLOPs per cycle for the header's ISA class and
-    the data type (f32: SSE4 8, AVX 16, AVX2 32, AVX-512 64 per core) x ``clock_ghz`` x
-    threads (``threads``, else the header's ``nthr``). The verdict is the time-weighted
-    mean of each primitive's efficiency. Small shapes, few input channels,
-    reference kernels or a capped ISA show up here. Without a thread count the rule stays
-    quiet.
+    The rule weighs figures the analysis owns (``Analysis.primitives``): each primitive's
+    FLOPs from its problem descriptor over its typical run, against the roof of the one
+    machine model (``Analysis.machine``: the clock from a profile, the log header or this
+    machine, else assumed and labelled so). The verdict is the mean efficiency weighted by
+    each primitive's part of the typical iteration. It fires below ``efficiency`` (0.10: a
+    tuned jit kernel of a mid-sized convolution or GEMM reaches 30-80% of its roof, so
+    under a tenth something structural is wrong: small shapes, few channels, reference
+    kernels, a capped ISA) when these primitives take at least ``min_share`` (0.20: under
+    a fifth of the iteration even a ten times faster kernel saves less than other causes)
+    of the typical iteration. A primitive measured faster than its roof has no efficiency
+    (the machine's clock or bandwidth is wrong, not the kernel better than possible): it is
+    named and left out of the mean. Without a thread count (the header's ``nthr``, or a
+    profile) the peak would be a per-thread guess, and the rule stays quiet.
 
-    Fix: set ``peak_gflops`` for your machine first (the default clock is a guess); then
-    look at the worst primitives: batch more work per call, use a better layout (channels
-    last, blocked), make sure optimised kernels of the machine's ISA run (see
-    isa-below-machine, reference-implementation).
+    Fix: when the peak is assumed, give the machine first (``dnnlens machine probe -o
+    box.toml``, then ``--machine box.toml``); then look at the worst primitives: batch more
+    work per call, use a better layout (channels last, blocked), make sure optimised kernels
+    of the machine's ISA run (see isa-below-machine, reference-implementation).
     """
 
     name = "low-efficiency"
     code = "DL011"
     severity = "warning"
-    defaults = {
-        "efficiency": 0.10,
-        "min_share": 0.20,
-        "clock_ghz": 2.5,
-        "peak_gflops": 0.0,
-        "threads": 0,
-    }
+    defaults = {"efficiency": 0.10, "min_share": 0.20}
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        st = ctx.steady_stats
-        threads = int(self.options["threads"]) or (ctx.threads or 0)
-        if st.empty or threads <= 0:
+        a = ctx.analysis
+        m = a.machine
+        if m.sources.get("threads", "default") == "default":
             return
-        isas = [h["isa"] for h in ctx.headers if isa_class(h["isa"])]
-        rows: list[dict] = []
-        flops_total, time_total = 0.0, 0.0
-        for rid, row in row_dicts(st):
-            rec = ctx.log.records[int(rid)]
-            if rec.kind not in JUDGED_KINDS:
-                continue
-            flops = FLOP_FUNCTION(rec.kind, rec.problem, rec.prop_kind, rec.aux)
-            if not flops or not row["run_ms"] or row["run_ms"] != row["run_ms"]:
-                continue
-            isa = isas[0] if isas else split_impl(rec.impl)[1]
-            src = ctx.mds(int(rid))
-            dtype = src[0].dtype if len(src) else "f32"
-            peak = float(self.options["peak_gflops"]) or peak_gflops(
-                isa, dtype, threads, float(self.options["clock_ghz"])
-            )
-            if not peak:
-                continue
-            achieved = flops / (row["run_ms"] * 1e6)
-            rows.append(
-                {
-                    "record": int(rid),
-                    "kind": rec.kind,
-                    "problem": rec.problem,
-                    "gflops": achieved,
-                    "peak_gflops": peak,
-                    "efficiency": achieved / peak,
-                    "typical_ms": float(row["typical_ms"]),
-                }
-            )
-            flops_total += flops * row["count"]
-            time_total += float(row["typical_ms"])
-        if not rows:
+        rows = [
+            p
+            for p in a.primitives
+            if p["kind"] in JUDGED_KINDS and p["flops"] and p["run_ms"] and p["iter_ms"] > 0
+        ]
+        known = [p for p in rows if p["efficiency"] is not None]
+        if not known:
             return
-        share = ratio(time_total, float(st["typical_ms"].sum()))
-        achieved = flops_total / (time_total * 1e6) if time_total else 0.0
-        # time-weighted efficiency: each primitive against the peak of its own data type
-        eff = ratio(sum(r["efficiency"] * r["typical_ms"] for r in rows), time_total)
-        peak_used = max(rows, key=lambda r: r["typical_ms"])["peak_gflops"]
+        time_total = sum(p["iter_ms"] for p in rows)
+        share = ratio(time_total, a.typical_iteration_ms)
+        eff = ratio(sum(p["efficiency"] * p["iter_ms"] for p in known), sum_iter(known))
         if eff >= self.options["efficiency"] or share < self.options["min_share"]:
             return
-        rows.sort(key=lambda r: r["efficiency"])
-        w = rows[0]
-        basis = (
-            f"set peak_gflops = {self.options['peak_gflops']:g}"
-            if self.options["peak_gflops"]
-            else f"{threads} threads of {isas[0] if isas else 'the kernel ISA'} at "
-            f"{self.options['clock_ghz']:g} GHz"
-        )
+        passes = max(a.steady.divisor, 1)
+        flops = sum(p["flops"] * p["steady_count"] for p in rows) / passes
+        achieved = flops / (time_total * 1e6)
+        top = max(rows, key=lambda p: p["iter_ms"])
+        worst = min(known, key=lambda p: p["efficiency"])
+        above = [p for p in rows if p["efficiency"] is None and p["above_roof"]]
         msg = (
-            f"compute primitives ({pct(share)} of the time) reach {achieved:.1f} GFLOP/s, "
-            f"{pct(eff)} of peak (time-weighted; {peak_used:.0f} GFLOP/s for {basis}); "
-            f"lowest: {w['kind']} "
-            f"{w['problem']} at {w['gflops']:.1f} GFLOP/s ({pct(w['efficiency'])})"
+            f"compute primitives ({pct(share)} of the typical iteration) reach "
+            f"{achieved:.1f} GFLOP/s, {pct(eff)} of their roofline (weighted by time) "
+            f"against the {m.peak_label(top['dtype'])}; lowest: {worst['kind']} "
+            f"{worst['problem']} at {worst['gflops']:.1f} GFLOP/s ({pct(worst['efficiency'])})"
         )
-        # the time above what the peak would take: what better kernels could save
-        lost = sum(r["typical_ms"] * (1.0 - min(r["efficiency"], 1.0)) for r in rows)
+        if above:
+            msg += (
+                f"; {len(above)} ran faster than their roof and are left out: "
+                f"{above[0]['above_roof']}"
+            )
+        # the time above what the roof would take: what better kernels could save
+        lost = sum(p["iter_ms"] * (1.0 - p["efficiency"]) for p in known)
         yield self.finding(
             msg,
-            ctx.record_evidence([r["record"] for r in rows]),
-            impact_ms=lost / ctx.steady_iterations,
+            ctx.record_evidence([p["record"] for p in sorted(known, key=_by_efficiency)]),
+            impact_ms=lost,
             data={
                 "gflops": achieved,
-                "peak_gflops": peak_used,
+                "peak_gflops": m.peak(top["dtype"]),
+                "peak_basis": m.peak_basis(top["dtype"]),
+                "peak_assumed": m.peak_basis(top["dtype"]) == CLOCK_ASSUMED,
                 "efficiency": eff,
                 "compute_share": share,
-                "threads": threads,
-                "clock_ghz": self.options["clock_ghz"],
-                "primitives": [{k: v for k, v in r.items() if k != "record"} for r in rows],
+                "threads": m.threads,
+                "clock_ghz": m.freq_ghz,
+                "clock_basis": m.clock_basis,
+                "above_roof": [
+                    {"kind": p["kind"], "problem": p["problem"], "reason": p["above_roof"]}
+                    for p in above
+                ],
+                "primitives": [_row(p) for p in sorted(known, key=_by_efficiency)],
             },
         )
+
+
+def sum_iter(rows: list[dict[str, Any]]) -> float:
+    """Their part of the typical iteration, in ms."""
+    return float(sum(p["iter_ms"] for p in rows))
+
+
+def _by_efficiency(p: dict[str, Any]) -> float:
+    return float(p["efficiency"])
+
+
+def _row(p: dict[str, Any]) -> dict[str, Any]:
+    keys = ("kind", "problem", "gflops", "peak_gflops", "efficiency", "run_ms", "iter_ms")
+    return {k: p[k] for k in keys}
