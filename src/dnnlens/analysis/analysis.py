@@ -43,6 +43,7 @@ from dnnlens.model import ParsedLog
 from dnnlens.model.stats import stats_from_events
 
 if TYPE_CHECKING:
+    from dnnlens.analysis.creations import Creations
     from dnnlens.analysis.framework import FrameworkAnalysis
     from dnnlens.analysis.graph import OpGraph
     from dnnlens.analysis.machine import Machine
@@ -307,6 +308,13 @@ class Analysis:
     def typical_iteration_ms(self) -> float:
         """The typical iteration in ms: the figure every view uses."""
         return self.typical.ms
+
+    @fact
+    def creations(self) -> Creations:
+        """Primitive cache misses where the iteration repeats (:mod:`.creations`)."""
+        from dnnlens.analysis.creations import steady_creations
+
+        return steady_creations(self.events, self.steady, self.iterations)
 
     @property
     def is_training(self) -> bool:

@@ -41,8 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from dnnlens.analysis.columns import category_mask, str_values
+from dnnlens.analysis.columns import str_values
 from dnnlens.analysis.costmodel import Cost, primitive_cost
+from dnnlens.analysis.creations import Creations
 from dnnlens.analysis.machine import Machine, isa_gain, machine_for_log
 from dnnlens.parsers.fields import is_reference, parse_attrs, parse_aux, parse_mds
 
@@ -58,7 +59,6 @@ __all__ = [
     "iteration_steps",
     "project",
     "rank",
-    "steady_creations",
 ]
 
 CHANGES = (
@@ -155,36 +155,6 @@ class Step:
 
 #: How a step's time is taken (:mod:`dnnlens.analysis.timing`).
 STATISTIC = "typical run (median over the steady passes; fastest below 3 runs)"
-
-
-@dataclass
-class Creations:
-    """Primitive creations that miss the primitive cache where the iteration repeats.
-
-    ``by_kind`` maps a kind to (misses, their summed ms, the first one's ``path:line``) in
-    ``scope`` (in words: the steady passes, or, when every pass misses so that the whole log
-    is the iteration, the passes after its first); ``passes`` is what they are divided by to
-    give ms per iteration (the steady passes; 1 for the whole log); ``hit_ms`` the median
-    time of a cache hit creation in the same scope (``None``: none there). ``found`` is
-    False when the log has no passes at all: its creations cannot be told from the first
-    creation of each primitive, which no fix removes.
-    """
-
-    found: bool
-    passes: int
-    scope: str = ""
-    by_kind: dict[str, tuple[int, float, str]] = field(default_factory=dict)
-    hit_ms: float | None = None
-
-    @property
-    def misses(self) -> int:
-        """Cache misses in the scope."""
-        return sum(n for n, _, _ in self.by_kind.values())
-
-    @property
-    def ms(self) -> float:
-        """Creation time of the misses per iteration."""
-        return sum(t for _, t, _ in self.by_kind.values()) / max(self.passes, 1)
 
 
 @dataclass
@@ -394,47 +364,9 @@ def iteration_steps(analysis: Any) -> StepTable:
             "shown (executions not every pass runs): kept as they are"
         )
     table = StepTable(source, steps, analysis.steady.divisor, typical.ms, other, pick, notes=notes)
-    table.creations = steady_creations(analysis)
+    table.creations = analysis.creations
     _link(analysis, table)
     return table
-
-
-def steady_creations(analysis: Any) -> Creations:
-    """The ``create:cache_miss`` lines (``create_nested`` too) where the iteration repeats.
-
-    With steady passes: those in the steady passes, per steady pass. Without (every pass
-    misses the cache, so the whole log is one iteration): those after the log's first pass,
-    which created every primitive once; per iteration that is all of them (one iteration).
-    """
-    st, it = analysis.steady, analysis.iterations
-    ev = analysis.events
-    if not len(ev):
-        return Creations(False, 1)
-    if st.found:
-        scope = ev["steady"].to_numpy(dtype=bool)
-        where, passes = f"in the {st.divisor} steady passes", st.divisor
-    elif it.count >= 2:
-        scope = ev["iteration"].to_numpy() >= 1
-        where = (
-            f"after the first of the log's {it.count} passes (none is steady, so the whole "
-            "log is the iteration)"
-        )
-        passes = 1
-    else:
-        return Creations(False, 1)
-    creates = category_mask(ev["operation"], lambda v: v in ("create", "create_nested"))
-    miss = category_mask(ev["cache"], lambda v: "miss" in v)
-    hits = ev["time_ms"].to_numpy(dtype=np.float64)[scope & creates & ~miss]
-    hits = hits[np.isfinite(hits)]
-    late = ev[scope & creates & miss]
-    by_kind: dict[str, tuple[int, float, str]] = {}
-    times = np.nan_to_num(late["time_ms"].to_numpy(dtype=np.float64))
-    inputs, lines = str_values(late["input"]), late["line"].to_numpy()
-    for i, (kind, t) in enumerate(zip(str_values(late["kind"]), times, strict=True)):
-        n, total, first = by_kind.get(kind, (0, 0.0, f"{inputs[i]}:{int(lines[i])}"))
-        by_kind[kind] = (n + 1, total + float(t), first)
-    hit_ms = float(np.median(hits)) if len(hits) else None
-    return Creations(True, passes, where, by_kind, hit_ms)
 
 
 def _link(analysis: Any, table: StepTable) -> None:
