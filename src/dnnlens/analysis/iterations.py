@@ -132,6 +132,23 @@ class Iterations:
         out[inside] = ~warm[self.iteration[inside]]
         return out
 
+    @property
+    def main(self) -> InputIterations | None:
+        """The iterations of the main input (the one with the most exec rows)."""
+        return next((i for i in self.inputs if i.input == self.main_input), None)
+
+    @property
+    def method(self) -> str:
+        """How the main input's passes were cut (``InputIterations.method``)."""
+        main = self.main
+        return main.method if main is not None else "none"
+
+    @property
+    def step_line(self) -> str:
+        """The main input's step line shape, when its passes were cut at step lines."""
+        main = self.main
+        return main.step_line if main is not None else ""
+
     def as_dict(self) -> dict[str, int]:
         """The ``iterations`` object of the JSON exports."""
         return {"count": self.count, "warmup": self.warmup, "period_exec": self.period_exec}

@@ -40,9 +40,9 @@ MIN_PASSES_FOR_SLOW = 3
 MIN_STEADY_PASSES = 2
 
 RULE = (
-    f"warm-up = leading passes that miss the primitive cache or differ from the repeating "
-    f"sequence, then leading passes slower than {SLOW_WARMUP_FACTOR:g}x the median of the "
-    f"steady ones"
+    f"warm-up = leading passes that create more primitives than the median pass or run "
+    f"other primitives, then leading passes slower than {SLOW_WARMUP_FACTOR:g}x the median "
+    f"of the steady ones; fewer than the passes left steady"
 )
 
 

@@ -90,7 +90,7 @@ def finding_doc(f: Finding, analysis: Analysis) -> s.FindingDoc:
 
 def iterations_doc(analysis: Analysis) -> s.IterationsDoc:
     """``iterations``: every pass, and the steady state."""
-    st = analysis.steady
+    st, it = analysis.steady, analysis.iterations
     t = st.times
     passes = [
         s.PassDoc(
@@ -117,6 +117,8 @@ def iterations_doc(analysis: Analysis) -> s.IterationsDoc:
         found=st.found,
         warmup_rule=st.rule,
         passes=passes,
+        method=it.method,
+        step_line=it.step_line,
     )
 
 

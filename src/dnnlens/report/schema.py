@@ -208,6 +208,11 @@ class IterationsDoc:
     found: bool
     warmup_rule: str
     passes: list[PassDoc]
+    #: how the passes were cut: ``steps`` (the program's step lines), ``markers`` (the
+    #: user's), ``period`` (the repeating exec sequence), ``single`` or ``none``
+    method: str = "period"
+    #: with ``steps``: the step line's shape, its numbers as ``#``
+    step_line: str = ""
 
 
 @dataclass

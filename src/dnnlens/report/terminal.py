@@ -275,8 +275,13 @@ def _passes(console: Console, a: Analysis, top: int) -> None:
     if len(times) > top + 1:
         keep = keep[: top // 2] + keep[len(times) - (top - top // 2) :]
     rows = times.iloc[keep]
+    it = a.iterations
+    cut = {
+        "steps": f"cut at the program's step lines `{safe(it.step_line)}`; ",
+        "markers": "cut at the marker lines; ",
+    }.get(it.method, "")
     table = _table(
-        f"Passes ({st.rule})",
+        f"Passes ({cut}{st.rule})",
         [("pass", "right"), ("state", "left"), ("execs", "right"), ("raw ms", "right"),
          ("reorder ms", "right"), ("lines", "left")],
         "" if len(keep) == len(times) else f"{len(times)} passes, first and last shown",
