@@ -202,6 +202,7 @@ def analyze(
     ),
     window: p.WindowOption = 200_000,
     skip: p.SkipOption = 0,
+    iteration_marker: p.MarkerOption = None,
     machine: p.MachineOption = None,
     jobs: int | None = typer.Option(
         None,
@@ -227,6 +228,7 @@ def analyze(
         config=config,
         window=window,
         skip=skip,
+        iteration_marker=iteration_marker,
         machine=p.machine_profile(machine),
         quiet=quiet,
         details=details,

@@ -15,6 +15,7 @@ output stream: it goes to ``-o``, else to standard error.
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -96,6 +97,14 @@ SkipOption = Annotated[
         help="Leave out the first N iterations (warm-up), found in the exec stream.",
     ),
 ]
+MarkerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--iteration-marker",
+        help="Regex of the program's own line that separates iterations (by default the "
+        "program's step lines are found, else the repeating exec sequence).",
+    ),
+]
 QuietOption = Annotated[
     bool,
     typer.Option("--quiet", "-q", help="No progress bar, no live view, no notes on stderr."),
@@ -143,6 +152,8 @@ class ReportOptions:
     config: Path | None = None
     window: int = 200_000
     skip: int = 0
+    #: ``--iteration-marker``: a regex of the program's lines that separate passes
+    iteration_marker: str | None = None
     quiet: bool = False
     #: terminal: every table, and the line width (None: COLUMNS or the terminal's)
     details: bool = False
@@ -185,6 +196,17 @@ def machine_profile(path: Path | None) -> Any:
         raise fail(str(exc)) from None
 
 
+def marker_problem(options: ReportOptions) -> str | None:
+    """What is wrong with ``--iteration-marker``, as one line (None: nothing)."""
+    if options.iteration_marker is None:
+        return None
+    try:
+        re.compile(options.iteration_marker)
+    except re.error as exc:
+        return f"--iteration-marker {options.iteration_marker!r} is not a valid regex: {exc}"
+    return None
+
+
 def check_options(options: ReportOptions) -> str | None:
     """What is wrong with ``options`` before anything runs (rule files, config, selection,
     the report's directory), as one line; None when nothing is."""
@@ -193,6 +215,9 @@ def check_options(options: ReportOptions) -> str | None:
 
     if options.fmt is OutputFormat.html and options.output is None:
         return "--format html needs --output FILE"
+    marker = marker_problem(options)
+    if marker is not None:
+        return marker
     if options.output is not None and not options.output.parent.is_dir():
         return f"{options.output}: the directory {options.output.parent} does not exist"
     rule_options = options.rule_options()
@@ -224,10 +249,16 @@ def _analyses(log: ParsedLog, options: ReportOptions) -> tuple[list[Any], list[A
         parts = split_log(log, runs)
     else:
         runs, parts = runs or [], [log]
+    markers, notes = _marker_lines(log, options.iteration_marker)
     analysis_options = AnalysisOptions(
-        window_events=options.window or None, skip_iterations=options.skip, machine=options.machine
+        window_events=options.window or None,
+        skip_iterations=options.skip,
+        marker_lines=markers,
+        machine=options.machine,
     )
     analyses = [Analysis(part, analysis_options) for part in parts]
+    for a in analyses:
+        a.notes.extend(notes)
     if merged:
         analyses[0].notes.append(
             f"{len(real)} inputs were read together as one stream (too large to keep every "
@@ -235,6 +266,25 @@ def _analyses(log: ParsedLog, options: ReportOptions) -> tuple[list[Any], list[A
             "give each input on its own to see each run"
         )
     return analyses, runs
+
+
+def _marker_lines(log: ParsedLog, regex: str | None) -> tuple[dict[str, Any] | None, list[str]]:
+    """The line numbers of ``--iteration-marker`` in each input file, and notes for the
+    inputs it cannot be looked for in (standard input is read once: its passes are found
+    without the regex, and a note says so)."""
+    if regex is None:
+        return None, []
+    from dnnlens.analysis.iterations import marker_lines
+    from dnnlens.io.inputs import InputError
+
+    markers: dict[str, Any] = {}
+    notes = []
+    for scan in log.scans:
+        try:
+            markers[scan.path] = marker_lines(scan.path, regex)
+        except (ValueError, InputError) as exc:
+            notes.append(f"{scan.path}: --iteration-marker not applied ({exc})")
+    return markers, notes
 
 
 def report_parsed(log: ParsedLog, options: ReportOptions) -> int:
@@ -401,9 +451,14 @@ def read_and_report(
     ``jobs`` None: as many processes as pay for the size of the inputs, with a note when
     that is more than one (:func:`dnnlens.reading.parallel.choose_jobs`).
     """
+    from dnnlens.errors import fail
     from dnnlens.io.inputs import expand_inputs
     from dnnlens.io.signals import StopRequest
     from dnnlens.reading import read
+
+    problem = marker_problem(options)
+    if problem is not None:
+        raise fail(problem)
     from dnnlens.reading.stream import DEFAULT_WINDOW_EVENTS
     from dnnlens.report.console import InputProgress, progress_enabled
 

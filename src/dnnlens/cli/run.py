@@ -263,6 +263,7 @@ def register(app: typer.Typer) -> None:
         config: p.ConfigOption = None,
         window: p.WindowOption = 200_000,
         skip: p.SkipOption = 0,
+        iteration_marker: p.MarkerOption = None,
         machine: p.MachineOption = None,
         quiet: p.QuietOption = False,
     ) -> None:
@@ -284,6 +285,7 @@ def register(app: typer.Typer) -> None:
             config=config,
             window=window,
             skip=skip,
+            iteration_marker=iteration_marker,
             machine=p.machine_profile(machine),
             quiet=quiet,
             details=details,
