@@ -94,7 +94,7 @@ def op_phase(name: str) -> str:
     return ""
 
 
-def _grouped(rows: pd.DataFrame) -> pd.DataFrame:
+def grouped(rows: pd.DataFrame) -> pd.DataFrame:
     """Calls, self and total CPU ms by op name (a name can have several rows)."""
     sums = rows.groupby("name", sort=False)[["calls", "self_cpu_ms", "cpu_total_ms"]].sum()
     return sums.rename(columns={"self_cpu_ms": "own", "cpu_total_ms": "total"})
@@ -146,7 +146,7 @@ def table_view(table: ProfilerTable) -> dict:
             f"{sorted(needed - set(rows.columns))}: no framework view"
         )
         rows = pd.DataFrame({c: [] for c in sorted(needed)})
-    g = _grouped(rows)
+    g = grouped(rows)
     names = [str(n) for n in g.index]
     steps = table_steps(table, g)
     notes += steps.notes
