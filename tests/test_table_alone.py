@@ -334,3 +334,14 @@ def test_what_the_table_cannot_see_is_bounded():
     assert casts.low_ms == pytest.approx(28.659 / 4, rel=1e-3)
     assert casts.ms_per_step == pytest.approx(32.977 / 4, rel=1e-3)
     assert casts.certain(0.02 * auto.typical_step_ms)
+
+
+def test_a_top_level_table_says_its_ops_are_left_out():
+    """sgd_bad.toplevel.table.txt (``top_level_events_only=True``) shows only
+    ``ProfilerStep*``: 4 steps of 22.330 / 4 ms, and 22.330 - 2.907 = 19.423 ms of self time
+    in rows it does not show, which the note gives to the forward phase, not to an op."""
+    fw = analysis(RUNS / "sgd_bad.toplevel.table.txt").framework
+    assert fw.steady_count == 4 and fw.typical_step_ms == pytest.approx(22.330 / 4)
+    (note,) = [n for n in fw.notes if "leaves out" in n]
+    assert "19.423 ms" in note and f"{19.423 / 4:.3f} ms per step" in note
+    assert fw.ops.empty

@@ -167,7 +167,7 @@ def table_view(table: ProfilerTable) -> dict:
         told = [p or "forward" for p in told]  # a step of one phase: every op is in it
     ops = pd.DataFrame(
         {
-            "name": ops_names,
+            "name": pd.Series(ops_names, dtype=object),
             "calls_per_step": [float(g.at[n, "calls"]) / count for n in ops_names],
             "self_ms_per_step": [float(g.at[n, "own"]) / count for n in ops_names],
             "total_ms_per_step": [float(g.at[n, "total"]) / count for n in ops_names],
@@ -197,12 +197,13 @@ def table_view(table: ProfilerTable) -> dict:
         notes.append(
             f"{table.source}:{table.line}: the table shows {table.size} rows and leaves out "
             f"others (row_limit) holding {lost:.3f} ms of self time "
-            f"({lost / (step_ms * count):.0%} of the profile): ops and phases miss them"
+            f"({lost / (step_ms * count):.0%} of the profile): the ops miss them, and the "
+            f"forward phase (the rest of the step) holds their {lost / count:.3f} ms per step"
             if step_ms > 0
             else f"{table.source}:{table.line}: the table leaves out rows (row_limit)"
         )
-    if table.rows["truncated"].any() if "truncated" in table.rows else False:
-        cut = int(table.rows["truncated"].sum())
+    cut = sum(1 for n in ops_names if n.endswith("..."))
+    if cut:
         notes.append(
             f"{cut} op names are cut at the table's name column width (ending in '...'); "
             "names that share the kept start are one row"
