@@ -26,10 +26,28 @@ differs in one thing only.
 
 ``MANIFEST.json`` records versions, the command and what each scenario is.
 
+With ``--tables`` the child also writes the ``key_averages()`` tables of the same profiled
+run (the events the trace holds) next to the trace, as torch prints them (default output
+directory ``sample_logs/framework_tables/``; the verbose log of such a run is not kept):
+
+* ``<scenario>.table.txt``: ``key_averages().table(sort_by="self_cpu_time_total",
+  row_limit=-1)``, every row;
+* ``<scenario>.top.table.txt``: sorted by ``cpu_time_total`` with ``row_limit=TOP_ROWS``,
+  the table most scripts print (rows left out);
+* ``<scenario>.shapes.table.txt``: ``key_averages(group_by_input_shape=True)``, every row
+  (an ``Input Shapes`` column, one row per op name and shapes).
+
+``--memory-tables`` runs the chosen scenarios (``sgd_bad`` by default) once more with
+``profile_memory=True`` and writes, without a trace, ``<scenario>.memory.table.txt`` (every
+row, with the ``CPU Mem`` / ``Self CPU Mem`` columns) and ``<scenario>.toplevel.table.txt``
+(``header=...``, ``top_level_events_only=True``): the other layouts torch prints.
+
 Usage (with torch 2.13 installed in the running Python)::
 
     python scripts/make_traces.py                       # all into sample_logs/framework/
     python scripts/make_traces.py --only dataloader_bad --out /tmp/traces
+    python scripts/make_traces.py --tables              # traces and tables of new runs
+    python scripts/make_traces.py --memory-tables       # memory columns, a header
 """
 
 from __future__ import annotations
@@ -50,6 +68,16 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "sample_logs" / "framework"
+TABLES_OUT = REPO_ROOT / "sample_logs" / "framework_tables"
+#: rows of the ``.top.table.txt`` variant: a limit as scripts print it, below the row count
+#: of every scenario's table, so that the variant always leaves rows out
+TOP_ROWS = 25
+#: file suffix -> (group_by_input_shape, sort_by, row_limit) of each table written
+TABLE_VARIANTS = {
+    ".table.txt": (False, "self_cpu_time_total", -1),
+    ".top.table.txt": (False, "cpu_time_total", TOP_ROWS),
+    ".shapes.table.txt": (True, "self_cpu_time_total", -1),
+}
 SEED = 0
 WAIT, WARMUP, ACTIVE = 1, 1, 4
 _VERBOSE = {"ONEDNN_VERBOSE": "1", "ONEDNN_VERBOSE_TIMESTAMP": "1"}
@@ -357,8 +385,18 @@ def _scenario_step(name: str):  # noqa: C901, ANN202 - one small model per scena
     raise SystemExit(f"unknown scenario {name}")
 
 
-def run_child(name: str, out_dir: Path) -> None:
-    """Record ``name``'s trace into ``out_dir`` (this runs in the child process)."""
+def write_tables(prof, name: str, out_dir: Path) -> None:  # noqa: ANN001
+    """The ``key_averages()`` tables of the profiled run, as torch prints them (module doc)."""
+    for suffix, (by_shape, sort_by, limit) in TABLE_VARIANTS.items():
+        text = prof.key_averages(group_by_input_shape=by_shape).table(
+            sort_by=sort_by, row_limit=limit
+        )
+        (out_dir / f"{name}{suffix}").write_text(text)
+
+
+def run_child(name: str, out_dir: Path, tables: bool = False) -> None:
+    """Record ``name``'s trace (and with ``tables`` its key_averages tables) into
+    ``out_dir`` (this runs in the child process)."""
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 
@@ -380,7 +418,40 @@ def run_child(name: str, out_dir: Path) -> None:
     with open(f"{raw}.gz", "wb") as out:
         out.write(gzip.compress(raw.read_bytes(), compresslevel=9, mtime=0))
     raw.unlink()
+    if tables:
+        write_tables(prof, name, out_dir)
     print(f"done: {name} steps={WAIT + WARMUP + ACTIVE}", flush=True)
+
+
+def run_memory_child(name: str, out_dir: Path) -> None:
+    """Record ``name`` with ``profile_memory=True``: its tables only (module doc)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    torch.set_num_threads(1)
+    step = _scenario_step(name)
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        record_shapes=True,
+        profile_memory=True,
+        schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE, repeat=1),
+    ) as prof:
+        for _ in range(WAIT + WARMUP + ACTIVE):
+            step()
+            prof.step()
+    averages = prof.key_averages()
+    (out_dir / f"{name}.memory.table.txt").write_text(
+        averages.table(sort_by="self_cpu_time_total", row_limit=-1)
+    )
+    (out_dir / f"{name}.toplevel.table.txt").write_text(
+        averages.table(
+            sort_by="cpu_time_total",
+            row_limit=-1,
+            header=f"{name}: top-level ops",
+            top_level_events_only=True,
+        )
+    )
+    print(f"done: {name} memory tables", flush=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -420,9 +491,18 @@ def _cpu_flags() -> set[str]:
     return set(m.group(1).split()) if m else set()
 
 
-def run_scenario(sc: Scenario, out_dir: Path) -> dict:
+def run_scenario(sc: Scenario, out_dir: Path, tables: bool = False, memory: bool = False) -> dict:
     """Run one scenario in a child; return its manifest entry."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", sc.name, "--out", str(out_dir)]
+    extra = ["--memory"] if memory else ["--tables"] if tables else []
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        sc.name,
+        "--out",
+        str(out_dir),
+        *extra,
+    ]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ONEDNN_", "DNNL_"))}
     env.update(sc.env)
     env["OMP_NUM_THREADS"] = "1"
@@ -433,47 +513,103 @@ def run_scenario(sc: Scenario, out_dir: Path) -> dict:
     if done.returncode:
         raise SystemExit(f"{sc.name} failed:\n{done.stderr[-3000:]}")
     files = [f"{sc.name}.trace.json.gz"]
-    if sc.env:
+    if memory:
+        files = [f"{sc.name}.memory.table.txt", f"{sc.name}.toplevel.table.txt"]
+    elif sc.env and not tables:  # the table runs keep their trace and tables only
         (out_dir / f"{sc.name}.log").write_text(done.stdout + done.stderr)
         files.append(f"{sc.name}.log")
+    if tables and not memory:
+        files += [f"{sc.name}{suffix}" for suffix in TABLE_VARIANTS]
     shown = " ".join(f"{k}={v}" for k, v in sorted(sc.env.items()))
+    child = ["python", "scripts/make_traces.py", "--child", sc.name, "--out", "DIR", *extra]
     return {
         **asdict(sc),
         "files": files,
         "steps": {"wait": WAIT, "warmup": WARMUP, "active": ACTIVE},
-        "command": (shown + " " if shown else "")
-        + shlex.join(["python", "scripts/make_traces.py", "--child", sc.name, "--out", "DIR"]),
+        "command": (shown + " " if shown else "") + shlex.join(child),
         "seconds": round(time.perf_counter() - started, 1),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--only", nargs="*", choices=sorted(BY_NAME), default=None)
+    parser.add_argument(
+        "--tables",
+        action="store_true",
+        help="also write the key_averages() tables of each run (default out: "
+        "sample_logs/framework_tables/)",
+    )
+    parser.add_argument(
+        "--memory-tables",
+        action="store_true",
+        help="record the chosen scenarios (default sgd_bad) with profile_memory=True: tables "
+        "only (default out: sample_logs/framework_tables/)",
+    )
+    parser.add_argument("--memory", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = TABLES_OUT if args.tables or args.memory_tables else DEFAULT_OUT
     args.out.mkdir(parents=True, exist_ok=True)
     if args.child:
-        run_child(args.child, args.out)
+        if args.memory:
+            run_memory_child(args.child, args.out)
+        else:
+            run_child(args.child, args.out, args.tables)
         return 0
+    if args.memory_tables:
+        return _memory_tables(args)
     chosen = [BY_NAME[n] for n in args.only] if args.only else SCENARIOS
     manifest_path = args.out / "MANIFEST.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     scenarios = manifest.setdefault("scenarios", {})
     for sc in chosen:
         print(f"recording {sc.name} ...", flush=True)
-        scenarios[sc.name] = run_scenario(sc, args.out)
+        scenarios[sc.name] = run_scenario(sc, args.out, args.tables)
     manifest.update(
         generator="scripts/make_traces.py",
         versions=_versions(args.out),
         seed=SEED,
         schedule={"wait": WAIT, "warmup": WARMUP, "active": ACTIVE},
         threads=1,
-        notes="Each trace holds the ACTIVE profiled steps (ProfilerStep#N spans); "
-        "record_shapes=True; one intra-op thread. Logs are the child's stdout and stderr "
-        "with ONEDNN_VERBOSE=1 and ONEDNN_VERBOSE_TIMESTAMP=1 (every step, warm-up too).",
+        notes=_notes(args.tables),
     )
+    manifest["scenarios"] = dict(sorted(scenarios.items()))
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    return 0
+
+
+def _notes(tables: bool) -> str:
+    """The manifest's note on what the files are."""
+    common = (
+        "Each trace holds the ACTIVE profiled steps (ProfilerStep#N spans); "
+        "record_shapes=True; one intra-op thread."
+    )
+    if tables:
+        return common + (
+            " Tables (*.table.txt) are prof.key_averages().table() of the same profiled run: "
+            f"every row by self CPU, the top {TOP_ROWS} by CPU total, and by input shape. "
+            "Runs with ONEDNN_VERBOSE in env keep no log."
+        )
+    return common + (
+        " Logs are the child's stdout and stderr with ONEDNN_VERBOSE=1 and "
+        "ONEDNN_VERBOSE_TIMESTAMP=1 (every step, warm-up too)."
+    )
+
+
+def _memory_tables(args: argparse.Namespace) -> int:
+    """``--memory-tables``: the memory and top-level tables, in the manifest as
+    ``<scenario>.memory``."""
+    manifest_path = args.out / "MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    scenarios = manifest.setdefault("scenarios", {})
+    for name in args.only or ["sgd_bad"]:
+        print(f"recording {name} with profile_memory ...", flush=True)
+        entry = run_scenario(BY_NAME[name], args.out, memory=True)
+        entry["description"] += "; profile_memory=True, tables only"
+        scenarios[f"{name}.memory"] = entry
     manifest["scenarios"] = dict(sorted(scenarios.items()))
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
     return 0

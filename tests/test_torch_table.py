@@ -302,3 +302,30 @@ def test_a_table_given_twice_counts_once(tmp_path) -> None:
     assert len(both["framework_link"]["runs"]) == 1
     (note,) = both["framework_link"]["notes"]
     assert note.startswith(f"{table}:1: the same profiler table as {log}:") and "once" in note
+
+
+def test_memory_columns_as_torch_2_prints_them():
+    """sample_logs/framework_tables/sgd_bad.memory.table.txt (``scripts/make_traces.py
+    --memory-tables``: ``profile_memory=True``, torch 2.13) prints memory as ``736.00 KB``,
+    ``-288.02 KB`` and ``0 B``: line 4 ``aten::mm ... 736.00 KB 736.00 KB 60``, line 7
+    ``ProfilerStep* ... 130.00 KB -288.02 KB 4``."""
+    t = read_table_file(str(SAMPLES / "framework_tables" / "sgd_bad.memory.table.txt"))
+    assert t.headers[6:8] == ["CPU Mem", "Self CPU Mem"]
+    mm = _row(t, "aten::mm")
+    assert (mm["cpu_mem_bytes"], mm["self_cpu_mem_bytes"], mm["calls"]) == (
+        736 * 1024,
+        736 * 1024,
+        60,
+    )
+    step = _row(t, "ProfilerStep*")
+    assert step["self_cpu_mem_bytes"] == pytest.approx(-288.02 * 1024)
+    assert _row(t, "Optimizer.step#SGD.step")["cpu_mem_bytes"] == 0
+
+
+def test_a_table_with_a_header_and_top_level_events_only():
+    """sgd_bad.toplevel.table.txt (``header=...``, ``top_level_events_only=True``): three
+    ``=`` / header lines and a sentence before the rule, one row (``ProfilerStep*``), the
+    footer ``Self CPU time total: 22.330ms``; the other ops' self time is not in the rows."""
+    t = read_table_file(str(SAMPLES / "framework_tables" / "sgd_bad.toplevel.table.txt"))
+    assert t.line == 5 and list(t.rows["name"]) == ["ProfilerStep*"]
+    assert t.totals_ms == {"self_cpu_time_total_ms": pytest.approx(22.330)}

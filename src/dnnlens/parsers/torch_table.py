@@ -53,10 +53,15 @@ if TYPE_CHECKING:
 
 _TIME = re.compile(r"(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(ns|us|ms|s)")
 _PCT = re.compile(r"(-?\d+(?:\.\d+)?)%")
-_MEM = re.compile(r"(-?\d+(?:\.\d+)?)\s*(b|Kb|Mb|Gb|Tb)")
+#: memory as torch prints it: ``96.00 KB``, ``-32.02 KB``, ``0 B`` (torch 2.x), ``1.00 Mb``
+#: (older releases)
+_MEM = re.compile(r"(-?\d+(?:\.\d+)?)\s*([bB]|[KMGT][bB])")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
-_MEM_BYTES = {"b": 1, "Kb": 1024, "Mb": 1024**2, "Gb": 1024**3, "Tb": 1024**4}
+_MEM_BYTES = {
+    **{u: 1024**i for i, u in enumerate(("b", "Kb", "Mb", "Gb", "Tb"))},
+    **{u: 1024**i for i, u in enumerate(("B", "KB", "MB", "GB", "TB"))},
+}
 _RULE_LINE = re.compile(r"-{3,}(?: +-{3,})+\s*")
 _DASHES = re.compile(r"-+")
 _MARKER = re.compile(r"\bprofiler_(start|stop)\b")

@@ -1,4 +1,4 @@
-"""The steps of a trace and which of them are warm-up.
+"""The steps of a trace and which of them are warm-up; the steps of a key_averages table.
 
 **Steps.** The ``ProfilerStep#N`` spans when the trace has them (``prof.step()`` in the
 loop, with or without a schedule), one step each. Without them, the *repeating pattern* of
@@ -18,6 +18,12 @@ steps that last more than :data:`WARMUP_SLOWER` times the median of the others (
 calls that build kernels, allocate, warm caches). Trailing steps whose ops differ are
 *partial* (cut by the end of the profile) and left out too. At least one step
 is always steady.
+
+**Steps of a table** (:func:`table_steps`): ``key_averages`` groups every
+``ProfilerStep#N`` span into one row ``ProfilerStep*`` (``# of Calls`` = steps, CPU total =
+their sum); tables made otherwise can hold ``ProfilerStep#N`` rows, one step each. A step
+lasts their total / calls (a mean). Without them the whole profiled window (the footer's
+``Self CPU time total``, else the sum of the self times) is one step.
 """
 
 from __future__ import annotations
@@ -28,15 +34,23 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
-from dnnlens.analysis.framework.names import DATALOADER_PREFIX, OPTIMIZER_STEP_PREFIX
+from dnnlens.analysis.framework.names import (
+    DATALOADER_PREFIX,
+    OPTIMIZER_STEP_PREFIX,
+    STEP_PREFIX,
+)
 from dnnlens.analysis.framework.rows import OpRows
+from dnnlens.parsers.torch_table import ProfilerTable
 
 #: A leading step this many times slower than the median step is warm-up.
 WARMUP_SLOWER = 1.5
 #: The repeating tail must cover at least this share of the segments to make steps.
 MIN_PATTERN_COVER = 0.5
 _STEP_NUMBER = re.compile(r"#(\d+)$")
+#: The row ``key_averages`` makes of all the ``ProfilerStep#N`` spans.
+GROUPED_STEPS = "ProfilerStep*"
 
 
 @dataclass
@@ -260,3 +274,110 @@ def step_number(name: str) -> int | None:
     """``ProfilerStep#7`` -> 7."""
     m = _STEP_NUMBER.search(name)
     return int(m.group(1)) if m else None
+
+
+# --------------------------------------------------------------------------------------------
+# steps of a key_averages table
+
+
+def is_step_row(name: str) -> bool:
+    """``ProfilerStep*`` (all steps in one row) or ``ProfilerStep#N`` (one step)."""
+    return name == GROUPED_STEPS or name.startswith(STEP_PREFIX)
+
+
+@dataclass
+class TableSteps:
+    """The steps a table shows: their rows, how many and how long (module doc)."""
+
+    method: str  # "table_steps" or "table_window"
+    names: list[str]  # the step rows' names
+    count: int  # steps (at least 1: the window)
+    total_ms: float  # wall time of all steps (or of the window)
+    #: profiled time outside the steps: the footer minus the steps' total (0 without steps)
+    outside_ms: float
+    per_step_ms: list[float]  # one per step: a mean for the steps of a ProfilerStep* row
+    step_names: list[str] = field(default_factory=list)  # one per step (none for a window)
+    reasons: list[str] = field(default_factory=list)  # one per step
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def step_ms(self) -> float:
+        """Mean wall time of a step."""
+        return self.total_ms / self.count if self.count else 0.0
+
+    @property
+    def median_ms(self) -> float:
+        return float(np.median(self.per_step_ms)) if self.per_step_ms else self.step_ms
+
+    def frame(self, line: int) -> pd.DataFrame:
+        """One row per step, as a trace's steps frame (``STEP_COLUMNS`` of the view)."""
+        k = len(self.step_names)
+        return pd.DataFrame(
+            {
+                "index": np.arange(k),
+                "name": self.step_names,
+                "start_us": np.full(k, np.nan),
+                "dur_ms": self.per_step_ms[:k],
+                "warmup": np.zeros(k, dtype=bool),
+                "partial": np.zeros(k, dtype=bool),
+                "reason": self.reasons[:k],
+                "line": np.full(k, line, dtype=np.int64),
+            }
+        )
+
+
+def table_steps(table: ProfilerTable, grouped: pd.DataFrame) -> TableSteps:
+    """The steps of ``table`` from its step rows; ``grouped`` holds its calls, self
+    (``own``) and CPU total (``total``) ms by op name."""
+    names = [
+        str(n)
+        for n in grouped.index
+        if is_step_row(str(n))
+        and np.isfinite(grouped.at[n, "calls"])
+        and grouped.at[n, "calls"] > 0
+    ]
+    footer = table.totals_ms.get("self_cpu_time_total_ms")
+    busy = float(footer) if footer is not None else float(grouped["own"].sum())
+    if not names:
+        return TableSteps(
+            method="table_window",
+            names=[],
+            count=1,
+            total_ms=busy,
+            outside_ms=0.0,
+            per_step_ms=[busy],
+            notes=[
+                "the table has no ProfilerStep rows (prof.step() was not called in the "
+                "profiled loop): its whole profiled window is taken as one step"
+            ],
+        )
+    per_step: list[float] = []
+    step_names: list[str] = []
+    reasons: list[str] = []
+    for n in names:
+        calls, total = int(grouped.at[n, "calls"]), float(grouped.at[n, "total"])
+        per_step += [total / calls] * calls
+        if calls == 1:
+            step_names.append(n)
+            reasons.append("")
+        else:
+            step_names += [f"{n} {i + 1} of {calls}" for i in range(calls)]
+            reasons += [f"the mean of the {calls} steps of {n} (the table holds their total)"] * (
+                calls
+            )
+    total = float(sum(grouped.at[n, "total"] for n in names))
+    notes = [
+        f"{len(per_step)} steps from the table's {', '.join(names)} row(s) (their calls), "
+        f"{total / len(per_step):.3f} ms each on average (CPU total / calls)"
+    ]
+    return TableSteps(
+        method="table_steps",
+        names=names,
+        count=len(per_step),
+        total_ms=total,
+        outside_ms=max(busy - total, 0.0) if footer is not None else 0.0,
+        per_step_ms=per_step,
+        step_names=step_names,
+        reasons=reasons,
+        notes=notes,
+    )

@@ -375,7 +375,7 @@ def _aten_outside(ops: pd.DataFrame, joined: bool) -> pd.DataFrame:
             aten["self_ms_per_step"] - aten["onednn_ms_per_step"], 0.0
         )
     else:
-        aten = aten[[not _calls_onednn(n) for n in aten["name"]]]
+        aten = aten[np.array([not _calls_onednn(n) for n in aten["name"]], dtype=bool)]
         aten["outside_ms_per_step"] = aten["self_ms_per_step"]
     aten["outside_share"] = aten["self_share"] * np.where(
         aten["self_ms_per_step"] > 0,
