@@ -22,7 +22,7 @@ DTYPE_FIX = Fix(
     ),
     tensorflow=(
         "set one Keras policy for the whole model before building it "
-        "(`keras.mixed_precision.set_global_policy('mixed_bfloat16')`) rather than per "
+        "(`keras.config.set_dtype_policy('mixed_bfloat16')`) rather than per "
         "layer, so that neighbouring layers compute in the same type; bf16 kernels need "
         "AVX-512 BF16 or AMX"
     ),
