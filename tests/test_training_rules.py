@@ -29,7 +29,10 @@ the step starts of their batch-4 twins (``keras_cnn_train``, ``resnet18_cl_train
 weight test changes where 16 is both the batch and a filter count: in the Keras log every
 reorder moves a weight (its five reorders per step have the 4-D filter dims 16x3x3x3 and
 32x16x3x3; NHWC activations are never reordered), so ``w`` sums every reorder; in resnet18
-no filter has 16 output channels, so ``dims.startswith("16x")`` tells activations.
+no filter has 16 output channels, so ``dims.startswith("16x")`` tells activations. The
+resnet18 log was recorded with ``ONEDNN_VERBOSE=1``, without create lines, so no step is
+warm-up by that method: ``steady`` is every step (its six steps sum to 64.9, 55.1, 53.2,
+50.2, 55.6 and 55.8 ms; none is three times the median, so dnnlens keeps all six too).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ WEIGHT_SHARE = {
     "convnet_bf16_autocast_train.log": (0.543213, 0.015869, 0.029213),
     "keras_cnn_train.log": (1.232421, 0.106201, 0.086173),
     "producers/tensorflow_keras_fit_b16_train.log": (4.329833, 0.131836, 0.030448),
+    "producers/pytorch_resnet18_cl_b16_train.log": (53.076661, 13.644528, 0.257072),
 }
 #: Weight reorders per step (hand-count file): for forward, for backward-data, gradients.
 PER_STEP = {
@@ -65,6 +69,7 @@ PER_STEP = {
     "convnet_bf16_autocast_train.log": (4, 3, 4),
     "keras_cnn_train.log": (2, 1, 2),
     "producers/tensorflow_keras_fit_b16_train.log": (2, 1, 2),
+    "producers/pytorch_resnet18_cl_b16_train.log": (20, 19, 20),
 }
 
 
