@@ -110,8 +110,10 @@ class FixedByProducer(Rule):
         """The docstring, then every fix in each producer's terms."""
         lines = [super().describe(), "", "Fixes by the program that made the log:"]
         for cause, fix in self.fixes:
-            lines.append(f"* {cause}:" if cause else "*")
-            lines += [f"  {LABELS[p]}: {fix.text(p)}" for p in PRODUCERS]
+            indent = "  " if cause else ""
+            if cause:
+                lines.append(f"* {cause}:")
+            lines += [f"{indent}{LABELS[p]}: {fix.text(p)}" for p in PRODUCERS]
         return "\n".join(lines)
 
     def fix_text(self) -> str:
