@@ -63,6 +63,15 @@ HAND_COUNTS = {
     "legacy/onednn-3.0.0.log": (83, 47, 412.125940, 29, 17, 136.806860),
     "legacy/onednn-3.2.0-timestamp.log": (84, 47, 215.806389, 29, 17, 55.964650),
     "legacy/onednn-3.2.0.log": (84, 47, 228.078375, 29, 17, 91.186315),
+    "producers/openvino_cnn_f32_infer.log": (40, 34, 0.384033, 0, 12, 0.072754),
+    "producers/openvino_cnn_infer.log": (65, 59, 0.695068, 0, 26, 0.305420),
+    "producers/openvino_cnn_nhwc_f32_infer.log": (29, 23, 0.329345, 0, 1, 0.020996),
+    "producers/openvino_weights_as_inputs_infer.log": (50, 44, 0.641113, 0, 22, 0.220215),
+    "producers/pytorch_resnet18_cl_b16_train.log": (716, 708, 334.884023, 0, 354, 89.767555),
+    "producers/tensorflow_cnn_frozen_infer.log": (73, 58, 7.160393, 0, 3, 3.151118),
+    "producers/tensorflow_cnn_infer.log": (70, 55, 8.000739, 0, 0, 0.000000),
+    "producers/tensorflow_cnn_noopts_infer.log": (56, 44, 48.679221, 0, 0, 0.000000),
+    "producers/tensorflow_keras_fit_b16_train.log": (195, 180, 93.835452, 0, 60, 1.750977),
 }
 
 FAMILY = {

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from dnnlens.analysis.framework import FrameworkAnalysis
     from dnnlens.analysis.graph import OpGraph
     from dnnlens.analysis.machine import Machine
+    from dnnlens.analysis.producer import Producer
     from dnnlens.analysis.training import TrainingStep
 
 __all__ = [
@@ -408,6 +409,14 @@ class Analysis:
         from dnnlens.analysis.machine import resolve_machine
 
         return resolve_machine(self.log, self.options.machine)
+
+    @fact
+    def producer(self) -> Producer:
+        """The program that made the inputs, with the line that said so
+        (:mod:`dnnlens.analysis.producer`): the terms rules say their fixes in."""
+        from dnnlens.analysis.producer import detect_producer
+
+        return detect_producer(self.log)
 
     @fact
     def primitives(self) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ import pandas as pd
 
 from dnnlens.analysis.analysis import REORDER_COLUMNS, Analysis
 from dnnlens.analysis.findings import Evidence
+from dnnlens.analysis.producer import Producer
 from dnnlens.analysis.timing import MIN_RUNS_FOR_MEDIAN, TypicalIteration, record_stats
 from dnnlens.model import ParsedLog
 from dnnlens.model.stats import first_rows
@@ -108,6 +109,11 @@ class RuleContext:
     def framework(self) -> Any:
         """The framework view of a profiler trace or table (``None`` without one)."""
         return self.analysis.framework
+
+    @property
+    def producer(self) -> Producer:
+        """The program that made the log (:mod:`dnnlens.analysis.producer`)."""
+        return self.analysis.producer
 
     @property
     def is_training(self) -> bool:

@@ -4,17 +4,33 @@ every reorder finding shares, so that they name the same cause with the same cou
 The counts and times are :class:`~dnnlens.analysis.analysis.ReorderPart`'s ``by_role`` and
 ``count_by_role`` (one fact); this module only groups and words them. Causes: *weights*
 (converted for a pass, or gradients going back), *activation round trips*, and *one-way*
-activation reorders (conversions nothing undoes, and plain copies).
+activation reorders (conversions nothing undoes, and plain copies). Each cause's fix is said
+in the terms of the program that made the log (:class:`~dnnlens.rules.builtin._util.Fix`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dnnlens.analysis.analysis import ReorderPart
-from dnnlens.rules.builtin._util import ms, ratio
+from dnnlens.rules.builtin._util import Fix, ms, producer_fix, ratio
 
-__all__ = ["ACTIVATION_ROLES", "WEIGHT_ROLE_WORDS", "ReorderCauses", "causes_of", "count_value"]
+if TYPE_CHECKING:
+    from dnnlens.rules.context import RuleContext
+
+__all__ = [
+    "ACTIVATION_ROLES",
+    "CAUSE_FIXES",
+    "ONE_WAY_FIX",
+    "ROUND_TRIP_FIX",
+    "WEIGHTS_INFERENCE_FIX",
+    "WEIGHTS_TRAINING_FIX",
+    "WEIGHT_ROLE_WORDS",
+    "ReorderCauses",
+    "causes_of",
+    "count_value",
+]
 
 #: Weight roles and how a message names them (forward first, gradients last).
 WEIGHT_ROLE_WORDS = (
@@ -30,33 +46,142 @@ ACTIVATION_ROLES = (
     ("activation_copy", ("same-layout copy", "same-layout copies")),
 )
 
-_FIX = {
+#: Weights reordered every training step (weight-reorder-training tells the recordings).
+WEIGHTS_TRAINING_FIX = Fix(
+    pytorch=(
+        "a larger batch per step, where the training allows it: the weight reorders are the "
+        "same whatever the batch and their time grows far less than the compute's "
+        "(torchvision resnet18 in channels_last on an AVX-512 BF16 machine: 59 a step, 47% of "
+        "the step at batch 4, 26% at batch 16); channels_last and bf16 autocast leave them "
+        "(59 a step in NCHW and in channels_last, 11 in fp32 and in bf16 on a small convnet), "
+        "and freezing or `torch.utils.mkldnn.to_mkldnn` stop the weights from training"
+    ),
+    tensorflow=(
+        "a larger batch per step (`model.fit(batch_size=...)`), where the training allows "
+        "it: TensorFlow reorders each HWIO weight for the forward and the backward-data pass "
+        "and each gradient back, every step, whatever the batch (a Keras CNN on an AVX-512 "
+        "BF16 machine: 5 a step, 8.6% of the step at batch 4, 3.0% at batch 16); "
+        "`TF_ONEDNN_ASSUME_FROZEN_WEIGHTS` is for inference only"
+    ),
+    openvino=(
+        "OpenVINO runs inference only, so a training step came from another program: a "
+        "larger batch per step amortises weight reorders, whose time grows far less than the "
+        "compute's"
+    ),
+    onednn=(
+        "a larger batch per step amortises them (their time grows far less than the "
+        "compute's); a program that owns its weights can also keep them in the forward "
+        "primitive's layout (`memory::format_tag::any`, `pd.weights_desc()`) across steps "
+        "when the backward-weights primitive gives the gradients in that layout (compare its "
+        "`diff_weights_desc()`), so that the update runs there (not measured here)"
+    ),
+)
+#: Weights reordered on every pass at inference (weight-reorder-per-iteration).
+WEIGHTS_INFERENCE_FIX = Fix(
+    pytorch=(
+        "freeze the model so its weights are prepacked once, under `torch.no_grad()` and "
+        "`model.eval()`: `torch.compile` with `torch._inductor.config.freezing = True`, or "
+        "`torch.jit.freeze(torch.jit.trace(model, x))` (recorded: with freezing the weights "
+        "are reordered once, in warm-up)"
+    ),
+    tensorflow=(
+        "in a process that only infers, set `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1`: TensorFlow's "
+        "oneDNN convolutions and matmuls then take the weights as constants, reorder each "
+        "once and keep it (recorded: one reorder per weight in the whole run)"
+    ),
+    openvino=(
+        "make the weights Constant nodes of the model, not inputs (Parameters): the CPU "
+        "plugin reorders constant weights once, when the model is compiled (recorded: weights "
+        "given as inputs are reordered on every inference, constants once)"
+    ),
+    onednn=(
+        "reorder the weights once, at setup, into the layout the primitive chose (create it "
+        "with `memory::format_tag::any` for the weights and reorder into `pd.weights_desc()`), "
+        "and keep that memory for every execution"
+    ),
+)
+#: Activations reordered into a blocked layout and back around the ops (layout-round-trip).
+ROUND_TRIP_FIX = Fix(
+    pytorch=(
+        "run the model and its input in channels_last "
+        "(`model.to(memory_format=torch.channels_last)`, "
+        "`x.contiguous(memory_format=torch.channels_last)`) so that oneDNN reads and writes "
+        "PyTorch's layout (recorded: resnet18 training has 104 activation reorders in round "
+        "trips a step in NCHW, none in channels_last)"
+    ),
+    tensorflow=(
+        "keep the model in NHWC, Keras' default (`data_format='channels_last'`), which "
+        "TensorFlow's oneDNN ops read and write directly (recorded: no activation reorder in "
+        "an NHWC Keras CNN)"
+    ),
+    openvino=(
+        "give the model its input in the layout the CPU plugin computes in: declare it with "
+        "`PrePostProcessor` (`ppp.input().tensor().set_layout(ov.Layout('NHWC'))`, "
+        "`ppp.input().model().set_layout(ov.Layout('NCHW'))`, `model = ppp.build()`) and "
+        "feed NHWC tensors (recorded: the input's reorder on every inference went away); "
+        "between its own nodes the plugin chooses the layouts itself"
+    ),
+    onednn=(
+        "create the primitives with `memory::format_tag::any` for src and dst and give each "
+        "primitive the previous one's `dst_desc()`, so that activations stay in the layout "
+        "the kernels chose from one primitive to the next; reorder only at the model's input "
+        "and output"
+    ),
+)
+#: Activations converted one way (layout-round-trip, dtype-conversion).
+ONE_WAY_FIX = Fix(
+    pytorch=(
+        "keep the activations in one layout for PyTorch's ops and oneDNN's: channels_last "
+        "(`model.to(memory_format=torch.channels_last)`, "
+        "`x.contiguous(memory_format=torch.channels_last)`), and the model in one data type "
+        "(recorded: the small convnet's 7 activation reorders a pass in NCHW, none in "
+        "channels_last)"
+    ),
+    tensorflow=(
+        "keep the model and its inputs in NHWC (Keras' default) and in one data type, so "
+        "that TensorFlow's ops and oneDNN's share the layout"
+    ),
+    openvino=(
+        "give the model its input in the layout and precision the CPU plugin computes in: an "
+        "NHWC input declared with `PrePostProcessor` "
+        "(`ppp.input().tensor().set_layout(ov.Layout('NHWC'))`, recorded: its reorder went "
+        "away), and `INFERENCE_PRECISION_HINT` f32 when the f32 input's conversion to bf16 "
+        "costs more than bf16 saves (recorded: at f32 the conversion is gone; compare both)"
+    ),
+    onednn=(
+        "keep activations in the layout and data type the primitives use: create them with "
+        "`memory::format_tag::any`, give each the previous one's `dst_desc()`, and convert "
+        "only at the model's input and output"
+    ),
+)
+#: The words before each cause's fix in a reorder-overhead finding.
+_CAUSE = {
     ("weights", True): (
-        "most reorder time moves weights, every training step (see weight-reorder-training): "
-        "a larger batch per step amortises them, as their cost does not grow with the batch; "
-        "neither PyTorch nor TensorFlow keeps trainable weights in oneDNN's layout today, "
-        "channels_last and torch.compile leave them (Intel Extension for PyTorch's "
-        "`ipex.optimize(model, optimizer=optimizer)` did; it is end-of-life)."
+        "most reorder time moves weights, every training step (see weight-reorder-training)",
+        WEIGHTS_TRAINING_FIX,
     ),
     ("weights", False): (
-        "most reorder time moves weights, on every pass (see weight-reorder-per-iteration): "
-        "freeze the model so its weights are prepacked once (`torch.jit.freeze`, "
-        "`torch.compile` with `torch._inductor.config.freezing = True`), or keep them in "
-        "oneDNN's layout (`torch.utils.mkldnn.to_mkldnn`)."
+        "most reorder time moves weights, on every pass (see weight-reorder-per-iteration)",
+        WEIGHTS_INFERENCE_FIX,
     ),
     ("activation round trips", True): (
         "most reorder time moves activations into a blocked layout and back around the ops "
-        "(see layout-round-trip): run the model and its input in channels_last "
-        "(`model.to(memory_format=torch.channels_last)`) so oneDNN reads and writes the "
-        "framework's layout, or keep blocked layouts between ops (torch.compile, oneDNN Graph)."
+        "(see layout-round-trip)",
+        ROUND_TRIP_FIX,
     ),
     ("one-way activation reorders", True): (
         "most reorder time converts activations one way, between oneDNN's layout or data "
-        "type and the framework's (see layout-round-trip, dtype-conversion): keep the "
-        "activations in one layout for both (channels_last: "
-        "`model.to(memory_format=torch.channels_last)`) and the model in one data type."
+        "type and the framework's (see layout-round-trip, dtype-conversion)",
+        ONE_WAY_FIX,
     ),
 }
+#: Each cause and its fix, for ``rules explain``.
+CAUSE_FIXES = (
+    ("weights, in training", WEIGHTS_TRAINING_FIX),
+    ("weights, at inference", WEIGHTS_INFERENCE_FIX),
+    ("activation round trips", ROUND_TRIP_FIX),
+    ("one-way activation reorders", ONE_WAY_FIX),
+)
 
 
 def _counted(count: float, words: tuple[str, str]) -> str:
@@ -154,11 +279,12 @@ class ReorderCauses:
         groups.sort(key=lambda g: -g[0])
         return "; ".join(text for _, text in groups)
 
-    def fix(self, training: bool) -> str:
-        """The fix for the dominant cause (training changes the weights' fix)."""
+    def fix(self, ctx: RuleContext) -> str:
+        """The fix for the dominant cause in the producer's terms (training changes the
+        weights' fix)."""
         cause = self.dominant
-        text = _FIX[(cause, training if cause == "weights" else True)]
-        return text[0].upper() + text[1:]
+        words, fix = _CAUSE[(cause, ctx.is_training if cause == "weights" else True)]
+        return producer_fix(ctx, fix, words)
 
 
 def count_value(count: float) -> int | float:

@@ -6,15 +6,43 @@ from collections.abc import Iterator
 
 from dnnlens.analysis.columns import row_dicts
 from dnnlens.analysis.findings import Finding
-from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._util import ms, pct, ratio
+from dnnlens.rules.builtin._util import Fix, FixedByProducer, ms, pct, producer_fix, ratio
 from dnnlens.rules.context import RuleContext
 
 COMPUTE = ("convolution", "deconvolution", "inner_product", "matmul", "rnn", "gemm_api")
 LOW = ("bf16", "f16", "s8", "u8", "f8_e5m2", "f8_e4m3")
 
+DTYPE_FIX = Fix(
+    pytorch=(
+        "put the whole forward pass under one `torch.autocast('cpu', dtype=torch.bfloat16)` "
+        "region rather than parts of it (ops autocast keeps in f32, or left outside the region, "
+        "convert at every border), quantize whole blocks rather than single layers, or let "
+        "`torch.compile` fuse the conversions into the ops; bf16 kernels need AVX-512 BF16 or "
+        "AMX"
+    ),
+    tensorflow=(
+        "set one Keras policy for the whole model before building it "
+        "(`keras.config.set_dtype_policy('mixed_bfloat16')`) rather than per "
+        "layer, so that neighbouring layers compute in the same type; bf16 kernels need "
+        "AVX-512 BF16 or AMX"
+    ),
+    openvino=(
+        "the CPU plugin chooses the compute precision: on a CPU with AVX-512 BF16 or AMX it "
+        "computes in bf16 and converts the f32 input on every inference (recorded); "
+        "`INFERENCE_PRECISION_HINT` f32 (`openvino.properties.hint.inference_precision`) keeps "
+        "the model in f32 and the conversion goes away (recorded), at f32's speed: compare "
+        "both"
+    ),
+    onednn=(
+        "create neighbouring primitives with the same data type, or let the producing "
+        "primitive write the next one's data type itself (its `dst` memory descriptor in "
+        "bf16 or s8, with scales as attributes) instead of a separate reorder; bf16 kernels "
+        "need AVX-512 BF16 or AMX"
+    ),
+)
 
-class DtypeConversion(Rule):
+
+class DtypeConversion(FixedByProducer):
     """Data is converted between data types, or f32 compute runs beside low precision.
 
     Two signs of an incomplete mixed-precision setup: reorders that convert data type
@@ -24,16 +52,17 @@ class DtypeConversion(Rule):
     missed). One-time conversions in warm-up (weights quantized once) are listed in
     ``data`` only. Times are medians per steady iteration.
 
-    Fix: keep tensors in one precision across neighbouring ops (autocast the whole region,
-    quantize whole blocks, fuse quantize/dequantize into the ops with oneDNN Graph or
-    torch.compile); add the f32 ops to the autocast / quantization recipe, or make sure the
-    CPU supports the low-precision kernels (bf16 needs avx512_core_bf16 or AMX).
+    Fix: keep tensors in one precision across neighbouring ops, in the terms of the program
+    that made the log: one autocast region in PyTorch, one Keras mixed-precision policy in
+    TensorFlow, one inference precision in OpenVINO, primitives created with the neighbours'
+    data type with oneDNN's own API.
     """
 
     name = "dtype-conversion"
     code = "DL007"
     severity = "warning"
     defaults = {"min_share": 0.01}
+    fixes = (("", DTYPE_FIX),)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         st = ctx.steady_stats
@@ -87,6 +116,7 @@ class DtypeConversion(Rule):
         yield self.finding(
             "; ".join(parts) + f" (typical iteration {ms(iteration)})",
             evidence,
+            fix=producer_fix(ctx, DTYPE_FIX),
             # the conversions are a cost; f32 compute is a chance, not a measured cost
             impact_ms=conv_ms if steady_conv and share_conv >= minimum else None,
             data={
@@ -99,6 +129,7 @@ class DtypeConversion(Rule):
                 "f32_ms_per_iteration": f32_ms,
                 "f32_share": share_f32,
                 "low_precision": sorted(f"{k}:{d}" for k, d in low_kinds),
+                "producer": ctx.producer.to_json(),
             },
         )
 

@@ -7,15 +7,25 @@ from collections.abc import Iterator
 from dnnlens.analysis.columns import row_dicts
 from dnnlens.analysis.findings import Finding
 from dnnlens.parsers.fields import split_impl
-from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._util import ms, pct, ratio
+from dnnlens.rules.builtin._util import Fix, FixedByProducer, ms, pct, producer_fix, ratio
 from dnnlens.rules.context import RuleContext
 from dnnlens.rules.flops import ISA_CLASS_RANK, isa_class
 
 _LOW_PRECISION = {"bf16", "f16", "s8", "u8"}
+_UNCAP = (
+    "unset `ONEDNN_MAX_CPU_ISA` (or `DNNL_MAX_CPU_ISA`) or raise it, and expose the CPU's "
+    "flags to the VM or container (e.g. `-cpu host`); for one primitive below the header ISA, "
+    "`ONEDNN_VERBOSE=dispatch` says why its faster kernels were skipped"
+)
+ISA_FIX = Fix(
+    pytorch=_UNCAP + "; PyTorch's own kernels have a separate cap, `ATEN_CPU_CAPABILITY`",
+    tensorflow=_UNCAP + " (TensorFlow's bundled oneDNN reads the same variables)",
+    openvino=_UNCAP + " (OpenVINO's oneDNN fork reads `ONEDNN_MAX_CPU_ISA` too)",
+    onednn=_UNCAP + "; in the program, `dnnl::set_max_cpu_isa` sets the same cap",
+)
 
 
-class IsaBelowMachine(Rule):
+class IsaBelowMachine(FixedByProducer):
     """Kernels use an older instruction set than the CPU has.
 
     The header's ``isa:`` line says which ISA oneDNN may use; each implementation name ends
@@ -33,13 +43,14 @@ class IsaBelowMachine(Rule):
     Fix: unset ``ONEDNN_MAX_CPU_ISA`` / ``DNNL_MAX_CPU_ISA`` (and ``MKLDNN_MAX_CPU_ISA``)
     or raise it; expose the CPU flags to the VM or container (e.g. ``-cpu host``); for a
     single primitive below the header ISA, check its data type, layout and attributes with
-    ``ONEDNN_VERBOSE=dispatch``.
+    ``ONEDNN_VERBOSE=dispatch``. Each program's own caps follow.
     """
 
     name = "isa-below-machine"
     code = "DL005"
     severity = "warning"
     defaults = {"expected_isa": "avx2", "machine_isa": "", "min_share": 0.01}
+    fixes = (("", ISA_FIX),)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         headers = [h for h in ctx.headers if isa_class(h["isa"])]
@@ -104,6 +115,7 @@ class IsaBelowMachine(Rule):
         yield self.finding(
             msg[0].upper() + msg[1:],
             ctx.record_evidence(evidence_records),
+            fix=producer_fix(ctx, ISA_FIX),
             impact_ms=max(low_ms, capped_ms) if (low or under_cap) else None,
             data={
                 "header_isa": [h["isa"] for h in headers],
@@ -114,6 +126,7 @@ class IsaBelowMachine(Rule):
                 "share": share,
                 "capped_ms_per_iteration": capped_ms,
                 "kernel_isas": used,
+                "producer": ctx.producer.to_json(),
             },
         )
 

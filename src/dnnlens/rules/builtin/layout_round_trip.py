@@ -8,29 +8,17 @@ from collections.abc import Iterator
 import pandas as pd
 
 from dnnlens.analysis.findings import Evidence, Finding
-from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._reorder_causes import causes_of, count_value
-from dnnlens.rules.builtin._util import ms, pct, ratio
+from dnnlens.rules.builtin._reorder_causes import (
+    ONE_WAY_FIX,
+    ROUND_TRIP_FIX,
+    causes_of,
+    count_value,
+)
+from dnnlens.rules.builtin._util import FixedByProducer, ms, pct, producer_fix, ratio
 from dnnlens.rules.context import RuleContext
 
-ROUND_TRIP_FIX = (
-    "run the model and its input in channels_last "
-    "(`model.to(memory_format=torch.channels_last)`, "
-    "`x.contiguous(memory_format=torch.channels_last)`) so oneDNN reads and writes the "
-    "framework's layout directly, or keep the blocked layout between ops with layout "
-    "propagation (torch.compile with freezing, IPEX, oneDNN Graph)."
-)
-ONE_WAY_FIX = (
-    "most of it converts activations one way, where the framework takes a tensor back into "
-    "its own layout for an op oneDNN does not run (or hands one over in a layout the "
-    "kernel does not use): run the model and its input in channels_last "
-    "(`model.to(memory_format=torch.channels_last)`, "
-    "`x.contiguous(memory_format=torch.channels_last)`) so the framework's ops and "
-    "oneDNN's kernels share one layout."
-)
 
-
-class LayoutRoundTrip(Rule):
+class LayoutRoundTrip(FixedByProducer):
     """Activations are reordered into a blocked layout and back around ops.
 
     oneDNN's fastest convolution kernels want a blocked layout (aBcd8b, aBcd16b) or
@@ -43,17 +31,17 @@ class LayoutRoundTrip(Rule):
     is the activation reorders that change the layout or copy, per typical iteration;
     pure data-type conversions are dtype-conversion's.
 
-    Fix: run the model and its input in channels_last
-    (``model.to(memory_format=torch.channels_last)``,
-    ``x.contiguous(memory_format=torch.channels_last)``) so oneDNN reads and writes the
-    framework's layout directly, or keep the blocked layout between ops with layout
-    propagation (torch.compile with freezing, IPEX, oneDNN Graph).
+    Fix: keep activations in one layout from one op to the next, in the terms of the program
+    that made the log: channels_last in PyTorch, NHWC in TensorFlow, an NHWC input declared
+    with ``PrePostProcessor`` in OpenVINO, ``format_tag::any`` chained from primitive to
+    primitive with oneDNN's own API.
     """
 
     name = "layout-round-trip"
     code = "DL002"
     severity = "warning"
     defaults = {"min_share": 0.02}
+    fixes = (("round trips", ROUND_TRIP_FIX), ("one-way conversions", ONE_WAY_FIX))
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         r = ctx.reorders
@@ -94,14 +82,20 @@ class LayoutRoundTrip(Rule):
                 f"{top['src_layout']}->{top['dst_layout']} {top['dims']} {ms(top['iter_ms'])}); "
                 f"round trips between {lay_a} and {lay_b} around the ops ({around} inputs)"
             )
-            fix = ONE_WAY_FIX[0].upper() + ONE_WAY_FIX[1:]
+            fix = producer_fix(
+                ctx,
+                ONE_WAY_FIX,
+                "most of it converts activations one way, where the framework takes a tensor "
+                "back into its own layout for an op oneDNN does not run (or hands one over in "
+                "a layout the kernel does not use)",
+            )
             shown = pd.concat([one_way.sort_values("iter_ms", ascending=False), trips])
         else:
             head = (
                 f"activations are reordered between {lay_a} and {lay_b} around the ops "
                 f"({around} inputs)"
             )
-            fix = ""
+            fix = producer_fix(ctx, ROUND_TRIP_FIX)
             shown = trips
         msg = (
             f"{head}: {causes.activation_count:g} activation reorders per iteration "
@@ -134,5 +128,6 @@ class LayoutRoundTrip(Rule):
                 "dominant": "one-way" if one_way_ms > trip_ms else "round trips",
                 "layouts": [lay_a, lay_b],
                 "nodes": [str(n) for n in trips["node"]],
+                "producer": ctx.producer.to_json(),
             },
         )

@@ -9,15 +9,40 @@ import numpy as np
 
 from dnnlens.analysis.columns import category_mask, str_values
 from dnnlens.analysis.findings import Finding
-from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._util import ms, pct, ratio
+from dnnlens.rules.builtin._util import Fix, FixedByProducer, ms, pct, producer_fix, ratio
 from dnnlens.rules.context import RuleContext
 
 PRODUCERS = ("convolution", "deconvolution", "inner_product", "matmul")
 CONSUMERS = ("eltwise", "binary", "sum")
 
+FUSION_FIX = Fix(
+    pytorch=(
+        "let PyTorch fuse them: `torch.compile` with `torch._inductor.config.freezing = True` "
+        "at inference (recorded: the ReLUs and the residual add became post-ops of the "
+        "convolutions), or `torch.jit.freeze(torch.jit.trace(model, x))` in eval mode"
+    ),
+    tensorflow=(
+        "call the model inside a `tf.function` (Keras `predict` and `fit` do): Grappler's "
+        "remapper fuses Conv2D or MatMul with BiasAdd and the activation into one oneDNN "
+        "primitive with post-ops (recorded: the convolution's ReLU is an "
+        "`attr-post-ops:eltwise_relu`)"
+    ),
+    openvino=(
+        "the CPU plugin fuses these itself (recorded: the bias Add and the Relu became "
+        "post-ops of the convolution), so one left separate has a pattern its fusion does "
+        "not take, often a second consumer of the output: "
+        "`compiled_model.get_runtime_model()` lists in each node's `originalLayersNames` the "
+        "model's ops fused into it"
+    ),
+    onednn=(
+        "add the op to the producing primitive's `primitive_attr` post-ops "
+        "(`post_ops::append_eltwise`, `append_binary`, `append_sum`), so that the result is "
+        "written once"
+    ),
+)
 
-class MissedFusion(Rule):
+
+class MissedFusion(FixedByProducer):
     """An eltwise, binary or sum runs right after a convolution or matmul, on its output.
 
     oneDNN can apply eltwise (relu, gelu, tanh ...), binary (add, mul) and sum as
@@ -28,16 +53,17 @@ class MissedFusion(Rule):
     reorder (a framework converting the output back to plain first). Cost is the
     consumer's (and that reorder's) median time per iteration.
 
-    Fix: let the framework fuse: torch.compile / ``torch.jit.freeze`` (conv+relu,
-    linear+gelu), IPEX, oneDNN Graph, TensorFlow's remapper; when calling oneDNN directly,
-    add the op to ``primitive_attr`` post-ops (``append_eltwise``, ``append_binary``,
-    ``append_sum``).
+    Fix: let the program fuse them, in its own terms: ``torch.compile`` with freezing in
+    PyTorch, a ``tf.function`` in TensorFlow (Grappler's remapper), OpenVINO's plugin fuses by
+    itself; with oneDNN's own API add the op to the producer's ``primitive_attr`` post-ops
+    (``append_eltwise``, ``append_binary``, ``append_sum``).
     """
 
     name = "missed-fusion"
     code = "DL008"
     severity = "info"
     defaults = {"min_share": 0.0}
+    fixes = (("", FUSION_FIX),)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ex = ctx.steady_execs
@@ -92,6 +118,7 @@ class MissedFusion(Rule):
         yield self.finding(
             msg,
             ctx.record_evidence([k[2] for k, _ in found.most_common(3)]),
+            fix=producer_fix(ctx, FUSION_FIX),
             impact_ms=per_iter,
             data={
                 "occurrences": int(sum(found.values())),
@@ -99,6 +126,7 @@ class MissedFusion(Rule):
                 "ms_per_iteration": per_iter,
                 "share": share,
                 "through_reorder": int(sum(n for k, n in found.items() if k[1] is not None)),
+                "producer": ctx.producer.to_json(),
             },
         )
 

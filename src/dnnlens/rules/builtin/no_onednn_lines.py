@@ -6,11 +6,38 @@ from collections.abc import Iterator
 
 from dnnlens.analysis.columns import str_values
 from dnnlens.analysis.findings import Evidence, Finding
-from dnnlens.rules.base import Rule
+from dnnlens.rules.builtin._util import Fix, FixedByProducer, producer_fix
 from dnnlens.rules.context import RuleContext
 
+_VERBOSE = (
+    "export `ONEDNN_VERBOSE=1` before the program starts (oneDNN reads it once) and capture "
+    "its stdout"
+)
+NO_LINES_FIX = Fix(
+    pytorch=(
+        _VERBOSE + "; check `torch.backends.mkldnn.is_available()` and that the ops and data "
+        "types you run go through oneDNN (for bf16, a CPU with AVX-512 BF16 or AMX; otherwise "
+        "PyTorch runs its own kernels)"
+    ),
+    tensorflow=(
+        _VERBOSE + "; and `TF_ENABLE_ONEDNN_OPTS=1` (TensorFlow then prints 'oneDNN custom "
+        "operations are on'): with `=0` only Eigen's matrix multiplications call oneDNN, "
+        "as gemm_api lines (recorded)"
+    ),
+    openvino=(
+        _VERBOSE + "; the CPU plugin prints oneDNN lines only for the nodes it runs through "
+        "oneDNN (convolutions, pooling, some MatMuls): others run its own kernels and print "
+        "nothing (recorded: at f32 the MatMul printed no line)"
+    ),
+    onednn=(
+        _VERBOSE + ", or call `dnnl::set_verbose(1)` before the first primitive is created; "
+        "a framework may run its own kernels instead of oneDNN's for the ops and data types "
+        "you use"
+    ),
+)
 
-class NoOnednnLines(Rule):
+
+class NoOnednnLines(FixedByProducer):
     """An input has no oneDNN primitive lines at all: there is nothing to analyse.
 
     An input that holds a PyTorch profiler table (``key_averages().table()``) is framework
@@ -24,15 +51,16 @@ class NoOnednnLines(Rule):
     logging). When the header was printed, oneDNN was loaded with verbose on, so the
     framework simply did not call it.
 
-    Fix: export ``ONEDNN_VERBOSE=1`` before the program starts and capture its stdout; check
-    ``torch.backends.mkldnn.is_available()`` and that the ops and dtypes you run go through
-    oneDNN (for bf16, a CPU with AVX-512 BF16 or AMX).
+    Fix: export ``ONEDNN_VERBOSE=1`` before the program starts and capture its stdout; then
+    check, in the terms of the program that made the log, that the ops and data types you
+    run go through oneDNN.
     """
 
     name = "no-onednn-lines"
     code = "DL012"
     severity = "warning"
     defaults: dict = {}
+    fixes = (("", NO_LINES_FIX),)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         # every event the reader kept, not the analysis window or the passes left after
@@ -92,6 +120,7 @@ class NoOnednnLines(Rule):
             yield self.finding(
                 msg,
                 evidence,
+                fix=producer_fix(ctx, NO_LINES_FIX),
                 data={
                     "path": scan.path,
                     "lines": scan.lines,
@@ -100,5 +129,6 @@ class NoOnednnLines(Rule):
                     "malformed_lines": scan.malformed,
                     "diagnostic_only": scan.path in diag_inputs,
                     "foreign_lines": scan.foreign,
+                    "producer": ctx.producer.to_json(),
                 },
             )

@@ -5,12 +5,47 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._util import is_reference, ms, pct, ratio
+from dnnlens.rules.builtin._util import (
+    Fix,
+    FixedByProducer,
+    is_reference,
+    ms,
+    pct,
+    producer_fix,
+    ratio,
+)
 from dnnlens.rules.context import RuleContext
 
+_DISPATCH = (
+    "run once with `ONEDNN_VERBOSE=dispatch`: it prints why each optimised kernel was skipped"
+)
 
-class ReferenceImplementation(Rule):
+REFERENCE_FIX = Fix(
+    pytorch=(
+        _DISPATCH + "; then check the tensor's data type (bf16 and f16 need AVX-512 BF16 or "
+        "AMX kernels), memory format (`x.contiguous()` or channels_last instead of odd "
+        "strides) and shape (groups, dilation); a newer PyTorch bundles a newer oneDNN"
+    ),
+    tensorflow=(
+        _DISPATCH + "; then check the data type (bf16 needs AVX-512 BF16 or AMX kernels), "
+        "the layout (NHWC, Keras' default) and the shape; a newer TensorFlow bundles a newer "
+        "oneDNN"
+    ),
+    openvino=(
+        _DISPATCH + "; then check the precision the plugin chose (`INFERENCE_PRECISION_HINT`: "
+        "bf16 needs AVX-512 BF16 or AMX kernels) and the shape; a newer OpenVINO bundles a "
+        "newer oneDNN fork"
+    ),
+    onednn=(
+        _DISPATCH + "; then create the primitive with `memory::format_tag::any` (a fixed "
+        "plain layout may have only reference kernels), check its data types and attributes "
+        "(post-ops, scales, zero points) against what the CPU's ISA supports, and upgrade "
+        "oneDNN"
+    ),
+)
+
+
+class ReferenceImplementation(FixedByProducer):
     """Primitives run oneDNN's reference (unoptimised) kernels and take real time.
 
     ``ref``, ``ref:any``, ``gemm:ref``, ``simple:any`` ... are the portable C++ fallbacks
@@ -20,16 +55,16 @@ class ReferenceImplementation(Rule):
     median times (executions x median) so one noisy call or a one-time warm-up reorder
     does not count.
 
-    Fix: find what the optimised kernels refused: run with ``ONEDNN_VERBOSE=dispatch`` (it
-    prints why each was skipped); check the data type (f16/bf16 without CPU support), an
-    unusual layout or ``format any`` not used, uncommon post-ops or attributes, odd shapes
-    (groups, dilation); upgrade oneDNN.
+    Fix: find what the optimised kernels refused: ``ONEDNN_VERBOSE=dispatch`` prints why
+    each was skipped; then change that (data type, layout, attributes, shape) in the terms of
+    the program that made the log, or upgrade it (each framework bundles its oneDNN).
     """
 
     name = "reference-implementation"
     code = "DL004"
     severity = "warning"
     defaults = {"min_share": 0.05}
+    fixes = (("", REFERENCE_FIX),)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         st = ctx.steady_stats
@@ -58,6 +93,7 @@ class ReferenceImplementation(Rule):
         yield self.finding(
             msg,
             ctx.record_evidence([int(r) for r in ref.index]),
+            fix=producer_fix(ctx, REFERENCE_FIX),
             impact_ms=typical / ctx.steady_iterations,
             data={
                 "share": share,
@@ -73,5 +109,6 @@ class ReferenceImplementation(Rule):
                     }
                     for (k, i), g in groups.iterrows()
                 ],
+                "producer": ctx.producer.to_json(),
             },
         )

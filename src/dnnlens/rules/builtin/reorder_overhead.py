@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._reorder_causes import causes_of
-from dnnlens.rules.builtin._util import ms, pct, top_records
+from dnnlens.rules.builtin._reorder_causes import CAUSE_FIXES, causes_of
+from dnnlens.rules.builtin._util import FixedByProducer, ms, pct, top_records
 from dnnlens.rules.context import RuleContext
 
 
-class ReorderOverhead(Rule):
+class ReorderOverhead(FixedByProducer):
     """Reorders take a large share of each iteration.
 
     A reorder copies a tensor into another memory layout or data type and does no math, so
@@ -24,18 +23,17 @@ class ReorderOverhead(Rule):
     the fix is the one for the cause that holds the most reorder time. A log of reorders
     only (a reorder benchmark, a fragment) is not judged.
 
-    Fix: the one for the dominant cause. Weights in training: see weight-reorder-training
-    (a larger batch per step; no stock framework keeps trainable weights blocked).
-    Weights at inference: freeze or prepack them (weight-reorder-per-iteration).
-    Activation round trips: run the model in channels_last or keep blocked layouts
-    between ops (layout-round-trip). One-way conversions: keep tensors in the layout and
-    data type the kernels use (layout-round-trip, dtype-conversion).
+    Fix: the one for the dominant cause, in the terms of the program that made the log
+    (PyTorch, TensorFlow, OpenVINO, or oneDNN's own API when the log does not say): weights
+    in training as weight-reorder-training says, weights at inference as
+    weight-reorder-per-iteration, activations as layout-round-trip and dtype-conversion.
     """
 
     name = "reorder-overhead"
     code = "DL001"
     severity = "warning"
     defaults = {"share": 0.10}
+    fixes = CAUSE_FIXES
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         st = ctx.steady_stats
@@ -69,7 +67,7 @@ class ReorderOverhead(Rule):
         yield self.finding(
             msg,
             ctx.record_evidence(top_records(reo, "typical_ms")),
-            fix=causes.fix(ctx.is_training),
+            fix=causes.fix(ctx),
             impact_ms=per_iter,
             data={
                 "dominant_cause": causes.dominant,
@@ -84,5 +82,6 @@ class ReorderOverhead(Rule):
                 "raw_reorder_ms": raw_ms,
                 "total_ms": total_ms,
                 "by_tensor_ms_per_iteration": by_tensor,
+                "producer": ctx.producer.to_json(),
             },
         )

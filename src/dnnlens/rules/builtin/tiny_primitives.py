@@ -5,12 +5,35 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._util import pct, ratio
+from dnnlens.rules.builtin._util import Fix, FixedByProducer, pct, producer_fix, ratio
 from dnnlens.rules.context import RuleContext
 
+TINY_FIX = Fix(
+    pytorch=(
+        "give each call more work (a larger batch) and make fewer calls: `torch.compile` "
+        "fuses small ops and removes the per-op dispatch from Python; measure wall time "
+        "(`torch.profiler`) beside oneDNN's times"
+    ),
+    tensorflow=(
+        "give each call more work (a larger batch) and run the whole step as one "
+        "`tf.function` (Keras `fit` and `predict` do) rather than op by op from Python; "
+        "measure wall time beside oneDNN's times"
+    ),
+    openvino=(
+        "give each inference more work (a batch: `openvino.set_batch(model, n)` before "
+        "compiling, or a batched input shape) and keep several requests in flight "
+        "(`AsyncInferQueue` with `PERFORMANCE_HINT` THROUGHPUT) so that per-inference overhead "
+        "overlaps; measure wall time beside oneDNN's times"
+    ),
+    onednn=(
+        "give each primitive more work (larger problems, a batch), fuse small ops into their "
+        "producers as post-ops, create each primitive once and execute it many times, and "
+        "measure wall time beside oneDNN's times"
+    ),
+)
 
-class TinyPrimitives(Rule):
+
+class TinyPrimitives(FixedByProducer):
     """Most primitive calls are tiny: per-call framework overhead dominates.
 
     When most calls run in under ``max_us`` microseconds (by each primitive's median), the
@@ -18,15 +41,16 @@ class TinyPrimitives(Rule):
     allocation, primitive creation from the cache, often 5-20 us per op), so the log's
     exec times understate the wall time and faster kernels would not help.
 
-    Fix: give each call more work (larger batch, fewer and bigger tensors), fuse small ops
-    (torch.compile, oneDNN Graph, TorchScript freezing), avoid per-step weight reorders and
-    tiny elementwise ops, and measure wall time as well as oneDNN time.
+    Fix: give each call more work (a larger batch, fewer and bigger tensors) and make fewer
+    calls, in the terms of the program that made the log; measure wall time as well as
+    oneDNN time.
     """
 
     name = "tiny-primitives"
     code = "DL009"
     severity = "info"
     defaults = {"max_us": 10.0, "min_call_share": 0.5, "min_calls": 20}
+    fixes = (("", TINY_FIX),)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         st = ctx.steady_stats
@@ -50,6 +74,7 @@ class TinyPrimitives(Rule):
         yield self.finding(
             msg,
             ctx.record_evidence([int(r) for r in tiny.sort_values("count", ascending=False).index]),
+            fix=producer_fix(ctx, TINY_FIX),
             data={
                 "tiny_calls": n_tiny,
                 "calls": calls,
@@ -57,5 +82,6 @@ class TinyPrimitives(Rule):
                 "time_share": time_share,
                 "max_us": self.options["max_us"],
                 "by_kind": {str(k): int(v) for k, v in kinds.items()},
+                "producer": ctx.producer.to_json(),
             },
         )

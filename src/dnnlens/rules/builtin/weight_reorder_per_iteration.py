@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Evidence, Finding
-from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._util import ms, pct, ratio
+from dnnlens.rules.builtin._reorder_causes import WEIGHTS_INFERENCE_FIX
+from dnnlens.rules.builtin._util import FixedByProducer, ms, pct, producer_fix, ratio
 from dnnlens.rules.context import RuleContext
 
 
-class WeightReorderPerIteration(Rule):
+class WeightReorderPerIteration(FixedByProducer):
     """Weights are reordered on every pass at inference.
 
     At inference the weights do not change, yet eager frameworks hand oneDNN plain
@@ -20,15 +20,17 @@ class WeightReorderPerIteration(Rule):
     repeated work. Training logs (any backward primitive) are skipped: there the weights
     change every step, and weight-reorder-training judges their reorders.
 
-    Fix: freeze the model so weights are prepacked once: ``torch.jit.freeze``,
-    ``torch.compile`` with ``torch._inductor.config.freezing = True``, IPEX
-    ``ipex.optimize(model)``, or keep the weights in oneDNN's layout (``to_mkldnn``).
+    Fix: reorder the weights once and keep them, in the terms of the program that made the
+    log: freezing in PyTorch, ``TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1`` in TensorFlow, weights as
+    constants of the model in OpenVINO, a reorder at setup into ``pd.weights_desc()`` with
+    oneDNN's own API.
     """
 
     name = "weight-reorder-per-iteration"
     code = "DL003"
     severity = "warning"
     defaults = {"min_share": 0.01}
+    fixes = (("", WEIGHTS_INFERENCE_FIX),)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         r = ctx.reorders
@@ -57,6 +59,7 @@ class WeightReorderPerIteration(Rule):
         yield self.finding(
             msg,
             evidence,
+            fix=producer_fix(ctx, WEIGHTS_INFERENCE_FIX),
             impact_ms=per_iter,
             data={
                 "share": share,
@@ -65,5 +68,6 @@ class WeightReorderPerIteration(Rule):
                 "weight_reorders": int(len(w)),
                 "iterations": ctx.steady_iterations,
                 "dims": list(dict.fromkeys(w["dims"])),
+                "producer": ctx.producer.to_json(),
             },
         )
