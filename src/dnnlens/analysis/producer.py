@@ -22,9 +22,10 @@ Two kinds of evidence, the stronger deciding:
 When named evidence exists it alone decides; otherwise the shape evidence does. Evidence that
 points at two programs decides nothing: the producer is then unknown, ``onednn``, and fixes
 are said in oneDNN's own terms, as for a log without any evidence (a C++ program's, or a
-framework that printed nothing of its own). The scan keeps the first
-:data:`~dnnlens.parsers.scanner.FOREIGN_EXAMPLES_KEPT` foreign lines of each input, so a
-program line after them is not seen; shape evidence is looked for in every distinct line.
+framework that printed nothing of its own). Program lines are looked for among the first
+foreign lines the scan keeps whole and the shapes of all the others
+(:mod:`dnnlens.parsers.program_lines`: each line with its numbers as ``#``, the line number
+its first); shape evidence is looked for in every distinct line.
 """
 
 from __future__ import annotations
@@ -221,10 +222,12 @@ def _framework_clues(log: ParsedLog) -> list[Clue]:
 
 
 def _program_line_clues(scan: InputScan) -> list[Clue]:
-    """The program's own lines among the foreign lines the scan kept (one clue per kind)."""
+    """The program's own lines among the foreign lines (one clue per kind): the first ones
+    the scan kept whole, then the shape of every other (its numbers as ``#``)."""
     out: list[Clue] = []
     seen: set[str] = set()
-    for lineno, text in scan.foreign_examples:
+    shapes = [(int(at[0]), shape) for shape, at in scan.program_lines.lines.items() if len(at)]
+    for lineno, text in [*scan.foreign_examples, *sorted(shapes)]:
         for producer, pattern, why in _PROGRAM_LINES:
             if why not in seen and pattern.search(text):
                 seen.add(why)

@@ -10,11 +10,8 @@ import pandas as pd
 
 from dnnlens.analysis.producer import LABELS, ONEDNN, PRODUCERS, Producer
 from dnnlens.fmt import ms, pct
-<<<<<<< HEAD
 from dnnlens.parsers.fields import is_reference
-=======
 from dnnlens.rules.base import Rule
->>>>>>> producer
 
 if TYPE_CHECKING:
     from dnnlens.rules.context import RuleContext
