@@ -44,6 +44,7 @@ from dnnlens.model.stats import stats_from_events
 
 if TYPE_CHECKING:
     from dnnlens.analysis.framework import FrameworkAnalysis
+    from dnnlens.analysis.framework.joined import ReportBasis
     from dnnlens.analysis.graph import OpGraph
     from dnnlens.analysis.machine import Machine
     from dnnlens.analysis.training import TrainingStep
@@ -447,21 +448,43 @@ class Analysis:
             steady_steps=self.steady.divisor,
         )
 
-    def basis_ms(self, finding: Finding) -> float:
-        """What a finding's impact is a part of: the typical iteration, or for a framework
-        finding the framework view's typical step."""
-        if finding.basis == "step":
-            fw = self.framework
-            return float(fw.typical_step_ms) if fw is not None else 0.0
-        return self.typical_iteration_ms
+    @fact
+    def report_basis(self) -> ReportBasis:
+        """The one basis of every share in this analysis's report: the framework view's
+        typical step when there is one, its oneDNN part the typical iteration(s) of a step;
+        else the typical iteration (:class:`~dnnlens.analysis.framework.joined.ReportBasis`).
+        """
+        from dnnlens.analysis.framework.joined import report_basis
+
+        fw = self.framework
+        terms = self.typical.terms
+        execs = float(terms["per_iteration"].sum()) if len(terms) else 0.0
+        return report_basis(
+            fw.typical_step_ms if fw is not None else None,
+            fw is not None and fw.step_method != "table_window",
+            fw.primitives if fw is not None else None,
+            self.typical_iteration_ms,
+            execs,
+        )
+
+    def basis_ms(self, finding: Finding | None = None) -> float:
+        """What a finding's impact is a part of: the report's basis (:attr:`report_basis`),
+        the same for every finding of the report."""
+        del finding  # one basis per report: a finding's own unit is scaled into it
+        return self.report_basis.ms
+
+    def impact_per_basis(self, finding: Finding) -> float | None:
+        """A finding's impact in ms per basis unit (a oneDNN finding's per-iteration
+        impact times the iterations of a step, in a report on a step)."""
+        impact = finding.impact_ms_per_iteration
+        return None if impact is None else self.report_basis.per_unit(impact, finding.basis)
 
     def share_of(self, finding: Finding) -> float | None:
-        """A finding's impact as a share of its basis (``None``: not about time)."""
+        """A finding's impact as a share of the report's basis (``None``: not about time)."""
         impact = finding.impact_ms_per_iteration
         if impact is None:
             return None
-        basis = self.basis_ms(finding)
-        return impact / basis if basis > 0 else None
+        return self.report_basis.share(impact, finding.basis)
 
     # -- everything at once ----------------------------------------------------------------
     def prepare(self) -> Analysis:

@@ -73,6 +73,7 @@ def summary_doc(analysis: Analysis) -> s.SummaryDoc:
 def finding_doc(f: Finding, analysis: Analysis) -> s.FindingDoc:
     """One finding with its cost per typical iteration."""
     impact = f.impact_ms_per_iteration
+    basis = analysis.report_basis
     return s.FindingDoc(
         rule=f.rule,
         code=f.code,
@@ -84,7 +85,9 @@ def finding_doc(f: Finding, analysis: Analysis) -> s.FindingDoc:
         data=dict(f.data),
         fix=f.fix,
         impact_ms_per_iteration=impact,
-        share_of_iteration=analysis.share_of(f),
+        share_of_iteration=None if impact is None else basis.own_share(impact, f.basis),
+        impact_ms_per_basis=analysis.impact_per_basis(f),
+        share_of_basis=analysis.share_of(f),
     )
 
 
@@ -171,6 +174,7 @@ def report_doc(analysis: Analysis) -> s.ReportDoc:
         run=s.RunDoc(**analysis.run_info) if analysis.run_info is not None else None,
         framework=analysis.framework.to_json() if analysis.framework is not None else None,
         training=training_doc(analysis.training),
+        basis=s.BasisDoc(**analysis.report_basis.to_json()),
     )
 
 
@@ -181,6 +185,7 @@ def runs_doc(analyses: list[Analysis], runs: list[Any], log: Any = None) -> s.Ru
     for analysis, run in zip(analyses, runs, strict=True):
         doc = report_doc(analysis)
         doc.run_name, doc.run_inputs = run.name, run.how
+        doc.run_paths, doc.run_paired = list(run.paths), getattr(run, "paired", "")
         docs.append(doc)
     if log is not None:
         inputs = [input_doc(scan, log.reasons) for scan in log.scans]
