@@ -590,7 +590,7 @@ def render_terminal(d: Diff, console: Any, top: int = 15) -> None:
         if not rows and title.startswith("Unchanged"):
             continue
         numeric = {"count", "total ms", "change", "base ms", "new ms", "pass", "ms/step", "step",
-                   "calls", "self ms", "share"}  # fmt: skip
+                   "calls", "self ms"}  # fmt: skip
         FLEX = {"shape", "impl", "layouts", "impl/layouts", "op"}  # noqa: N806
         grid = Grid(
             title,
