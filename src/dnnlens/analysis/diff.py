@@ -72,8 +72,16 @@ class StepSide:
     iterations_per_step: int | None = None
 
     @property
+    def from_table(self) -> bool:
+        """A key_averages table: its times per step are totals / steps (means)."""
+        return self.method.startswith("table")
+
+    @property
     def mean_ms(self) -> float | None:
-        """Wall time of all steps (warm-up included) / steps, None without steps."""
+        """Wall time of all steps (warm-up included) / steps; a table's typical step is
+        already that mean (totals / steps); None without steps."""
+        if self.from_table:
+            return self.typical_ms
         return sum(self.step_ms) / len(self.step_ms) if self.step_ms else None
 
 

@@ -261,6 +261,18 @@ def largest_changes(d: Diff) -> list[str]:
     return out
 
 
+def _steps_text(st: StepSide) -> str:
+    """A side's steps in words: steady and warm-up steps of a trace, a table's window."""
+    if st.method == "table_window":
+        return "a key_averages table: its profiled window is one step (totals)"
+    if st.from_table:
+        return f"{st.steps} steps of a key_averages table (totals / steps)"
+    return (
+        f"{st.steady} steady of {st.steps} steps ({st.warmup} warm-up), "
+        f"median step {ms(st.median_ms)}"
+    )
+
+
 def steady_line(d: Diff) -> str:
     """The steady passes (or steps) of both runs: counts, warm-up left out, and medians."""
     if d.unit == "step":
@@ -268,10 +280,7 @@ def steady_line(d: Diff) -> str:
         for name, side in (("BASE", d.base), ("NEW", d.new)):
             st = side.step
             assert st is not None
-            parts.append(
-                f"{name} {st.steady} steady of {st.steps} steps ({st.warmup} warm-up), "
-                f"median step {ms(st.median_ms)}"
-            )
+            parts.append(f"{name} {_steps_text(st)}")
         bs, ns = d.base.step, d.new.step
         assert bs is not None and ns is not None
         other = "mean" if d.basis == "typical" else "typical"
@@ -319,10 +328,18 @@ def step_sections(d: Diff, top: int) -> list[Section]:
     ]
     if bs.onednn_ms is not None or ns.onednn_ms is not None:
         rows.append(["oneDNN part", *pair(bs.onednn_ms, ns.onednn_ms)])
+    tables = {side.from_table for side in (bs, ns)}  # how each side's typical step is made
+    words = " and ".join(
+        text
+        for text, table in (
+            ("calls per steady step x median duration, summed", False),
+            ("a table's totals / steps", True),
+        )
+        if table in tables
+    )
     cap = (
         f"steps: {bs.steps} ({bs.method.replace('_', ' ')}) -> {ns.steps} "
-        f"({ns.method.replace('_', ' ')}); typical step: calls per steady step x median "
-        "duration, summed (docs/framework.md)"
+        f"({ns.method.replace('_', ' ')}); typical step: {words} (docs/framework.md)"
     )
     out: list[Section] = [("Framework step", ["", "ms/step", "change"], rows, cap)]
     rows = [
@@ -537,7 +554,9 @@ def _training_section(d: Diff) -> tuple[str, list[str], list[list[str]], str] | 
 def side_text(s: Side) -> str:
     """What one side is: its steps and typical step, its executions, passes and total."""
     parts = []
-    if s.step is not None:
+    if s.step is not None and s.step.method == "table_window":
+        parts.append(f"a profiled window of {ms(s.step.typical_ms)} (key_averages table)")
+    elif s.step is not None:
         parts.append(f"{s.step.steps} steps, typical step {ms(s.step.typical_ms)}")
     if s.exec_count or s.step is None:
         parts.append(f"{s.exec_count:,} executions, {ms(s.total_ms)}, {s.iterations} passes")
