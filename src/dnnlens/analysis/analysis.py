@@ -451,9 +451,9 @@ class Analysis:
     @fact
     def report_basis(self) -> ReportBasis:
         """The one basis of every share in this analysis's report: the framework view's
-        typical step when there is one, its oneDNN part the typical iteration(s) of a step;
-        else the typical iteration (:class:`~dnnlens.analysis.framework.joined.ReportBasis`).
-        """
+        typical step when it has steps (a trace, a table with step rows) or there is no
+        oneDNN execution, its oneDNN part the typical iteration(s) of a step; else the
+        typical iteration (:class:`~dnnlens.analysis.framework.joined.ReportBasis`)."""
         from dnnlens.analysis.framework.joined import report_basis
 
         fw = self.framework
