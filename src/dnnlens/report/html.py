@@ -773,6 +773,7 @@ def render_runs(analyses: list[Analysis], runs: list[Any]) -> str:
         f"{len(runs)} runs",
         "".join(rows)
         + '<p class="note">Each input is a run of its own unless it is part of one (ranks, '
-        "rotated logs); --combine makes them one.</p>",
+        "rotated logs, a profiler trace or table and the log of its run); --combine makes "
+        "them one.</p>",
     )
     return _page(f"{len(runs)} runs", [overview, *parts])
