@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from dnnlens.analysis.analysis import Analysis
-from dnnlens.analysis.runs import group_runs, run_key, split_log
+from dnnlens.analysis.runs import find_runs, group_runs, run_key, split_log
 from dnnlens.reading import load
 
 ROOT = Path(__file__).resolve().parent.parent / "sample_logs"
@@ -54,7 +54,7 @@ def test_split_gives_each_run_its_own_analysis() -> None:
 def test_a_trace_goes_with_its_log() -> None:
     log = load([str(ROOT / "profile_nchw_infer.log"), str(ROOT / "profile_nchw_infer.trace.json"),
                 NCHW])  # fmt: skip
-    runs = group_runs([s.path for s in log.scans])
+    runs = find_runs(log)
     parts = split_log(log, runs)
     assert parts[0].framework is not None and parts[1].framework is None
     assert parts[0].framework.traces[0].path.endswith("profile_nchw_infer.trace.json")

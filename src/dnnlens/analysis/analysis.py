@@ -45,6 +45,7 @@ from dnnlens.model.stats import stats_from_events
 if TYPE_CHECKING:
     from dnnlens.analysis.creations import Creations
     from dnnlens.analysis.framework import FrameworkAnalysis
+    from dnnlens.analysis.framework.joined import ReportBasis
     from dnnlens.analysis.graph import OpGraph
     from dnnlens.analysis.machine import Machine
     from dnnlens.analysis.producer import Producer
@@ -487,26 +488,74 @@ class Analysis:
             steady_steps=self.steady.divisor,
         )
 
-    def basis_ms(self, finding: Finding) -> float:
-        """What a finding's impact is a part of (:data:`BASES`): the typical iteration;
-        the framework view's typical step; the mean steady pass (noise: what the noise
-        adds to the typical iteration is in it); the typical iteration with the finding's
-        own time added (primitive creations, which are no part of the exec times)."""
-        if finding.basis == "step":
-            fw = self.framework
-            return float(fw.typical_step_ms) if fw is not None else 0.0
+    @fact
+    def report_basis(self) -> ReportBasis:
+        """The one basis of every share in this analysis's report: the framework view's
+        typical step when it has steps (a trace, a table with step rows) or there is no
+        oneDNN execution, its oneDNN part the typical iteration(s) of a step; else the
+        typical iteration (:class:`~dnnlens.analysis.framework.joined.ReportBasis`)."""
+        from dnnlens.analysis.framework.joined import report_basis
+
+        fw = self.framework
+        terms = self.typical.terms
+        execs = float(terms["per_iteration"].sum()) if len(terms) else 0.0
+        return report_basis(
+            fw.typical_step_ms if fw is not None else None,
+            fw is not None and fw.step_method != "table_window",
+            fw.primitives if fw is not None else None,
+            self.typical_iteration_ms,
+            execs,
+        )
+
+    def basis_ms(self, finding: Finding | None = None) -> float:
+        """What a finding's impact is a part of: the report's basis (:attr:`report_basis`),
+        the same for every finding of the report."""
+        del finding  # one basis per report: a finding's own unit is scaled into it
+        return self.report_basis.ms
+
+    def impact_per_basis(self, finding: Finding) -> float | None:
+        """A finding's impact in ms per basis unit (a oneDNN finding's per-iteration
+        impact times the iterations of a step, in a report on a step)."""
+        impact = finding.impact_ms_per_iteration
+        return None if impact is None else self.report_basis.per_unit(impact, finding.basis)
+
+    def share_basis_ms(self, finding: Finding) -> float:
+        """The figure a finding's share is of: the report's basis, except for the two kinds
+        of time a typical iteration does not hold (``Finding.basis``): noise is a part of
+        the mean steady pass, primitive creations of the iteration with them. A step holds
+        both (its wall time includes them)."""
+        b = self.report_basis
+        if b.unit == "step":
+            return b.ms
         if finding.basis == "mean_pass":
             return self.mean_steady_pass_ms
         if finding.basis == "with_creations":
-            return self.typical_iteration_ms + (finding.impact_ms_per_iteration or 0.0)
-        return self.typical_iteration_ms
+            return b.ms + (self.impact_per_basis(finding) or 0.0)
+        return b.ms
+
+    def own_share(self, finding: Finding) -> float | None:
+        """A finding's impact as a share of its own basis (``Finding.basis``; JSON
+        ``share_of_iteration``): of the typical iteration, the step, the mean steady pass
+        or the iteration with its creations."""
+        impact = finding.impact_ms_per_iteration
+        if impact is None:
+            return None
+        if finding.basis == "mean_pass":
+            whole = self.mean_steady_pass_ms
+        elif finding.basis == "with_creations":
+            whole = self.typical_iteration_ms + impact
+        else:
+            return self.report_basis.own_share(impact, finding.basis)
+        return impact / whole if whole > 0 else None
 
     def basis_label(self, finding: Finding) -> str:
-        """The basis in words with its figure: ``the typical 2.09 ms``."""
+        """The figure a finding's share is of, in words: ``the typical 2.09 ms``."""
         from dnnlens.fmt import ms
 
-        words = BASES.get(finding.basis, BASES["iteration"])
-        return words.format(ms=ms(self.basis_ms(finding)))
+        unit = self.report_basis.unit
+        own = finding.basis in ("mean_pass", "with_creations") and unit != "step"
+        words = BASES[finding.basis] if own else BASES["step" if unit == "step" else "iteration"]
+        return words.format(ms=ms(self.share_basis_ms(finding)))
 
     @property
     def mean_steady_pass_ms(self) -> float:
@@ -516,11 +565,11 @@ class Analysis:
         return total / max(self.steady.divisor, 1)
 
     def share_of(self, finding: Finding) -> float | None:
-        """A finding's impact as a share of its basis (``None``: not about time)."""
-        impact = finding.impact_ms_per_iteration
+        """A finding's impact as a share of the report's basis (``None``: not about time)."""
+        impact = self.impact_per_basis(finding)
         if impact is None:
             return None
-        basis = self.basis_ms(finding)
+        basis = self.share_basis_ms(finding)
         return impact / basis if basis > 0 else None
 
     # -- everything at once ----------------------------------------------------------------

@@ -10,7 +10,12 @@ log. Changes are reported
   layouts of other kinds are attributes, so a convolution that moved from ``jit:avx2`` on
   ``aBcd8b`` to ``brg_conv_fwd:avx2`` on ``acdb`` is one primitive whose implementation
   changed, not one that vanished and one that appeared;
-* per pass, side by side.
+* per pass, side by side;
+* with a profiler trace or table on both sides (alone or beside the log), the framework
+  step: the typical step, its phases (forward, backward, optimizer ...), the ops by self
+  time per step (appeared, vanished, changed), and the steps side by side. The verdict then
+  compares the typical steps (the report's basis, as in ``analyze``), and the oneDNN
+  iterations are its part.
 
 The verdict compares the typical steady iterations by default (``basis="typical"``): a
 pass-sum mean counts slow warm-up passes and scheduler spikes, which say nothing about the
@@ -29,6 +34,9 @@ from dnnlens.analysis.layouts import flow_label, md_layouts
 from dnnlens.analysis.training import TrainingStep
 
 BASES = ("typical", "mean")
+#: What the verdict is about: the framework step (both sides have a profiler trace or
+#: table with steps) or the oneDNN iteration.
+UNITS = ("step", "iteration")
 
 
 def _finite(value: float) -> float | None:
@@ -41,6 +49,68 @@ def ratio(a: float, b: float) -> float | None:
         return None
     q = a / b
     return q if math.isfinite(q) else None
+
+
+@dataclass
+class StepSide:
+    """One run's framework step, all taken from its framework view."""
+
+    path: str
+    method: str
+    steps: int
+    steady: int
+    warmup: int
+    typical_ms: float
+    median_ms: float
+    untracked_ms: float
+    step_ms: list[float]
+    steady_flags: list[bool]
+    phases: dict[str, float]
+    #: oneDNN's part of the step (typical iterations per step x the typical iteration),
+    #: None without a verbose log
+    onednn_ms: float | None = None
+    iterations_per_step: int | None = None
+
+    @property
+    def from_table(self) -> bool:
+        """A key_averages table: its times per step are totals / steps (means)."""
+        return self.method.startswith("table")
+
+    @property
+    def mean_ms(self) -> float | None:
+        """Wall time of all steps (warm-up included) / steps; a table's typical step is
+        already that mean (totals / steps); None without steps."""
+        if self.from_table:
+            return self.typical_ms
+        return sum(self.step_ms) / len(self.step_ms) if self.step_ms else None
+
+
+def step_side_of(analysis: Analysis) -> StepSide | None:
+    """The framework step of an analysis whose report's basis is a step, else None."""
+    fw = analysis.framework
+    basis = analysis.report_basis
+    if fw is None or basis.unit != "step":
+        return None
+    steps = fw.steps
+    flags = (~steps["warmup"] & ~steps["partial"]).tolist() if len(steps) else []
+    return StepSide(
+        path=fw.table.source if fw.table is not None else fw.path,
+        method=fw.step_method,
+        steps=len(steps),
+        steady=fw.steady_count,
+        warmup=int(steps["warmup"].sum()) if len(steps) else 0,
+        typical_ms=fw.typical_step_ms,
+        median_ms=fw.median_step_ms,
+        untracked_ms=fw.untracked_ms_per_step,
+        step_ms=[float(x) for x in steps["dur_ms"]] if len(steps) else [],
+        steady_flags=[bool(x) for x in flags],
+        phases={
+            str(p): float(m)
+            for p, m in zip(fw.phases["phase"], fw.phases["ms_per_step"], strict=True)
+        },  # fmt: skip
+        onednn_ms=basis.onednn_ms_per_step if basis.has_onednn else None,
+        iterations_per_step=basis.iterations_per_step if basis.has_onednn else None,
+    )
 
 
 @dataclass
@@ -60,6 +130,8 @@ class Side:
     reorder_share: float = 0.0
     #: The typical training step by part (``None`` for a log without a backward pass).
     training: TrainingStep | None = None
+    #: The framework step (``None`` without a profiler trace or table with steps).
+    step: StepSide | None = None
 
     @property
     def mean_ms(self) -> float | None:
@@ -76,12 +148,19 @@ class Side:
         return steady[mid] if len(steady) % 2 else (steady[mid - 1] + steady[mid]) / 2
 
 
+def _input_paths(analysis: Analysis) -> list[str]:
+    """The inputs of a side: its logs, then its traces (table files are among the logs)."""
+    paths = [s.path for s in analysis.log.scans]
+    fw = analysis.log.framework
+    return paths + ([t.path for t in fw.traces if t.path not in paths] if fw is not None else [])
+
+
 def side_of(analysis: Analysis) -> Side:
     """One side of a diff, from an analysis."""
     st = analysis.steady
     times = st.times
     return Side(
-        path=", ".join(s.path for s in analysis.log.scans),
+        path=", ".join(_input_paths(analysis)),
         exec_count=analysis.summary.exec_count,
         total_ms=analysis.summary.total_time_ms,
         iterations=st.passes,
@@ -93,6 +172,7 @@ def side_of(analysis: Analysis) -> Side:
         typical_by_kind=analysis.typical.by_kind(),
         reorder_share=analysis.reorder_part.share,
         training=analysis.training,
+        step=step_side_of(analysis),
     )
 
 
@@ -106,9 +186,28 @@ class Diff:
     kinds: list[dict[str, Any]] = field(default_factory=list)
     primitives: list[dict[str, Any]] = field(default_factory=list)
     iterations: list[dict[str, Any]] = field(default_factory=list)
+    #: ``step`` when both sides have a framework step, else ``iteration``
+    unit: str = "iteration"
+    #: with a framework step on both sides: per phase, per op name, per step
+    phases: list[dict[str, Any]] = field(default_factory=list)
+    ops: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_onednn(self) -> bool:
+        """Whether either side has oneDNN primitive executions (the oneDNN tables)."""
+        return self.base.exec_count > 0 or self.new.exec_count > 0
 
     def compared_ms(self) -> tuple[float, float]:
-        """The two times the verdict compares (``basis``): typical or mean iterations."""
+        """The two times the verdict compares (``basis``, ``unit``): typical or mean
+        iterations, or typical or mean steps."""
+        if self.unit == "step":
+            b, n = self.base.step, self.new.step
+            assert b is not None and n is not None
+            if self.basis == "mean" and b.mean_ms is not None and n.mean_ms is not None:
+                return b.mean_ms, n.mean_ms
+            return b.typical_ms, n.typical_ms
         if self.basis == "mean":
             b, n = self.base.mean_ms, self.new.mean_ms
             if b is not None and n is not None:
@@ -119,6 +218,10 @@ class Diff:
     @property
     def basis_text(self) -> str:
         """What the verdict compares, in words."""
+        if self.unit == "step":
+            if self.basis == "mean":
+                return "per mean step (wall time of all steps / steps, warm-up included)"
+            return "per typical steady step"
         if self.basis == "mean":
             if self.base.mean_ms is not None and self.new.mean_ms is not None:
                 return "per mean iteration (total / passes, warm-up included)"
@@ -240,12 +343,91 @@ def _kind_rows(base: Analysis, new: Analysis, bs: Side, ns: Side) -> list[dict[s
     return rows
 
 
+def _phase_rows(b: StepSide, n: StepSide) -> list[dict[str, Any]]:
+    rows = []
+    for phase in dict.fromkeys([*b.phases, *n.phases]):
+        bm, nm = b.phases.get(phase, 0.0), n.phases.get(phase, 0.0)
+        if not (bm or nm):
+            continue
+        rows.append(
+            {
+                "phase": phase,
+                "base_ms_per_step": bm,
+                "new_ms_per_step": nm,
+                "delta_ms": nm - bm,
+                "base_share": ratio(bm, b.typical_ms) or 0.0,
+                "new_share": ratio(nm, n.typical_ms) or 0.0,
+            }
+        )
+    return rows
+
+
+def _op_table(analysis: Analysis) -> dict[str, dict[str, Any]]:
+    fw = analysis.framework
+    if fw is None or fw.ops.empty:
+        return {}
+    cols = ["name", "calls_per_step", "self_ms_per_step", "total_ms_per_step", "phase"]
+    return {str(r["name"]): r for r in fw.ops[cols].to_dict("records")}
+
+
+def _op_rows(base: Analysis, new: Analysis) -> list[dict[str, Any]]:
+    b, n = _op_table(base), _op_table(new)
+    empty = {"calls_per_step": 0.0, "self_ms_per_step": 0.0, "total_ms_per_step": 0.0}
+    rows = []
+    for name in dict.fromkeys([*b, *n]):
+        ob, on = b.get(name, empty), n.get(name, empty)
+        status = "appeared" if name not in b else "vanished" if name not in n else "both"
+        rows.append(
+            {
+                "name": name,
+                "status": status,
+                "phase": str((on if name in n else ob)["phase"]),
+                "base_calls_per_step": float(ob["calls_per_step"]),
+                "new_calls_per_step": float(on["calls_per_step"]),
+                "base_self_ms_per_step": float(ob["self_ms_per_step"]),
+                "new_self_ms_per_step": float(on["self_ms_per_step"]),
+                "delta_self_ms": float(on["self_ms_per_step"]) - float(ob["self_ms_per_step"]),
+                "base_total_ms_per_step": float(ob["total_ms_per_step"]),
+                "new_total_ms_per_step": float(on["total_ms_per_step"]),
+            }
+        )
+    rows.sort(key=lambda r: (-abs(_finite(r["delta_self_ms"]) or 0.0), r["name"]))
+    return rows
+
+
+def _step_rows(b: StepSide, n: StepSide) -> list[dict[str, Any]]:
+    rows = []
+    for i in range(max(len(b.step_ms), len(n.step_ms))):
+        have_b, have_n = i < len(b.step_ms), i < len(n.step_ms)
+        rows.append(
+            {
+                "step": i,
+                "base_ms": b.step_ms[i] if have_b else None,
+                "new_ms": n.step_ms[i] if have_n else None,
+                "warmup": (have_b and not b.steady_flags[i]) or (have_n and not n.steady_flags[i]),
+            }
+        )
+    return rows
+
+
 def diff_analyses(base: Analysis, new: Analysis, basis: str = "typical") -> Diff:
-    """Compare two analysed runs; ``basis`` is what the verdict compares (``BASES``)."""
+    """Compare two analysed runs; ``basis`` is what the verdict compares (``BASES``): the
+    typical or mean step when both have a framework step, else the iteration."""
     if basis not in BASES:
         raise ValueError(f"unknown basis {basis!r} (typical or mean)")
     bs, ns = side_of(base), side_of(new)
     d = Diff(bs, ns, basis=basis)
+    if bs.step is not None and ns.step is not None:
+        d.unit = "step"
+        d.phases = _phase_rows(bs.step, ns.step)
+        d.ops = _op_rows(base, new)
+        d.steps = _step_rows(bs.step, ns.step)
+    elif bs.step is not None or ns.step is not None:
+        which = "BASE" if bs.step is not None else "NEW"
+        d.notes.append(
+            f"only {which} has a profiler trace or table with steps: the oneDNN typical "
+            "iterations are compared"
+        )
     d.kinds = _kind_rows(base, new, bs, ns)
     d.primitives = _primitive_rows(base, new)
     for i in range(max(len(bs.iteration_ms), len(ns.iteration_ms))):
@@ -262,4 +444,14 @@ def diff_analyses(base: Analysis, new: Analysis, basis: str = "typical") -> Diff
     return d
 
 
-__all__ = ["BASES", "Diff", "Side", "diff_analyses", "ratio", "side_of"]
+__all__ = [
+    "BASES",
+    "UNITS",
+    "Diff",
+    "Side",
+    "StepSide",
+    "diff_analyses",
+    "ratio",
+    "side_of",
+    "step_side_of",
+]

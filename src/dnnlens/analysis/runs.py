@@ -1,16 +1,35 @@
-"""Which inputs are one run: several logs are several runs unless they are parts of one.
+"""Which inputs are one run: several logs, traces or tables are several runs unless they are
+parts of one.
 
 ``dnnlens analyze a.log b.log`` used to blend two runs into one typical iteration (and an
-int8 log beside f32 logs into a dtype-conversion finding). Each input is now a run of its
-own, except inputs that are parts of one run:
+int8 log beside f32 logs into a dtype-conversion finding); two profiler traces were one run
+whose view was the first trace's. Each input is now a run of its own, except inputs that
+are parts of one run:
 
-* **ranks**: file names that differ only in a rank number (``train.rank0.log`` and
+* **ranks**: log names that differ only in a rank number (``train.rank0.log`` and
   ``train.rank1.log``, ``rank_0/run.log`` and ``rank_1/run.log``, ``log-r3.txt``);
-* **rotated logs**: a log and its rotations (``run.log``, ``run.log.1``, ``run.log.2.gz``).
+* **rotated logs**: a log and its rotations (``run.log``, ``run.log.1``, ``run.log.2.gz``);
+* **a profiler trace or table file and the verbose log of the same run**, paired
+  (:func:`pair_framework`), in this order:
 
-``--combine`` makes all inputs one run. A profiler trace or table file goes with the run
-whose log name shares the longest prefix with its own (``profile_nchw_infer.trace.json``
-with ``profile_nchw_infer.log``), or with the only run there is.
+  1. *by time*: a trace whose profiled span (``baseTimeNanoseconds`` + ``ts``, epoch ms)
+     overlaps the span of a log run's ``ONEDNN_VERBOSE_TIMESTAMP`` timestamps (the same
+     clock) goes with that run (the largest overlap when it overlaps several); a trace and
+     a log that both have times and do not overlap are never one run, whatever their names;
+  2. *by name*: else a trace or table file whose stem (the name without its directory and
+     ``.trace``/``.table``/``.pt``/``.json``/``.log``/``.txt`` and compression suffixes) is
+     the stem of a log run's log (``profile_nchw_infer.trace.json`` and
+     ``profile_nchw_infer.log``), the log in the same directory first; two equally good
+     logs pair with neither;
+  3. *the only one*: else, when the inputs are one log run and one trace or table file,
+     those two.
+
+  A run holds at most one trace file (the framework view is made of one trace), and the
+  table files of its stem (a plain and a ``group_by_input_shape`` table of one profile);
+  trace and table files of one stem with no log are one run too. Tables printed inside a
+  log belong to that log's run.
+
+``--combine`` makes all inputs one run.
 """
 
 from __future__ import annotations
@@ -18,7 +37,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from dnnlens.analysis.columns import category_mask
 from dnnlens.model import ParsedLog
@@ -28,15 +50,35 @@ _RANK = re.compile(r"(?i)(rank|_r|-r|\.r)[-_]?(\d+)")
 #: A rotation suffix: ``.1``, ``.2.gz`` after the log's own name.
 _ROTATION = re.compile(r"\.(\d+)((?:\.gz|\.bz2|\.xz)?)$")
 _COMPRESSED = re.compile(r"\.(gz|bz2|xz)$")
+#: Suffixes that say what a file is, not which run: cut from a name to get its stem.
+_KIND_SUFFIX = re.compile(
+    r"(?i)\.(gz|bz2|xz|json|log|txt|out|trace|table|shapes|pt|prof|profile|verbose|onednn)$"
+)
+
+#: A time span in epoch milliseconds, or None for an input without times.
+Span = tuple[float, float] | None
 
 
 @dataclass(frozen=True)
 class Run:
-    """One run: its name and the input paths it is made of, in the order given."""
+    """One run: its name and the input paths it is made of (its logs in the order given,
+    then its trace and table files, which are also in ``framework``).
+
+    ``how`` says why its logs are one run ("file", "ranks", "rotated", "combined"; "trace"
+    for a run of profiler files alone); ``paired`` how its trace or table file was paired
+    with its logs ("time", "name", "only"; "" when it has none or no logs).
+    """
 
     name: str
     paths: tuple[str, ...]
-    how: str  # "file", "ranks", "rotated" or "combined"
+    how: str
+    framework: tuple[str, ...] = ()
+    paired: str = ""
+
+    @property
+    def logs(self) -> tuple[str, ...]:
+        """The verbose logs of the run (its paths that are not trace or table files)."""
+        return tuple(p for p in self.paths if p not in self.framework)
 
 
 def run_key(path: str) -> tuple[str, str]:
@@ -51,8 +93,19 @@ def run_key(path: str) -> tuple[str, str]:
     return base, "file"
 
 
+def stem(path: str) -> str:
+    """The name of ``path`` without its directory and the suffixes that say what kind of
+    file it is (``profile_nchw_infer.trace.json`` -> ``profile_nchw_infer``)."""
+    name = os.path.basename(path)
+    while True:
+        cut = _KIND_SUFFIX.sub("", name)
+        if cut == name or not cut:
+            return name
+        name = cut
+
+
 def group_runs(paths: list[str], combine: bool = False) -> list[Run]:
-    """The runs of some input paths (module docstring), in the order of their first input."""
+    """The runs of some log paths (module docstring), in the order of their first input."""
     if not paths:
         return []
     if combine or len(paths) == 1:
@@ -76,30 +129,141 @@ def group_runs(paths: list[str], combine: bool = False) -> list[Run]:
     return runs
 
 
-def _common_prefix(a: str, b: str) -> int:
-    a, b = os.path.basename(a), os.path.basename(b)
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
+# -- pairing profiler files with logs ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FrameworkFile:
+    """A trace or table file among the inputs, with its profiled span (traces only)."""
+
+    path: str
+    kind: str  # "trace" or "table"
+    span: Span = None
+
+
+def _overlap(a: Span, b: Span) -> float | None:
+    """How long two spans overlap (ms, 0 when they touch); None when they do not, or
+    when either is unknown (``nan`` is returned then: no contradiction)."""
+    if a is None or b is None:
+        return float("nan")
+    start, end = max(a[0], b[0]), min(a[1], b[1])
+    return end - start if start <= end else None
+
+
+def _score(f: FrameworkFile, run: Run, span: Span) -> tuple[int, float, int, int] | None:
+    """How well ``f`` fits ``run`` (higher is better), None when it cannot be its file."""
+    overlap = _overlap(f.span, span)
+    if overlap is None:  # both have times and they do not meet: two runs
+        return None
+    timed = overlap == overlap  # not nan
+    same_stem = any(stem(p) == stem(f.path) for p in run.paths)
+    if not (timed or same_stem):
+        return None
+    same_dir = any(os.path.dirname(p) == os.path.dirname(f.path) for p in run.paths)
+    return (int(timed), overlap if timed else 0.0, int(same_stem), int(same_dir))
+
+
+def pair_framework(
+    runs: Sequence[Run], files: Sequence[FrameworkFile], spans: Sequence[Span] = ()
+) -> list[Run]:
+    """The log ``runs`` with their trace and table ``files`` (module docstring), then the
+    files that pair with no log as runs of their own. ``spans``: each run's timestamps."""
+    spans = list(spans) or [None] * len(runs)
+    held: list[list[tuple[FrameworkFile, str]]] = [[] for _ in runs]  # (file, how paired)
+    alone: list[FrameworkFile] = []
+    for f in files:
+        scored = [
+            (s, i)
+            for i, run in enumerate(runs)
+            if not (f.kind == "trace" and any(g.kind == "trace" for g, _ in held[i]))
+            and (s := _score(f, run, spans[i])) is not None
+        ]
+        scored.sort(key=lambda x: x[0], reverse=True)
+        if scored and (len(scored) == 1 or scored[0][0] > scored[1][0]):
+            best, i = scored[0]
+            held[i].append((f, "time" if best[0] else "name"))
+        else:
+            alone.append(f)
+    if len(runs) == 1 and len(files) == 1 and alone:  # the only log and the only file
+        if _overlap(files[0].span, spans[0]) is not None:
+            held[0].append((files[0], "only"))
+            alone = []
+    out = []
+    for run, mine in zip(runs, held, strict=True):
+        if not mine:
+            out.append(run)
+            continue
+        paths = tuple(f.path for f, _ in mine)
+        how = ", ".join(dict.fromkeys(h for _, h in mine))
+        out.append(dataclasses.replace(run, paths=run.paths + paths, framework=paths, paired=how))
+    groups: dict[tuple[str, str], list[FrameworkFile]] = {}
+    for f in alone:  # a trace and a table file of one stem: one run
+        key = (os.path.dirname(f.path), stem(f.path))
+        group = groups.setdefault(key, [])
+        if f.kind == "trace" and any(g.kind == "trace" for g in group):
+            key = (key[0], f.path)  # a second trace of the stem: a run of its own
+            group = groups.setdefault(key, [])
+        group.append(f)
+    for group in groups.values():
+        paths = tuple(g.path for g in group)
+        out.append(Run(os.path.basename(paths[0]), paths, "trace", paths))
+    return out
+
+
+def _log_span(log: ParsedLog, paths: Sequence[str]) -> Span:
+    """The first and last ``ONEDNN_VERBOSE_TIMESTAMP`` of some inputs' events, epoch ms."""
+    events = log.events
+    if not len(events) or "timestamp_ms" not in events:
+        return None
+    mask = category_mask(events["input"], set(paths).__contains__)
+    stamps = events["timestamp_ms"].to_numpy()[mask]
+    stamps = stamps[np.isfinite(stamps)]
+    return (float(stamps.min()), float(stamps.max())) if len(stamps) else None
+
+
+def _trace_span(trace: object) -> Span:
+    """A trace's profiled span in epoch ms, None without a base time."""
+    window = getattr(trace, "window_us", None)
+    base = getattr(trace, "base_time_ms", None)
+    if window is None or base is None:
+        return None
+    return (base + window[0] / 1e3, base + window[1] / 1e3)
+
+
+def find_runs(log: ParsedLog, combine: bool = False) -> list[Run]:
+    """The runs of everything ``log`` was read from: its verbose logs (inputs with at
+    least one verbose line) grouped by :func:`group_runs`, with their trace and table
+    files paired by :func:`pair_framework`. An input without any verbose line that is no
+    profiler file (empty, program output only) is in no run: the first run's report
+    lists it."""
+    logs = [s.path for s in log.scans if s.parsed]
+    fw = log.framework
+    files = [FrameworkFile(t.path, "trace", _trace_span(t)) for t in fw.traces] if fw else []
+    seen = set(logs)
+    for table in fw.tables if fw is not None else []:
+        if table.source not in seen:  # a table file, not a table printed inside a log
+            seen.add(table.source)
+            files.append(FrameworkFile(table.source, "table"))
+    if combine or len(logs) + len(files) <= 1:
+        every = [*logs, *(f.path for f in files)]
+        if not every:
+            return []
+        one = len(every) == 1
+        name = os.path.basename(every[0]) if one else "combined"
+        how = "file" if one else "combined"
+        return [Run(name, tuple(every), how, tuple(f.path for f in files))]
+    runs = group_runs(logs)
+    return pair_framework(runs, files, [_log_span(log, r.paths) for r in runs])
 
 
 def split_log(log: ParsedLog, runs: list[Run]) -> list[ParsedLog]:
-    """One parsed log per run: its inputs' scans, events and diagnostics, and its traces."""
+    """One parsed log per run: its inputs' scans, events and diagnostics, its traces and
+    tables. A run's tables are those printed in its logs and its table files."""
     if len(runs) <= 1:
         return [log]
     out = []
     traces = list(log.framework.traces) if log.framework is not None else []
     tables = list(log.framework.tables) if log.framework is not None else []
-    owner_of = {}
-    for item in [*(t.path for t in traces), *(t.source for t in tables)]:
-        best = max(
-            range(len(runs)),
-            key=lambda i: max(_common_prefix(item, p) for p in runs[i].paths),
-        )
-        owner_of[item] = best
     for i, run in enumerate(runs):
         keep = set(run.paths)
         scans = [s for s in log.scans if s.path in keep]
@@ -107,8 +271,8 @@ def split_log(log: ParsedLog, runs: list[Run]) -> list[ParsedLog]:
         dg_mask = category_mask(log.diagnostics["input"], keep.__contains__)
         framework = None
         if log.framework is not None:
-            mine_traces = [t for t in traces if owner_of[t.path] == i]
-            mine_tables = [t for t in tables if owner_of[t.source] == i]
+            mine_traces = [t for t in traces if t.path in keep]
+            mine_tables = [t for t in tables if t.source in keep]
             if mine_traces or mine_tables:
                 framework = dataclasses.replace(
                     log.framework,

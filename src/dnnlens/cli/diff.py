@@ -1,10 +1,15 @@
 """``dnnlens diff BASE NEW``: what changed between two runs, as text, markdown or JSON.
 
-Each side is analysed exactly as ``dnnlens analyze`` analyses it; the verdict compares the
-typical steady iterations (``--basis mean`` compares total / passes instead). Exit codes: 0
-compared; 1 ``--fail-if-slower`` was given and NEW is slower than BASE by more than that;
-2 usage or input error, including a BASE or NEW that cannot be read or has no primitive
-execution to compare (whatever the other flags).
+Each side is analysed exactly as ``dnnlens analyze`` analyses it, as one run (a glob or a
+directory may hold a verbose log and the profiler trace of the same run). The verdict
+compares what the reports are based on: the typical steps when both sides have a profiler
+trace (or a table with steps), with the phases and ops side by side and the oneDNN
+iterations as a part of the step; else the typical steady iterations. ``--basis mean``
+compares the mean step (all steps' wall time / steps) or total / passes instead. Exit
+codes: 0 compared; 1 ``--fail-if-slower`` was given and NEW is slower than BASE by more than
+that; 2 usage or input error, including a BASE or NEW that cannot be read or has neither
+primitive executions nor a profiler trace or table to compare, and two sides with nothing
+in common to compare (a trace alone against a log alone), whatever the other flags.
 """
 
 from __future__ import annotations
@@ -45,24 +50,28 @@ def parse_percent(text: str) -> float:
 
 
 def diff(
-    base: str = typer.Argument(..., help="The reference log (file, glob, directory or -)."),
-    new: str = typer.Argument(..., help="The log to compare with it."),
+    base: str = typer.Argument(
+        ..., help="The reference run: a log or profiler trace (file, glob, directory or -)."
+    ),
+    new: str = typer.Argument(..., help="The run to compare with it."),
     fmt: DiffFormat = typer.Option(DiffFormat.terminal, "--format", "-f", help="Output format."),
     fail_if_slower: str | None = typer.Option(
         None,
         "--fail-if-slower",
-        help="Exit 1 if NEW is slower than BASE by more than this (5% or 5), per iteration.",
+        help="Exit 1 if NEW is slower than BASE by more than this (5% or 5), per step "
+        "(both sides with a profiler trace) or per iteration.",
     ),
     basis: str = typer.Option(
         "typical",
         "--basis",
         help="What the verdict and --fail-if-slower compare: typical (the typical steady "
-        "iteration, robust to warm-up and outliers) or mean (total / passes).",
+        "step or iteration, robust to warm-up and outliers) or mean (steps' wall time / "
+        "steps, or total / passes).",
     ),
     top: int = typer.Option(15, "--top", min=1, help="Rows per table (terminal, markdown)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
-    """Compare two runs: typical iteration, time per kind, primitives and passes."""
+    """Compare two runs: typical step (phases, ops) or iteration, kinds, primitives, passes."""
     from dnnlens.analysis.analysis import Analysis
     from dnnlens.analysis.diff import BASES, diff_analyses
     from dnnlens.report import diff_report
@@ -84,15 +93,26 @@ def diff(
     for name, spec in (("BASE", base), ("NEW", new)):
         log = load_inputs([spec], quiet)
         problems = list(log.input_errors) + [s.read_error for s in log.scans if s.read_error]
-        if not log.scans or problems:
+        if (not log.scans and log.framework is None) or problems:
             error(f"{name} " + safe("; ".join(p for p in problems if p) or f"{spec}: no input"))
             raise typer.Exit(EXIT_USAGE)
         analysis = Analysis(log).prepare()
-        if analysis.summary.exec_count == 0:
-            error(f"{name} {safe(spec)}: no primitive executions to compare")
+        if analysis.summary.exec_count == 0 and analysis.report_basis.unit != "step":
+            error(
+                f"{name} {safe(spec)}: no primitive executions and no profiler trace or table "
+                "with steps to compare"
+            )
             raise typer.Exit(EXIT_USAGE)
         sides.append(analysis)
     d = diff_analyses(sides[0], sides[1], basis)
+    if d.unit != "step" and not (d.base.exec_count and d.new.exec_count):
+        with_trace = "BASE" if d.base.step is not None else "NEW"
+        other = "NEW" if with_trace == "BASE" else "BASE"
+        error(
+            f"nothing to compare: {with_trace} is a profiler trace without primitive "
+            f"executions, {other} has no profiler trace or table with steps"
+        )
+        raise typer.Exit(EXIT_USAGE)
     if fmt is DiffFormat.json:
         sys.stdout.write(diff_report.render_json(d, limit))
     elif fmt is DiffFormat.markdown:

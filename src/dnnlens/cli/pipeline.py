@@ -132,7 +132,7 @@ CombineOption = Annotated[
     typer.Option(
         "--combine",
         help="Analyse all inputs as one run (by default each input is a run of its own, "
-        "unless it is a rank or a rotation of another).",
+        "unless it is a rank or a rotation of another, or the trace or table of a log's run).",
     ),
 ]
 
@@ -235,16 +235,15 @@ def check_options(options: ReportOptions) -> str | None:
 def _analyses(log: ParsedLog, options: ReportOptions) -> tuple[list[Any], list[Any]]:
     """One analysis per run of ``log`` (:mod:`dnnlens.analysis.runs`), and the runs."""
     from dnnlens.analysis.analysis import Analysis, AnalysisOptions
-    from dnnlens.analysis.runs import group_runs, split_log
+    from dnnlens.analysis.runs import find_runs, split_log
 
-    # an input without any verbose line (empty, program output only) is a note beside the
-    # real logs (listed with the inputs), not a run of its own
-    real = [s.path for s in log.scans if s.parsed]
-    runs = group_runs(real, combine=options.combine)
+    # an input without any verbose line (empty, program output only) that is no profiler
+    # file is a note beside the real inputs (listed with them), not a run of its own
+    runs = find_runs(log, combine=options.combine)
     # a reader's window holds statistics of all inputs together: they can only be one run
     merged = log.window is not None and len(runs) > 1
     if merged:
-        runs = group_runs(real, combine=True)
+        runs = find_runs(log, combine=True)
     if len(runs) > 1:
         parts = split_log(log, runs)
     else:
@@ -261,9 +260,9 @@ def _analyses(log: ParsedLog, options: ReportOptions) -> tuple[list[Any], list[A
         a.notes.extend(notes)
     if merged:
         analyses[0].notes.append(
-            f"{len(real)} inputs were read together as one stream (too large to keep every "
-            "event): they are one run here, its iterations and findings from the last events; "
-            "give each input on its own to see each run"
+            f"{len(runs[0].paths)} inputs were read together as one stream (too large to keep "
+            "every event): they are one run here, its iterations and findings from the last "
+            "events; give each input on its own to see each run"
         )
     return analyses, runs
 

@@ -11,11 +11,29 @@ from dataclasses import dataclass
 from typing import Any
 
 from dnnlens._version import __version__
-from dnnlens.analysis.diff import Diff, Side
+from dnnlens.analysis.diff import Diff, Side, StepSide
 from dnnlens.analysis.training import TrainingStep
 from dnnlens.fmt import ms, ms_cell, pct_cell, speed
 from dnnlens.report.json_report import training_doc
 from dnnlens.report.schema import SCHEMA_VERSION, Row, TrainingDoc, to_plain
+
+
+@dataclass
+class DiffStepDoc:
+    """One run's framework step (a profiler trace or table), as ``analyze`` shows it."""
+
+    path: str
+    method: str
+    steps: int
+    steady_steps: int
+    warmup_steps: int
+    typical_step_ms: float
+    median_step_ms: float
+    mean_step_ms: float | None
+    untracked_ms_per_step: float
+    phases: dict[str, float]
+    onednn_ms_per_step: float | None = None
+    iterations_per_step: int | None = None
 
 
 @dataclass
@@ -33,6 +51,7 @@ class DiffSideDoc:
     steady_median_ms: float | None
     reorder_share_of_iteration: float
     training: TrainingDoc | None = None
+    step: DiffStepDoc | None = None
 
 
 @dataclass
@@ -77,6 +96,32 @@ class DiffDoc:
     implementation_changes: list[Row]
     iterations: list[Row]
     fail_if_slower_pct: float | None = None
+    #: ``step`` when both sides have a framework step (the verdict compares steps), else
+    #: ``iteration``; then ``phases``, ``ops`` and ``steps`` side by side
+    unit: str = "iteration"
+    phases: list[Row] | None = None
+    ops: list[Row] | None = None
+    steps: list[Row] | None = None
+    notes: list[str] | None = None
+
+
+def _step_doc(step: StepSide | None) -> DiffStepDoc | None:
+    if step is None:
+        return None
+    return DiffStepDoc(
+        path=step.path,
+        method=step.method,
+        steps=step.steps,
+        steady_steps=step.steady,
+        warmup_steps=step.warmup,
+        typical_step_ms=step.typical_ms,
+        median_step_ms=step.median_ms,
+        mean_step_ms=step.mean_ms,
+        untracked_ms_per_step=step.untracked_ms,
+        phases=dict(step.phases),
+        onednn_ms_per_step=step.onednn_ms,
+        iterations_per_step=step.iterations_per_step,
+    )
 
 
 def _side_doc(side: Side) -> DiffSideDoc:
@@ -92,6 +137,7 @@ def _side_doc(side: Side) -> DiffSideDoc:
         steady_median_ms=side.steady_median_ms,
         reorder_share_of_iteration=side.reorder_share,
         training=training_doc(side.training),
+        step=_step_doc(side.step),
     )
 
 
@@ -139,6 +185,11 @@ def diff_doc(d: Diff, fail_if_slower: float | None = None) -> DiffDoc:
         implementation_changes=d.with_status("changed"),
         iterations=d.iterations,
         fail_if_slower_pct=None if fail_if_slower is None else 100.0 * fail_if_slower,
+        unit=d.unit,
+        phases=d.phases if d.unit == "step" else None,
+        ops=d.ops if d.unit == "step" else None,
+        steps=d.steps if d.unit == "step" else None,
+        notes=list(d.notes),
     )
 
 
@@ -159,8 +210,15 @@ def _delta(base: float | None, new: float | None) -> str:
 
 
 def verdict(d: Diff) -> str:
-    """One sentence: faster or slower, by how much, on which basis."""
+    """One sentence: faster or slower, by how much, on which basis; for steps, the phase
+    and the op that changed most."""
     b, n = d.compared_ms()
+    if d.unit == "step":
+        return (
+            f"NEW is {speed(d.speedup)} {d.basis_text}: {ms(b)} -> {ms(n)} ({_delta(b, n)})"
+            + "".join(f"; {part}" for part in largest_changes(d))
+            + "."
+        )
     if d.base.exec_count == 0 or d.new.exec_count == 0:
         which = (
             "Neither run has"
@@ -175,8 +233,60 @@ def verdict(d: Diff) -> str:
     )
 
 
+def largest_changes(d: Diff) -> list[str]:
+    """The phase and the op (by self time per step) that changed most, and oneDNN's part
+    of the step, in words (steps only)."""
+    out = []
+    if d.phases:
+        p = max(d.phases, key=lambda r: abs(r["delta_ms"]))
+        out.append(
+            f"largest phase change {p['phase']} {ms(p['base_ms_per_step'])} -> "
+            f"{ms(p['new_ms_per_step'])} ({_delta(p['base_ms_per_step'], p['new_ms_per_step'])})"
+        )
+    if d.ops:
+        o = d.ops[0]
+        what = {"appeared": " (only in NEW)", "vanished": " (only in BASE)"}.get(o["status"], "")
+        calls = (
+            f", {o['base_calls_per_step']:g} -> {o['new_calls_per_step']:g} calls"
+            if o["base_calls_per_step"] != o["new_calls_per_step"]
+            else ""
+        )
+        out.append(
+            f"largest op change {o['name']}{what}: self {ms(o['base_self_ms_per_step'])} -> "
+            f"{ms(o['new_self_ms_per_step'])} per step{calls}"
+        )
+    bs, ns = d.base.step, d.new.step
+    if bs is not None and ns is not None and (bs.onednn_ms is not None or ns.onednn_ms is not None):
+        out.append(f"oneDNN {ms(bs.onednn_ms)} -> {ms(ns.onednn_ms)} of the step")
+    return out
+
+
+def _steps_text(st: StepSide) -> str:
+    """A side's steps in words: steady and warm-up steps of a trace, a table's window."""
+    if st.method == "table_window":
+        return "a key_averages table: its profiled window is one step (totals)"
+    if st.from_table:
+        return f"{st.steps} steps of a key_averages table (totals / steps)"
+    return (
+        f"{st.steady} steady of {st.steps} steps ({st.warmup} warm-up), "
+        f"median step {ms(st.median_ms)}"
+    )
+
+
 def steady_line(d: Diff) -> str:
-    """The steady passes of both runs: counts, warm-up left out, and pass-sum medians."""
+    """The steady passes (or steps) of both runs: counts, warm-up left out, and medians."""
+    if d.unit == "step":
+        parts = []
+        for name, side in (("BASE", d.base), ("NEW", d.new)):
+            st = side.step
+            assert st is not None
+            parts.append(f"{name} {_steps_text(st)}")
+        bs, ns = d.base.step, d.new.step
+        assert bs is not None and ns is not None
+        other = "mean" if d.basis == "typical" else "typical"
+        b = bs.mean_ms if other == "mean" else bs.typical_ms
+        n = ns.mean_ms if other == "mean" else ns.typical_ms
+        return "; ".join(parts) + f". By the {other} step: {ms(b)} -> {ms(n)} ({_delta(b, n)})."
     parts = []
     for name, s in (("BASE", d.base), ("NEW", d.new)):
         parts.append(
@@ -197,8 +307,105 @@ def _layouts(names: list[str]) -> str:
     return " | ".join(names) or "-"
 
 
-def sections(d: Diff, top: int) -> list[tuple[str, list[str], list[list[str]], str]]:
-    """(title, header, rows, caption) of every table, shared by terminal and markdown."""
+Section = tuple[str, list[str], list[list[str]], str]
+
+
+def step_sections(d: Diff, top: int) -> list[Section]:
+    """The framework step's tables (both sides have one): the step, its phases, the ops
+    with the largest changes of self time per step, and the steps side by side."""
+    bs, ns = d.base.step, d.new.step
+    if d.unit != "step" or bs is None or ns is None:
+        return []
+
+    def pair(b: float | None, n: float | None) -> list[str]:
+        return [f"{ms_cell(b)} -> {ms_cell(n)}", _delta(b, n)]
+
+    rows = [
+        ["typical step", *pair(bs.typical_ms, ns.typical_ms)],
+        ["median step (wall)", *pair(bs.median_ms, ns.median_ms)],
+        ["mean step (wall, all steps)", *pair(bs.mean_ms, ns.mean_ms)],
+        ["outside any op", *pair(bs.untracked_ms, ns.untracked_ms)],
+    ]
+    if bs.onednn_ms is not None or ns.onednn_ms is not None:
+        rows.append(["oneDNN part", *pair(bs.onednn_ms, ns.onednn_ms)])
+    tables = {side.from_table for side in (bs, ns)}  # how each side's typical step is made
+    words = " and ".join(
+        text
+        for text, table in (
+            ("calls per steady step x median duration, summed", False),
+            ("a table's totals / steps", True),
+        )
+        if table in tables
+    )
+    cap = (
+        f"steps: {bs.steps} ({bs.method.replace('_', ' ')}) -> {ns.steps} "
+        f"({ns.method.replace('_', ' ')}); typical step: {words} (docs/framework.md)"
+    )
+    out: list[Section] = [("Framework step", ["", "ms/step", "change"], rows, cap)]
+    rows = [
+        [
+            p["phase"],
+            f"{ms_cell(p['base_ms_per_step'])} -> {ms_cell(p['new_ms_per_step'])}",
+            _delta(p["base_ms_per_step"], p["new_ms_per_step"]),
+            f"{pct_cell(p['base_share'])} -> {pct_cell(p['new_share'])}",
+        ]
+        for p in d.phases
+    ]
+    out.append(("Phases per typical step", ["phase", "ms/step", "change", "share"], rows, ""))
+    shown = d.ops[:top]
+    rows = [
+        [
+            o["name"] + {"appeared": " (new)", "vanished": " (gone)"}.get(o["status"], ""),
+            o["phase"],
+            f"{o['base_calls_per_step']:g} -> {o['new_calls_per_step']:g}",
+            f"{ms_cell(o['base_self_ms_per_step'])} -> {ms_cell(o['new_self_ms_per_step'])}",
+            _delta(o["base_self_ms_per_step"], o["new_self_ms_per_step"]),
+        ]
+        for o in shown
+    ]
+    gone = sum(1 for o in d.ops if o["status"] == "vanished")
+    new = sum(1 for o in d.ops if o["status"] == "appeared")
+    cap = f"{len(d.ops)} op names ({gone} only in BASE, {new} only in NEW)" + (
+        f"; {len(d.ops) - top} more in --format json" if len(d.ops) > top else ""
+    )
+    out.append(
+        (
+            "Ops by self time per step, largest changes first",
+            ["op", "phase", "calls", "self ms", "change"],
+            rows,
+            cap,
+        )
+    )
+    steps = d.steps if len(d.steps) <= top else d.steps[: top // 2] + d.steps[-(top - top // 2) :]
+    rows = [
+        [
+            str(st["step"]) + (" (warm-up)" if st["warmup"] else ""),
+            ms_cell(st["base_ms"]),
+            ms_cell(st["new_ms"]),
+            _delta(st["base_ms"], st["new_ms"]),
+        ]
+        for st in steps
+    ]
+    cap = f"{len(d.steps)} steps, wall time" + (
+        "" if len(d.steps) <= top else ", first and last shown"
+    )
+    out.append(("Per step", ["step", "base ms", "new ms", "change"], rows, cap))
+    return out
+
+
+def sections(d: Diff, top: int) -> list[Section]:
+    """(title, header, rows, caption) of every table, shared by terminal and markdown:
+    the framework step's first when both sides have one, the oneDNN tables when either
+    side has primitive executions."""
+    out = step_sections(d, top)
+    if d.has_onednn:
+        part = " (oneDNN)" if d.unit == "step" else ""
+        out += [(title + part, *rest) for title, *rest in _onednn_sections(d, top)]
+    return out
+
+
+def _onednn_sections(d: Diff, top: int) -> list[Section]:
+    """The oneDNN tables: kinds, primitives that vanished, appeared or changed, passes."""
     out = []
     head = ["kind", "count", "total ms", "change", "share", "typical iteration ms"]
     rows = [
@@ -344,6 +551,18 @@ def _training_section(d: Diff) -> tuple[str, list[str], list[list[str]], str] | 
     return ("Training step", ["part", "ms/step", "change", "share"], rows, cap)
 
 
+def side_text(s: Side) -> str:
+    """What one side is: its steps and typical step, its executions, passes and total."""
+    parts = []
+    if s.step is not None and s.step.method == "table_window":
+        parts.append(f"a profiled window of {ms(s.step.typical_ms)} (key_averages table)")
+    elif s.step is not None:
+        parts.append(f"{s.step.steps} steps, typical step {ms(s.step.typical_ms)}")
+    if s.exec_count or s.step is None:
+        parts.append(f"{s.exec_count:,} executions, {ms(s.total_ms)}, {s.iterations} passes")
+    return "; ".join(parts)
+
+
 def render_markdown(d: Diff, top: int = 15) -> str:
     """GitHub-flavoured markdown (a PR comment)."""
     from dnnlens.textsafe import markdown_cell as cell
@@ -351,15 +570,14 @@ def render_markdown(d: Diff, top: int = 15) -> str:
     lines = [
         "## dnnlens diff",
         "",
-        f"- BASE: `{cell(d.base.path)}` ({d.base.exec_count:,} executions, "
-        f"{ms(d.base.total_ms)}, {d.base.iterations} passes)",
-        f"- NEW: `{cell(d.new.path)}` ({d.new.exec_count:,} executions, "
-        f"{ms(d.new.total_ms)}, {d.new.iterations} passes)",
+        f"- BASE: `{cell(d.base.path)}` ({cell(side_text(d.base))})",
+        f"- NEW: `{cell(d.new.path)}` ({cell(side_text(d.new))})",
         "",
         f"**{cell(verdict(d))}**",
         "",
         cell(steady_line(d)),
         "",
+        *(f"_note: {cell(n)}_\n" for n in d.notes),
     ]
     for title, head, rows, cap in sections(d, top):
         lines += [f"### {title}", ""]
@@ -384,17 +602,15 @@ def render_terminal(d: Diff, console: Any, top: int = 15) -> None:
     prose(console, steady_line(d))
     names = unique_suffixes([d.base.path, d.new.path])
     for name, s in (("BASE", d.base), ("NEW", d.new)):
-        prose(
-            console,
-            f"{name} {names.get(s.path, s.path)}: {s.exec_count:,} executions, "
-            f"{ms(s.total_ms)}, {s.iterations} passes",
-            indent=2,
-        )
+        prose(console, f"{name} {names.get(s.path, s.path)}: {side_text(s)}", indent=2)
+    for note in d.notes:
+        prose(console, f"note: {note}", style="yellow")
     for title, head, rows, cap in sections(d, top):
         if not rows and title.startswith("Unchanged"):
             continue
-        numeric = {"count", "total ms", "change", "base ms", "new ms", "pass", "ms/step"}
-        FLEX = {"shape", "impl", "layouts", "impl/layouts"}  # noqa: N806
+        numeric = {"count", "total ms", "change", "base ms", "new ms", "pass", "ms/step", "step",
+                   "calls", "self ms"}  # fmt: skip
+        FLEX = {"shape", "impl", "layouts", "impl/layouts", "op"}  # noqa: N806
         grid = Grid(
             title,
             [(h, "right" if h in numeric else "flex" if h in FLEX else "left")

@@ -87,7 +87,8 @@ def _banner(a: Analysis) -> str:
     if top.impact_ms_per_iteration is not None and a.basis_ms(top) > 0:
         width = max(0.5, min(100.0, 100 * share))
         bar = (
-            f'<div class="meter" title="{esc(pct(share))} of the typical {esc(top.basis)}">'
+            f'<div class="meter" title="{esc(pct(share))} of the typical '
+            f'{esc(a.report_basis.unit)}">'
             f'<i style="width:{width:.1f}%"></i></div>'
         )
     cls = "banner" if top.severity != "info" or share >= ALERT_SHARE else "banner ok"
@@ -126,16 +127,32 @@ def _framework_cards(a: Analysis) -> list[tuple[str, str, str, bool]]:
     ]  # fmt: skip
 
 
+def _step_cards(a: Analysis) -> list[tuple[str, str, str, bool]]:
+    """The first card of a report on a step with a verbose log: the step."""
+    fw = a.framework
+    if fw is None or a.report_basis.unit != "step" or not a.summary.exec_count:
+        return []
+    st = fw.to_json()["steps"]
+    return [
+        ("Typical step", ms(fw.typical_step_ms),
+         f"over {st['steady']} steady of {st['count']} steps ({st['warmup']} warm-up): "
+         "the basis of every share", False),
+    ]  # fmt: skip
+
+
 def _cards(a: Analysis) -> str:
     s, st, part = a.summary, a.steady, a.reorder_part
     fw_cards = _framework_cards(a) if not s.exec_count else []
-    cards = fw_cards or [
+    cards = fw_cards or _step_cards(a) + [
         (
-            "Typical iteration",
+            "Typical iteration" + (" (oneDNN)" if a.report_basis.unit == "step" else ""),
             ms(a.typical_iteration_ms),
-            f"over {st.divisor} steady of {st.passes} passes ({st.warmup_left_out} warm-up)"
-            if st.found
-            else "no repeating iteration: the whole log",
+            (f"{verdict_text.onednn_part(a)}; " if a.report_basis.unit == "step" else "")
+            + (
+                f"over {st.divisor} steady of {st.passes} passes ({st.warmup_left_out} warm-up)"
+                if st.found
+                else "no repeating iteration: the whole log"
+            ),
             False,
         ),
         (
@@ -201,8 +218,8 @@ def _findings(a: Analysis) -> str:
         )
     texts = evidence_text(findings)
     out = [
-        '<p class="note">Most costly first: by the time per typical iteration each one '
-        "accounts for; findings that are not about time follow, most severe first.</p>"
+        f'<p class="note">Most costly first: by the time per typical {a.report_basis.unit} '
+        "each one accounts for; findings that are not about time follow, most severe first.</p>"
     ]
     for i, x in enumerate(findings, 1):
         sev = x.severity if x.severity in ("error", "warning", "info") else "info"
@@ -718,12 +735,18 @@ def render_html(analysis: Analysis) -> str:
     return _page(_names(analysis), _body(analysis))
 
 
+def _steady_count(a: Analysis) -> int:
+    """Steady steps of a report on a step, steady passes otherwise."""
+    fw = a.framework
+    return fw.steady_count if fw is not None and a.report_basis.unit == "step" else a.steady.divisor
+
+
 def render_runs(analyses: list[Analysis], runs: list[Any]) -> str:
     """Several runs on one page: an overview that names each run's first finding, then
     each run's report (its anchors prefixed with the run's number)."""
     rows = [
-        "<table><tr><th>run</th><th>inputs</th><th class=n>typical iteration</th>"
-        "<th class=n>steady passes</th><th>fix first</th></tr>"
+        "<table><tr><th>run</th><th>inputs</th><th class=n>typical step or iteration</th>"
+        "<th class=n>steady steps or passes</th><th>fix first</th></tr>"
     ]
     parts: list[str] = []
     for i, (a, run) in enumerate(zip(analyses, runs, strict=True), 1):
@@ -737,8 +760,8 @@ def render_runs(analyses: list[Analysis], runs: list[Any]) -> str:
         rows.append(
             f'<tr><td><a href="#run-{i}">{esc(run.name)}</a></td>'
             f"<td>{len(run.paths)} ({esc(run.how)})</td>"
-            f"<td class=n>{esc(ms(a.typical_iteration_ms))}</td>"
-            f"<td class=n>{a.steady.divisor}</td><td>{first}</td></tr>"
+            f"<td class=n>{esc(ms(a.report_basis.ms))} per {esc(a.report_basis.unit)}</td>"
+            f"<td class=n>{_steady_count(a)}</td><td>{first}</td></tr>"
         )
         body = "\n".join(_body(a)).replace('id="', f'id="r{i}-').replace('href="#', f'href="#r{i}-')
         parts.append(f'<div class="run" id="run-{i}"><h1>{i}. {esc(run.name)}</h1>{body}</div>')
@@ -748,6 +771,7 @@ def render_runs(analyses: list[Analysis], runs: list[Any]) -> str:
         f"{len(runs)} runs",
         "".join(rows)
         + '<p class="note">Each input is a run of its own unless it is part of one (ranks, '
-        "rotated logs); --combine makes them one.</p>",
+        "rotated logs, a profiler trace or table and the log of its run); --combine makes "
+        "them one.</p>",
     )
     return _page(f"{len(runs)} runs", [overview, *parts])

@@ -84,7 +84,9 @@ def finding_doc(f: Finding, analysis: Analysis) -> s.FindingDoc:
         data=dict(f.data),
         fix=f.fix,
         impact_ms_per_iteration=impact,
-        share_of_iteration=analysis.share_of(f),
+        share_of_iteration=analysis.own_share(f),
+        impact_ms_per_basis=analysis.impact_per_basis(f),
+        share_of_basis=analysis.share_of(f),
     )
 
 
@@ -174,6 +176,7 @@ def report_doc(analysis: Analysis) -> s.ReportDoc:
         framework=analysis.framework.to_json() if analysis.framework is not None else None,
         training=training_doc(analysis.training),
         machine=analysis.machine.to_json() if analysis.primitives else None,
+        basis=s.BasisDoc(**analysis.report_basis.to_json()),
     )
 
 
@@ -184,6 +187,7 @@ def runs_doc(analyses: list[Analysis], runs: list[Any], log: Any = None) -> s.Ru
     for analysis, run in zip(analyses, runs, strict=True):
         doc = report_doc(analysis)
         doc.run_name, doc.run_inputs = run.name, run.how
+        doc.run_paths, doc.run_paired = list(run.paths), getattr(run, "paired", "")
         docs.append(doc)
     if log is not None:
         inputs = [input_doc(scan, log.reasons) for scan in log.scans]

@@ -117,7 +117,10 @@ class FindingDoc:
     ``impact_ms_per_iteration``: the steady time per iteration it accounts for (``None``
     where the finding is not about time); ``share_of_iteration`` that over its ``basis``:
     the typical iteration (``iteration``), or for a framework finding the profiler trace's
-    typical step (``step``). ``findings`` are in report order: highest impact first.
+    typical step (``step``). ``impact_ms_per_basis`` and ``share_of_basis`` are the same
+    in the report's one basis (:class:`BasisDoc`), as the text shows them: in a report on
+    a step, a oneDNN finding's impact counts once per typical iteration of the step.
+    ``findings`` are in report order: highest impact first.
     """
 
     rule: str
@@ -131,6 +134,27 @@ class FindingDoc:
     fix: str
     impact_ms_per_iteration: float | None
     share_of_iteration: float | None
+    impact_ms_per_basis: float | None = None
+    share_of_basis: float | None = None
+
+
+@dataclass
+class BasisDoc:
+    """What every share of the report's text is a part of (one basis per report).
+
+    ``unit`` is ``step`` with a profiler trace or table (``typical_ms`` its typical step;
+    oneDNN's part of it ``onednn_ms_per_step`` = ``iterations_per_step`` x
+    ``onednn_iteration_ms``, the step's linked executions over a typical iteration's,
+    rounded, or one when nothing was linked: ``iterations_per_step_from``), else
+    ``iteration`` (``typical_ms`` the oneDNN typical iteration).
+    """
+
+    unit: str
+    typical_ms: float
+    onednn_iteration_ms: float | None = None
+    iterations_per_step: int | None = None
+    onednn_ms_per_step: float | None = None
+    iterations_per_step_from: str | None = None
 
 
 @dataclass
@@ -320,6 +344,10 @@ class ReportDoc:
     #: (``file``, ``ranks``, ``rotated``, ``combined``).
     run_name: str | None = None
     run_inputs: str | None = None
+    #: With several runs: the run's input paths, and how its trace or table file was
+    #: paired with its logs (``time``, ``name``, ``only``; "" for none).
+    run_paths: list[str] | None = None
+    run_paired: str | None = None
     training: TrainingDoc | None = None
     #: The machine every peak and efficiency is measured against, with how its clock and
     #: bandwidth are known (:meth:`dnnlens.analysis.machine.Machine.to_json`).
@@ -328,6 +356,7 @@ class ReportDoc:
     #: ``steps`` (passes, warm-up, the typical step), ``phases``, ``ops``, ``threads``,
     #: ``aten_outside_onednn``, and with a verbose log ``primitives`` and ``link``.
     framework: dict[str, Any] | None = None
+    basis: BasisDoc | None = None
 
 
 @dataclass

@@ -43,22 +43,55 @@ def _table(title: str, columns: list[tuple[str, str]], caption: str = "") -> Gri
 # the verdict
 
 
+def _about(a: Analysis, names: dict[str, str]) -> str:
+    """What the report is about, in one line: the inputs and the report's basis (the
+    trace's typical step, oneDNN's part of it; or the oneDNN typical iteration)."""
+    s, st, b, fw = a.summary, a.steady, a.report_basis, a.framework
+    logs = ", ".join(names[x.path] for x in a.log.scans)
+    passes = (
+        f"{st.passes:,} passes ({st.warmup_left_out} warm-up)"
+        if st.found
+        else "no repeating iteration"
+    )
+    profile = ""
+    if fw is not None:
+        doc = fw.to_json()["steps"]
+        if fw.table is not None:
+            source = fw.table.source
+            what = f"{names.get(source, safe(source))}:{fw.table.line} (profiler table)"
+        else:
+            what = names.get(fw.path, safe(fw.path))
+        profile = (
+            f"{what}: a profiled window of {ms(fw.typical_step_ms)} (no steps)"
+            if fw.step_method == "table_window"
+            else f"{what}: {doc['count']:,} steps ({doc['method'].replace('_', ' ')}, "
+            f"{doc['warmup']} warm-up), typical step {ms(fw.typical_step_ms)}"
+        )
+    if b.unit == "step":
+        if not s.exec_count:
+            return profile
+        return (
+            f"{profile}; {verdict_text.onednn_part(a)}, from {logs}: {s.exec_count:,} "
+            f"primitive executions, {passes}"
+        )
+    if not s.exec_count:
+        return logs or "no input"
+    about = (
+        f"{logs}: {s.exec_count:,} primitive executions, {passes}, typical iteration "
+        f"{ms(a.typical_iteration_ms)}"
+    )
+    if profile:  # a table's window beside the log: its figures are shared out per pass
+        counted = (
+            "counted from the linked executions"
+            if b.linked
+            else "taken as one: no execution was linked to the table"
+        )
+        about += f"; {profile}, {b.iterations_per_step} typical iterations ({counted})"
+    return about
+
+
 def _headline(console: Console, a: Analysis, names: dict[str, str]) -> None:
-    s, st = a.summary, a.steady
-    inputs = ", ".join(names[x.path] for x in a.log.scans) or "no verbose log"
-    if s.exec_count:
-        passes = (
-            f"{st.passes:,} passes ({st.warmup_left_out} warm-up)"
-            if st.found
-            else "no repeating iteration"
-        )
-        about = (
-            f"{inputs}: {s.exec_count:,} primitive executions, {passes}, typical iteration "
-            f"{ms(a.typical_iteration_ms)}"
-        )
-    else:
-        about = inputs
-    prose(console, about, style="bold")
+    prose(console, _about(a, names), style="bold")
     top = a.findings[0] if a.findings else None
     style = _SEVERITY_STYLE.get(top.severity, "") if top is not None else "green"
     console.print()
@@ -154,8 +187,9 @@ def _breakdown(console: Console, a: Analysis) -> None:
         return
     typical = a.typical.by_kind()
     raw = {r["kind"]: r for r in s.by_kind}
+    part = " (oneDNN, a part of the step)" if a.report_basis.unit == "step" else ""
     table = _table(
-        "Typical iteration by kind; raw: sums of all passes",
+        f"Typical iteration by kind{part}; raw: sums of all passes",
         [
             ("kind", "left"),
             ("ms/iter", "right"),
@@ -365,6 +399,7 @@ def render_terminal(
     paths = [s.path for s in a.log.scans]
     if a.log.framework is not None:
         paths += [t.path for t in a.log.framework.traces]
+        paths += [t.source for t in a.log.framework.tables if t.source not in paths]
     names = {p: safe(n) for p, n in unique_suffixes(paths).items()}
     _headline(console, a, names)
     _inputs(console, a, names)
@@ -394,7 +429,7 @@ def render_runs(
     names = unique_suffixes([r.name for r in runs])
     table = _table(
         f"{len(runs)} runs (each input is a run unless it is part of one; --combine joins them)",
-        [("run", "flex"), ("inputs", "right"), ("ms/iter", "right"), ("fix first", "flex")],
+        [("run", "flex"), ("inputs", "right"), ("typical", "right"), ("fix first", "flex")],
     )
     for a, run in zip(analyses, runs, strict=True):
         top_f = a.findings[0] if a.findings else None
@@ -403,7 +438,9 @@ def render_runs(
             if top_f is not None
             else "no finding"
         )
-        table.add_row(names[run.name], str(len(run.paths)), ms_cell(a.typical_iteration_ms), first)
+        b = a.report_basis
+        unit = "step" if b.unit == "step" else "iter"
+        table.add_row(names[run.name], str(len(run.paths)), f"{ms_cell(b.ms)} ms/{unit}", first)
     table.print(console)
     for i, (a, run) in enumerate(zip(analyses, runs, strict=True), 1):
         console.print()

@@ -39,12 +39,24 @@ def _shown(step: TrainingStep) -> list[StepPart]:
     return [p for p in step.parts if p.ms > 0 or p.per_step > 0]
 
 
-def summary_text(step: TrainingStep) -> str:
-    """One sentence: the step, backward over forward, and the weight reorders' part."""
+def _title(analysis: Analysis) -> str:
+    """In a report on the trace's step, this view is oneDNN's part of it: said so."""
+    return "oneDNN's part of the training step" if _in_step(analysis) else TITLE
+
+
+def _in_step(analysis: Analysis) -> bool:
+    return analysis.report_basis.unit == "step"
+
+
+def summary_text(step: TrainingStep, part_of_step: bool = False) -> str:
+    """One sentence: the step, backward over forward, and the weight reorders' part
+    (``part_of_step``: the report's basis is the trace's step, of which this is oneDNN's
+    part)."""
     ratio = step.backward_forward_ratio
     ratio_text = f"{ratio:.2f}" if ratio is not None else "-"
+    what = "oneDNN's typical training step" if part_of_step else "Typical training step"
     return (
-        f"Typical training step {ms(step.step_ms)} over {step.steady_steps} steady steps: "
+        f"{what} {ms(step.step_ms)} over {step.steady_steps} steady steps: "
         f"forward {ms(step.forward_ms)}, backward {ms(step.backward_ms)} (backward/forward "
         f"{ratio_text}, compute only); weight reorders {ms(step.weight_reorder_ms)} "
         f"({pct(step.share(step.weight_reorder_ms))} of the step)."
@@ -57,7 +69,7 @@ def terminal_lines(analysis: Analysis, console: Console) -> None:
     if step is None:
         return
     grid = Grid(
-        f"{TITLE}: the typical steady step by pass and reorder role",
+        f"{_title(analysis)}: the typical steady step by pass and reorder role",
         [("part", "flex"), ("ms/step", "right"), ("share", "right"), ("per step", "right")],
         "parts of the typical iteration: they add up to the step",
     )
@@ -67,7 +79,7 @@ def terminal_lines(analysis: Analysis, console: Console) -> None:
     grid.add_row("step", ms_cell(step.step_ms), "100.0%", f"{total:g}", style="bold")
     console.print()
     grid.print(console)
-    prose(console, summary_text(step))
+    prose(console, summary_text(step, _in_step(analysis)))
 
 
 def html_section(analysis: Analysis) -> str:
@@ -99,11 +111,11 @@ def html_section(analysis: Analysis) -> str:
         f"<th class=n>100.0%</th><th class=n>{esc(f'{total:g}')}</th></tr></table>"
     )
     body = (
-        f'<p class="note">{esc(summary_text(step))} Each part is a sum of terms of the '
-        "typical iteration (per position of a step, its median over the steady steps), so "
-        "the parts add up to the step.</p>"
+        f'<p class="note">{esc(summary_text(step, _in_step(analysis)))} Each part is a sum of '
+        "terms of the typical iteration (per position of a step, its median over the steady "
+        "steps), so the parts add up to the step.</p>"
         + share_bar(segments, label="training step by part")
         + legend([(p.label, PART_COLORS[p.name]) for p in parts])
         + table
     )
-    return f'<section id="training"><h2>{esc(TITLE)}</h2>{body}</section>'
+    return f'<section id="training"><h2>{esc(_title(analysis))}</h2>{body}</section>'

@@ -1,8 +1,11 @@
 """The verdict in words: one sentence per finding, the same in the terminal and the HTML.
 
-A finding's cost is written from the analysis's one typical iteration, so the headline, the
-finding list and the JSON (``impact_ms_per_iteration``, ``share_of_iteration``) say the
-same number.
+A finding's cost is written from the analysis's one basis (:attr:`Analysis.report_basis`):
+the framework view's typical step when a trace or table is there (a oneDNN finding's
+per-iteration impact counted as many times as a step holds typical iterations), else the
+typical iteration. The headline, the finding list and the JSON (``share_of_iteration``, a
+share of the report's basis) say the same number, and :func:`basis_line` says the basis
+once.
 """
 
 from __future__ import annotations
@@ -13,16 +16,34 @@ from dnnlens.fmt import ms, pct
 
 
 def cost(f: Finding, analysis: Analysis) -> str:
-    """``0.67 ms per iteration, 32% of the typical 2.09 ms`` ('' without a time); a
-    framework finding's is per step, of the trace's typical step."""
-    impact = f.impact_ms_per_iteration
+    """``0.67 ms per iteration, 32% of the typical 2.09 ms`` ('' without a time); in a
+    report on a step, ``... per step, 26% of the typical 0.80 ms step``."""
+    impact = analysis.impact_per_basis(f)
     if impact is None:
         return ""
-    unit = "step" if f.basis == "step" else "iteration"
+    basis = analysis.report_basis
     share = analysis.share_of(f)
     if share is None:
-        return f"{ms(impact)} per {unit}"
-    return f"{ms(impact)} per {unit}, {pct(share)} of {analysis.basis_label(f)}"
+        return f"{ms(impact)} per {basis.unit}"
+    return f"{ms(impact)} per {basis.unit}, {pct(share)} of {analysis.basis_label(f)}"
+
+
+def onednn_part(analysis: Analysis) -> str:
+    """``oneDNN: 1.55 ms of the 4.28 ms step`` in a report on a step with a verbose log
+    ('' otherwise), with how many typical iterations a step holds when not one, and when
+    that could not be counted."""
+    b = analysis.report_basis
+    if b.unit != "step" or not b.has_onednn:
+        return ""
+    text = f"oneDNN: {ms(b.onednn_ms_per_step)} of the {ms(b.ms)} step"
+    if b.iterations_per_step != 1:
+        text += (
+            f" ({b.iterations_per_step} typical iterations of {ms(b.onednn_iteration_ms)} "
+            "per step, counted from the linked executions)"
+        )
+    elif not b.linked:
+        text += " (one typical iteration per step assumed: no execution was linked to the ops)"
+    return text
 
 
 def title(f: Finding) -> str:
@@ -33,7 +54,18 @@ def title(f: Finding) -> str:
 def headline(analysis: Analysis) -> str:
     """One sentence that names what to fix first."""
     s = analysis.summary
+    basis = analysis.report_basis
     if not analysis.findings:
+        if basis.unit == "step":
+            fw = analysis.framework
+            steps = fw.steady_count if fw is not None else 0
+            if fw is not None and fw.step_method == "table_window":
+                return f"No findings: no rule fired on the profiled window ({ms(basis.ms)})."
+            plural = "s" if steps != 1 else ""
+            return (
+                f"No findings: no rule fired on {steps:,} steady step{plural} "
+                f"(typical step {ms(basis.ms)})."
+            )
         if s.exec_count == 0:
             return "No oneDNN primitive executions in the input."
         return (
