@@ -304,6 +304,8 @@ class Analysis:
             exec_time=events["time_ms"].to_numpy(dtype=np.float64)[rows],
             exec_steady=self.steady.steady[rows],
             passes=self.steady.divisor,
+            exec_pass=self.steady.iteration[rows],
+            sizes_vary=self.iterations.sizes_vary,
         )
 
     @property

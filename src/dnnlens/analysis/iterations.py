@@ -96,6 +96,9 @@ class InputIterations:
     outside_exec: int = 0
     #: with ``method == "steps"``: the shape of the program's step line (numbers as ``#``)
     step_line: str = ""
+    #: whether regular passes run the template's primitives at other sizes (a batch or
+    #: sequence length that changes from pass to pass)
+    sizes_vary: bool = False
     template: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
 
 
@@ -142,6 +145,12 @@ class Iterations:
         """How the main input's passes were cut (``InputIterations.method``)."""
         main = self.main
         return main.method if main is not None else "none"
+
+    @property
+    def sizes_vary(self) -> bool:
+        """Whether the main input's passes run their primitives at sizes that change."""
+        main = self.main
+        return main.sizes_vary if main is not None else False
 
     @property
     def step_line(self) -> str:
@@ -521,6 +530,15 @@ def _size_cycle(
     return differs
 
 
+def _sizes_vary(s: np.ndarray, segments: np.ndarray) -> bool:
+    """Whether some of these (regular) passes run other records than the first one."""
+    if len(segments) < 2:
+        return False
+    b, e = segments[0]
+    first = s[b:e]
+    return any(not np.array_equal(s[x:y], first) for x, y in segments[1:].tolist())
+
+
 def max_warmup(passes: int) -> int:
     """The most warm-up passes a run of ``passes`` can spare: fewer than it keeps steady.
 
@@ -621,6 +639,7 @@ def _one_input(
         irregular=int((~regular).sum()),
         outside_exec=int(outside),
         template=template,
+        sizes_vary=_sizes_vary(s, segments[regular]),
     )
     return _InputResult(info, segments, exec_pos, regular, warm)
 

@@ -121,6 +121,80 @@ class TypicalIteration:
         return {str(k): float(v) for k, v in sums.sort_values(ascending=False).items()}
 
 
+#: A position whose median is within this many timer ticks (:func:`timer_tick`) is
+#: timed at the timer's resolution: its times are a handful of tick multiples, their median
+#: is off by up to half a tick, and over many such positions (TensorFlow's ``gemm_api``
+#: calls of a microsecond each) that is most of the iteration.
+RESOLUTION_TICKS = 8
+
+
+def _to_median_pass(
+    times: np.ndarray, passes_of: np.ndarray, run: np.ndarray, per: np.ndarray
+) -> np.ndarray:
+    """``run`` scaled so that the terms add up to the median steady pass.
+
+    When the passes' sizes change (a batch or sequence length that varies), a pass costs
+    what its sizes cost, and every position of it moves together: the typical pass is the
+    median pass. Medians taken position by position pick sizes independently and add up
+    to a pass of no size at all; their proportions still say where a pass's time goes.
+    """
+    total = float((per * run).sum())
+    if not total > 0:
+        return run
+    _, index = np.unique(passes_of, return_inverse=True)
+    sums = np.bincount(index, weights=np.nan_to_num(times))
+    return run * (float(np.median(sums)) / total) if len(sums) else run
+
+
+def timer_tick(times: np.ndarray) -> float | None:
+    """The timer's resolution as the times show it: the smallest difference between two
+    distinct times printed (oneDNN's own clock prints multiples of 1/4096 ms, TensorFlow's
+    ``gemm_api`` lines of 1/2048 ms); None with fewer than two distinct times."""
+    distinct = np.unique(times[np.isfinite(times)])
+    if len(distinct) < 2:
+        return None
+    return float(np.diff(distinct).min())
+
+
+def _at_resolution(
+    node: np.ndarray,
+    times: np.ndarray,
+    passes_of: np.ndarray,
+    at: np.ndarray,
+    median: np.ndarray,
+    runs: np.ndarray,
+    run: np.ndarray,
+    per: np.ndarray,
+) -> np.ndarray:
+    """``run`` with the positions timed at the timer's resolution measured together.
+
+    Times a few ticks long only mean something summed: their sum per steady pass, its
+    median over the passes (robust to a pass with spikes, as every median here), shared
+    out over the positions by their summed times. Without such positions, ``run``.
+    """
+    tick = timer_tick(times)
+    if tick is None:
+        return run
+    coarse = (runs >= MIN_RUNS_FOR_MEDIAN) & (median <= RESOLUTION_TICKS * tick)
+    if coarse.sum() < 2:
+        return run
+    in_coarse = np.isin(node, at[coarse])
+    t = np.nan_to_num(times[in_coarse])
+    _, pass_index = np.unique(passes_of[in_coarse], return_inverse=True)
+    steady_passes = max(int(round(float(runs[coarse].max() / per[coarse].max()))), 1)
+    per_pass = np.bincount(pass_index, weights=t, minlength=steady_passes)
+    if len(per_pass) < steady_passes:
+        per_pass = np.concatenate([per_pass, np.zeros(steady_passes - len(per_pass))])
+    typical = float(np.median(per_pass))
+    total = np.bincount(np.searchsorted(at, node[in_coarse]), weights=t, minlength=len(at))
+    whole = float(total[coarse].sum())
+    if not whole > 0:
+        return run
+    out = run.copy()
+    out[coarse] = typical * total[coarse] / whole / per[coarse]
+    return out
+
+
 TERM_COLUMNS = (
     "node", "record", "kind", "impl", "steady_count", "run_ms", "median_ms", "p95_ms",
     "per_iteration", "iter_ms",
@@ -136,8 +210,13 @@ def typical_iteration(
     exec_time: np.ndarray,
     exec_steady: np.ndarray,
     passes: int,
+    exec_pass: np.ndarray | None = None,
+    sizes_vary: bool = False,
 ) -> TypicalIteration:
-    """The typical iteration from the node of every exec row, its time and steady flag."""
+    """The typical iteration from the node of every exec row, its time and steady flag
+    (``exec_pass``: the pass of each exec row, for the positions timed at the timer's
+    resolution, :func:`_at_resolution`, and for passes whose sizes vary,
+    :func:`_to_median_pass`)."""
     node = exec_node[exec_steady]
     t = exec_time[exec_steady]
     if not len(node):
@@ -151,6 +230,10 @@ def typical_iteration(
     run = np.where(runs >= MIN_RUNS_FOR_MEDIAN, median, g.min().to_numpy())
     run = np.where(np.isnan(run), 0.0, run)
     per = runs / max(passes, 1)
+    if exec_pass is not None:
+        run = _at_resolution(node, t, exec_pass[exec_steady], at, median, runs, run, per)
+        if sizes_vary:
+            run = _to_median_pass(t, exec_pass[exec_steady], run, per)
     terms = pd.DataFrame(
         {
             "node": [node_names[i] for i in at],
