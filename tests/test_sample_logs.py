@@ -93,7 +93,9 @@ FAMILY = {
 
 
 def test_every_sample_log_is_counted() -> None:
+    # iterations/ has its own hand counts (tests/test_iteration_recordings.py)
     names = {str(p.relative_to(ROOT)) for p in ROOT.rglob("*.log")}
+    names = {n for n in names if not n.startswith("iterations/")}
     assert names == set(HAND_COUNTS)
 
 
