@@ -19,7 +19,13 @@ The scenarios come in pairs (``*_bad`` / ``*_fixed``), one per framework rule:
 * a FrozenBatchNorm2d made of elementwise ops in training, and the BN folded into the conv;
 * bf16 autocast training (weights cast every step), and the model kept in bf16;
 * a channels_last model fed NCHW input, and fed channels_last input;
-* a DataLoader with a slow ``__getitem__``, and one over precomputed tensors.
+* a DataLoader with a slow ``__getitem__``, and one over precomputed tensors;
+* torchvision's ``FrozenBatchNorm2d`` (per-channel ops on ``[1, C, 1, 1]`` tensors) traced
+  without module frames, and folded; ``nn.BatchNorm2d`` frozen with ``.eval()`` in
+  training; eval-mode BN at inference, and folded by ``torch.fx``.
+
+``plain_good`` is a plain, well-configured training run (trainable ``BatchNorm2d``,
+``SGD(fused=True)``, channels_last model and input): no framework rule may warn on it.
 
 Besides the optimizer pair, every model trains with ``SGD(fused=True)``, so that each pair
 differs in one thing only.
@@ -181,7 +187,185 @@ SCENARIOS = [
         "the same training from a DataLoader over precomputed tensors",
     ),
 ]
+SCENARIOS += [
+    Scenario(
+        "plain_good",
+        "none",
+        "conv net (8 x conv3x3-BatchNorm2d-ReLU, 32-64 ch, batch 16 at 64x64) trained with "
+        "trainable BatchNorm2d, SGD(momentum=0.9, fused=True), model and input in "
+        "channels_last: nothing to fix",
+    ),
+    Scenario(
+        "frozenbn_tv_bad",
+        "aten-normalization",
+        "conv net (4 x conv3x3 8 ch at 128x128, batch 4) whose norms are torchvision's "
+        "FrozenBatchNorm2d (reshapes to [1, C, 1, 1] first, then rsqrt, mul, sub, mul, add), "
+        "trained; no module frames (with_modules off, as most traces)",
+    ),
+    Scenario(
+        "frozenbn_tv_fixed",
+        "aten-normalization",
+        "the same net with each frozen BN folded into the conv before it",
+    ),
+    Scenario(
+        "bneval_train",
+        "aten-normalization",
+        "conv net (4 x conv3x3-BatchNorm2d-ReLU, 16 ch at 64x64, batch 4) trained with its "
+        "BatchNorm2d frozen: .eval() and requires_grad_(False) (native_batch_norm with "
+        "training=False)",
+    ),
+    Scenario(
+        "slowconv_bad",
+        "aten-convolution",
+        "conv net (4 x conv3x3-BatchNorm2d-ReLU, 16 ch at 32x32, batch 4) trained under "
+        "torch.autocast('cpu', dtype=torch.bfloat16) with oneDNN capped at AVX2 "
+        "(ONEDNN_MAX_CPU_ISA=AVX2, set in the child before oneDNN starts): PyTorch finds no "
+        "bfloat16 support and runs the convolutions in aten::_slow_conv2d_forward/_backward",
+    ),
+    Scenario(
+        "slowconv_fixed",
+        "aten-convolution",
+        "the same net trained in float32 under the same cap: oneDNN convolutions",
+    ),
+    Scenario(
+        "bn_infer_bad",
+        "aten-normalization",
+        "conv net (4 x conv3x3-BatchNorm2d-ReLU, 8 ch at 128x128, batch 4) at inference "
+        "(eval, no_grad): every BN a pass of ATen's native_batch_norm",
+    ),
+    Scenario(
+        "bn_infer_fixed",
+        "aten-normalization",
+        "the same net with each BN folded into its conv by torch.fx.experimental.optimization.fuse",
+    ),
+]
 BY_NAME = {s.name: s for s in SCENARIOS}
+
+
+def _conv_bn_net(nn, cin: int, widths: list[int], strides: list[int], norm):  # noqa: ANN001, ANN202
+    """conv3x3 -> norm -> ReLU per width, then global pooling and a linear head."""
+    layers = []
+    for width, stride in zip(widths, strides, strict=True):
+        layers += [nn.Conv2d(cin, width, 3, stride=stride, padding=1), norm(width), nn.ReLU()]
+        cin = width
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, 10))
+
+
+def _tv_frozen_bn(torch, nn):  # noqa: ANN001, ANN202
+    """torchvision.ops.FrozenBatchNorm2d's forward, written out (reshapes first)."""
+
+    class FrozenBatchNorm2d(nn.Module):
+        def __init__(self, n: int) -> None:
+            super().__init__()
+            self.register_buffer("weight", torch.rand(n) + 0.5)
+            self.register_buffer("bias", torch.randn(n))
+            self.register_buffer("running_mean", torch.randn(n))
+            self.register_buffer("running_var", torch.rand(n) + 0.5)
+            self.eps = 1e-5
+
+        def forward(self, x):  # noqa: ANN001, ANN202
+            w = self.weight.reshape(1, -1, 1, 1)
+            b = self.bias.reshape(1, -1, 1, 1)
+            rv = self.running_var.reshape(1, -1, 1, 1)
+            rm = self.running_mean.reshape(1, -1, 1, 1)
+            scale = w * (rv + self.eps).rsqrt()
+            bias = b - rm * scale
+            return x * scale + bias
+
+    return FrozenBatchNorm2d
+
+
+def _fold_frozen(torch, model):  # noqa: ANN001, ANN202
+    """Each frozen norm folded into the conv before it; the norm replaced by Identity."""
+    layers = list(model)
+    with torch.no_grad():
+        for i, layer in enumerate(layers):
+            if type(layer).__name__ != "FrozenBatchNorm2d":
+                continue
+            conv = layers[i - 1]
+            scale = layer.weight * (layer.running_var + layer.eps).rsqrt()
+            conv.weight.mul_(scale.reshape(-1, 1, 1, 1))
+            conv.bias.copy_(layer.bias + (conv.bias - layer.running_mean) * scale)
+            layers[i] = torch.nn.Identity()
+    return torch.nn.Sequential(*layers)
+
+
+def _more_step(name: str):  # noqa: ANN202 - the scenarios added after the first pairs
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    torch.manual_seed(SEED)
+    if name == "plain_good":
+        widths, strides = [32] * 4 + [64] * 4, [2, 1, 1, 1, 2, 1, 1, 1]
+        model = _conv_bn_net(nn, 3, widths, strides, nn.BatchNorm2d)
+        model = model.to(memory_format=torch.channels_last)
+        x = torch.randn(16, 3, 64, 64).contiguous(memory_format=torch.channels_last)
+        y = torch.randint(0, 10, (16,))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
+
+        def step() -> None:
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+
+        return step
+    if name.startswith("frozenbn_tv"):
+        model = _conv_bn_net(nn, 3, [8] * 4, [1] * 4, _tv_frozen_bn(torch, nn))
+        if name.endswith("_fixed"):
+            model = _fold_frozen(torch, model)
+        x, y = torch.randn(4, 3, 128, 128), torch.randint(0, 10, (4,))
+        return _fused_sgd_step(torch, F, model, x, y)
+    if name == "bneval_train":
+        model = _conv_bn_net(nn, 3, [16] * 4, [1] * 4, nn.BatchNorm2d)
+        x, y = torch.randn(4, 3, 64, 64), torch.randint(0, 10, (4,))
+        norms = [m for m in model if isinstance(m, nn.BatchNorm2d)]
+        for m in norms:
+            m.requires_grad_(False)
+        opt = torch.optim.SGD(
+            [p for p in model.parameters() if p.requires_grad], lr=0.01, fused=True
+        )
+
+        def step() -> None:
+            model.train()
+            for m in norms:  # frozen statistics, as detection fine-tuning does
+                m.eval()
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+
+        return step
+    if name.startswith("slowconv"):
+        # read by oneDNN when PyTorch first asks it for bfloat16 support (not yet done here);
+        # set here rather than in Scenario.env, which also asks for a verbose log
+        os.environ["ONEDNN_MAX_CPU_ISA"] = "AVX2"
+        model = _conv_bn_net(nn, 3, [16] * 4, [1] * 4, nn.BatchNorm2d)
+        x, y = torch.randn(4, 3, 32, 32), torch.randint(0, 10, (4,))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, fused=True)
+        bad = name.endswith("_bad")
+
+        def step() -> None:
+            opt.zero_grad()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bad):
+                loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+
+        return step
+    if name.startswith("bn_infer"):
+        model = _conv_bn_net(nn, 3, [8] * 4, [1] * 4, nn.BatchNorm2d).eval()
+        if name.endswith("_fixed"):
+            from torch.fx.experimental.optimization import fuse
+
+            model = fuse(model)
+        x = torch.randn(4, 3, 128, 128)
+
+        def step() -> None:
+            with torch.no_grad():
+                model(x)
+
+        return step
+    raise SystemExit(f"unknown scenario {name}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -382,7 +566,7 @@ def _scenario_step(name: str):  # noqa: C901, ANN202 - one small model per scena
 
         return step
 
-    raise SystemExit(f"unknown scenario {name}")
+    return _more_step(name)
 
 
 def write_tables(prof, name: str, out_dir: Path) -> None:  # noqa: ANN001

@@ -246,3 +246,87 @@ def test_a_key_averages_table_alone():
     assert fw.phases["ms_per_step"].sum() == pytest.approx(fw.typical_step_ms)
     doc = fw.to_json()
     assert doc["steps"]["statistic"] == "totals / steps" and doc["ops"]
+
+
+def test_convolutions_outside_onednn_are_a_fact_of_the_view():
+    """profile_bf16_train.trace.json (bf16 autocast where PyTorch found no bf16 support):
+    in the JSON, 12 ``aten::thnn_conv2d`` (3 at [4, 3, 64, 64] x [16, 3, 3, 3], 6 at
+    [4, 16, 32, 32] x [16, 16, 3, 3], 3 at [4, 16, 32, 32] x [32, 16, 3, 3]) and as many
+    ``aten::_slow_conv2d_backward`` in the 3 steps; the ``aten::_convolution`` above each
+    has ``Input type`` c10::BFloat16, NCHW strides ([16384, 1024, 32, 1] for [4, 16, 32,
+    32]), stride [1, 1] (the [32, 16, 3, 3] one [2, 2]), dilation [1, 1] and groups 1."""
+    fw = view("profile_bf16_train.trace.json")
+    table = fw.slow_convolutions
+    assert len(table) == 6 and fw.steady_count == 3
+    calls = table.groupby("op")["calls_per_step"].sum().to_dict()
+    assert calls == {"aten::thnn_conv2d": 4.0, "aten::_slow_conv2d_backward": 4.0}
+    row = table[
+        (table["op"] == "aten::thnn_conv2d")
+        & (table["weight_dims"].map(str) == str([16, 16, 3, 3]))
+    ]
+    (r,) = row.to_dict("records")
+    assert r["input_dims"] == [4, 16, 32, 32] and r["calls_per_step"] == 2.0
+    assert (r["dtype"], r["layout"], r["stride"], r["dilation"], r["groups"]) == (
+        "bfloat16",
+        "contiguous",
+        [1, 1],
+        [1, 1],
+        1,
+    )
+    assert r["reason"].startswith("bfloat16 input") and "does not record the CPU" in r["reason"]
+    strided = table[table["weight_dims"].map(str) == str([32, 16, 3, 3])]
+    assert set(map(str, strided["stride"])) == {"[2, 2]"}
+    assert list(table["ms_per_step"]) == sorted(table["ms_per_step"], reverse=True)
+    doc = fw.to_json()
+    assert len(doc["convolutions_outside_onednn"]) == 6
+    json.dumps(doc, allow_nan=False)
+    assert view("framework/slowconv_fixed.trace.json.gz").slow_convolutions.empty
+
+
+def test_the_reason_follows_pytorchs_backend_choice():
+    """The float32 rules of PyTorch's ``use_mkldnn`` (a 1x1 convolution with unit stride and
+    a batch under 16; a batch-1 problem of at most 20480 input elements), other dtypes."""
+    from dnnlens.analysis.framework.convs import reason
+
+    one = {"dtype": "float32", "input_dims": [8, 64, 14, 14], "weight_dims": [64, 64, 1, 1]}
+    assert "1x1" in reason({**one, "stride": [1, 1], "dilation": [1, 1], "groups": 1})
+    tiny = {"dtype": "float32", "input_dims": [1, 3, 32, 32], "weight_dims": [8, 3, 3, 3]}
+    assert "this small" in reason({**tiny, "stride": [1, 1], "dilation": [1, 1], "groups": 1})
+    big = {**tiny, "input_dims": [8, 3, 224, 224], "stride": [1, 1], "dilation": [1, 1]}
+    assert "mkldnn.enabled" in reason(big)
+    assert reason({"dtype": "float64"}).startswith("float64 input")
+    assert "record_shapes" in reason({})
+
+
+def test_norms_by_kind():
+    """frozenbn_tv_bad (torchvision's FrozenBatchNorm2d, no module frames): per norm and
+    step 11 forward segments (4 reshapes, add, rsqrt, 2 muls, sub on [1, 8, 1, 1], then the
+    mul and add on [4, 8, 128, 128]), 4 norms: 44 per step, and the MulBackward0 and
+    AddBackward0 nodes of the activation's mul and add (4 each); frozenbn_bad holds the same
+    ops inside its module frames, so none of them counts a second time by shape.
+    bneval_train and bn_infer_bad run native_batch_norm with training=False (its
+    ``Concrete Inputs``), plain_good with True."""
+    fw = view("framework/frozenbn_tv_bad.trace.json.gz")
+    found = fw.norms
+    assert fw.calls_by_name(found.per_channel) == {
+        "aten::reshape": 16.0,
+        "aten::mul": 12.0,
+        "aten::add": 8.0,
+        "aten::rsqrt": 4.0,
+        "aten::sub": 4.0,
+    }
+    assert fw.calls_by_name(found.backward) == {
+        "autograd::engine::evaluate_function: AddBackward0": 4.0,
+        "autograd::engine::evaluate_function: MulBackward0": 4.0,
+    }
+    framed = view("framework/frozenbn_bad.trace.json.gz").norms
+    assert not framed.per_channel.any() and framed.modules.any()
+    kinds = {
+        run: [n["kind"] for n in view(f"framework/{run}.trace.json.gz").to_json()["normalization"]]
+        for run in ("bneval_train", "bn_infer_bad", "plain_good")
+    }
+    assert kinds == {
+        "bneval_train": ["batch norm, eval mode (ATen kernels)"],
+        "bn_infer_bad": ["batch norm, eval mode (ATen kernels)"],
+        "plain_good": ["batch norm, trained (ATen kernels)"],
+    }

@@ -77,9 +77,25 @@ EPOCH_US_THRESHOLD = 1e15
 _WS = re.compile(r"[ \t\n\r]*")
 TRACE_SUFFIXES = (".json", ".json.gz")
 #: Ops whose input types, strides and scalar arguments are kept: the ones that copy or
-#: convert tensors (dtype casts, memory-format changes). Other ops keep their dims only.
+#: convert tensors (dtype casts, memory-format changes), batch norm (its ``training`` flag
+#: and which gradients its backward computes) and convolution (dtype, layout, stride,
+#: dilation and groups say why PyTorch ran one outside oneDNN). Other ops keep their dims.
 ARG_OPS = frozenset(
-    {"aten::to", "aten::_to_copy", "aten::copy_", "aten::contiguous", "aten::clone"}
+    {
+        "aten::to",
+        "aten::_to_copy",
+        "aten::copy_",
+        "aten::contiguous",
+        "aten::clone",
+        "aten::native_batch_norm",
+        "aten::_native_batch_norm_legit",
+        "aten::_native_batch_norm_legit_no_training",
+        "aten::native_batch_norm_backward",
+        "aten::batch_norm_backward",
+        "aten::convolution",
+        "aten::_convolution",
+        "aten::convolution_backward",
+    }
 )
 
 OP_COLUMNS = (

@@ -35,6 +35,32 @@ def _steps_line(doc: dict[str, Any]) -> str:
     )
 
 
+def _facts(doc: dict[str, Any]) -> list[str]:
+    """One line per fact of the view that is no finding by itself: the norms by kind
+    (a batch norm being trained is normal cost), the convolutions outside oneDNN."""
+    lines = []
+    norms = doc.get("normalization") or []
+    if norms:
+        lines.append(
+            "Normalization per step: "
+            + "; ".join(
+                f"{n['kind']}, {n['calls_per_step']:g} per step, {ms(n['ms_per_step'])} "
+                f"({pct(n['share'])}){', foldable' if n['foldable'] else ''}"
+                for n in norms
+            )
+        )
+    convs = doc.get("convolutions_outside_onednn") or []
+    if convs:
+        total = sum(c["ms_per_step"] for c in convs)
+        top = convs[0]
+        lines.append(
+            f"Convolutions outside oneDNN: {len(convs)} kind(s), {ms(total)} per step "
+            f"({pct(sum(c['share'] for c in convs))}); the costliest, {top['op']} "
+            f"{top.get('input_dims') or ''} {top.get('dtype') or ''}: {top['reason']}"
+        )
+    return lines
+
+
 def terminal_lines(analysis: Analysis, console: Any, top: int = 5) -> None:
     """The framework view as a few lines and two small tables."""
     fw = analysis.framework
@@ -62,6 +88,8 @@ def terminal_lines(analysis: Analysis, console: Any, top: int = 5) -> None:
         ops.add_row(o["name"], o["phase"], f"{o['calls_per_step']:g}",
                     ms_cell(o["self_ms_per_step"]), pct_cell(o["self_share"]))  # fmt: skip
     ops.print(console)
+    for line in _facts(doc):
+        prose(console, line)
     for note in doc["notes"]:
         prose(console, f"note: {note}", style="yellow")
 
@@ -110,6 +138,7 @@ def html_section(analysis: Analysis) -> str:
         f"{t['name']}: {ms(t['busy_ms_per_step'])} busy, {ms(t['idle_ms_per_step'])} idle"
         for t in doc.get("threads", [])[:4]
     )
+    facts = "".join(f'<p class="note">{esc(line)}.</p>' for line in _facts(doc))
     notes = "".join(f'<p class="note">{esc(n)}</p>' for n in doc["notes"])
     return (
         f'<section id="framework-view"><h2>{esc(TITLE)}</h2>'
@@ -119,6 +148,7 @@ def html_section(analysis: Analysis) -> str:
         + "".join(rows)
         + aten
         + (f'<p class="note">Threads per step: {esc(threads)}.</p>' if threads else "")
+        + facts
         + notes
         + "</section>"
     )

@@ -2,9 +2,11 @@
 
 Report order is what to fix first: findings that cost time, by the time per typical
 iteration they account for (``impact_ms_per_iteration``), largest first; then findings that
-are not about time (a cache miss, noisy timing, a missing header), most severe first. Ties
-keep the order the rules ran in. Every output (terminal, JSON, HTML, the dataset) shows the
-findings in this order, so "the first finding" means the same everywhere.
+are not about time (a cache miss, noisy timing, a missing header), most severe first; last
+the framework findings graded ``info`` (under 5% of the step: within its step-to-step
+noise, ``rules.builtin._framework``). Ties keep the order the rules ran in. Every output
+(terminal, JSON, HTML, the dataset) shows the findings in this order, so "the first
+finding" means the same everywhere.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ def report_order(findings: list[Finding]) -> list[Finding]:
     """``findings`` in report order (module docstring)."""
     order = {id(f): i for i, f in enumerate(findings)}
 
-    def key(f: Finding) -> tuple[bool, float, int, int]:
+    def key(f: Finding) -> tuple[bool, bool, float, int, int]:
         impact = f.impact_ms_per_iteration
-        return (impact is None, -(impact or 0.0), -severity_rank(f.severity), order[id(f)])
+        noise = f.basis == "step" and f.severity == "info" and impact is not None
+        return (noise, impact is None, -(impact or 0.0), -severity_rank(f.severity), order[id(f)])
 
     return sorted(findings, key=key)
 

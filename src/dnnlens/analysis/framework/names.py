@@ -95,6 +95,9 @@ OPTIMIZER_PER_PARAMETER = frozenset(
 )
 #: Multi-tensor and fused optimizer kernels.
 OPTIMIZER_FUSED = re.compile(r"^aten::_(?:foreach_|fused_)")
+#: Fused optimizer kernels (``_fused_sgd_``, ``_fused_adam_``, ``_fused_adamw_``,
+#: ``_fused_adagrad_``): one call updates every parameter; what runs inside is its own.
+FUSED_OPTIMIZER = re.compile(r"^aten::_fused_")
 
 #: Casts between dtypes (autocast inserts them before every low-precision op).
 CAST_OPS = frozenset({"aten::_to_copy", "aten::copy_"})

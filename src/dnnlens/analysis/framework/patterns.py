@@ -8,78 +8,42 @@ and in ``docs/framework.md``.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
+from dnnlens.analysis.framework.args import (
+    FORMATS,
+    LOW_PRECISION,
+    SCALAR_TYPES,
+    dtype,
+    json_list,
+    memory_format,
+    per_category,
+)
 from dnnlens.analysis.framework.names import (
-    ELEMENTWISE,
-    ELEMENTWISE_BACKWARD,
-    NATIVE_NORMALIZATION,
-    NORM_MODULE,
+    FUSED_OPTIMIZER,
     OPTIMIZER_FUSED,
     OPTIMIZER_PER_PARAMETER,
     OPTIMIZER_STEP_PREFIX,
-    VIEWS,
-    module_class,
 )
+from dnnlens.analysis.framework.norms import Normalization, elementwise_names, normalization
 from dnnlens.analysis.framework.rows import OpRows, propagate
 from dnnlens.analysis.framework.view import FrameworkAnalysis
 
-#: ScalarType codes as printed in ``Concrete Inputs`` and the names of ``Input type``.
-_SCALAR_TYPES = {
-    "0": "uint8",
-    "1": "int8",
-    "2": "int16",
-    "3": "int32",
-    "4": "int64",
-    "5": "float16",
-    "6": "float32",
-    "7": "float64",
-    "11": "bool",
-    "15": "bfloat16",
-}
-_INPUT_TYPES = {
-    "unsigned char": "uint8",
-    "signed char": "int8",
-    "short int": "int16",
-    "int": "int32",
-    "long int": "int64",
-    "c10::Half": "float16",
-    "float": "float32",
-    "double": "float64",
-    "bool": "bool",
-    "c10::BFloat16": "bfloat16",
-}
-LOW_PRECISION = frozenset({"bfloat16", "float16"})
-#: MemoryFormat codes in ``Concrete Inputs``.
-_FORMATS = {"0": "contiguous", "1": "preserve", "2": "channels_last", "3": "channels_last_3d"}
-
-
-def _column_codes(rows: OpRows, column: str) -> tuple[np.ndarray, list[str]]:
-    cat = rows.trace.ops[column]
-    return cat.cat.codes.to_numpy(), [str(c) for c in cat.cat.categories]
-
-
-@lru_cache(maxsize=4096)
-def _json_list(text: str) -> tuple:
-    try:
-        value = json.loads(text) if text else []
-    except ValueError:
-        return ()
-    return tuple(value) if isinstance(value, list) else ()
-
-
-def _per_category(rows: OpRows, column: str, fn) -> np.ndarray:  # noqa: ANN001
-    """``fn`` applied to each distinct text of ``column`` (a JSON list), spread to rows."""
-    codes, texts = _column_codes(rows, column)
-    values = np.array([fn(_json_list(t)) for t in texts] + [fn(())], dtype=object)
-    return values[codes]
-
+__all__ = [
+    "Chain",
+    "Normalization",
+    "OptimizerOps",
+    "casts",
+    "elementwise_chains",
+    "callers",
+    "layout_changes",
+    "normalization",
+    "optimizer_ops",
+]
 
 # --------------------------------------------------------------------------------------------
 # optimizer
@@ -94,6 +58,7 @@ class OptimizerOps:
     inside_foreach: np.ndarray  # of those, the ones run inside a _foreach_ op
     fused: np.ndarray  # rows of _fused_ / _foreach_ kernels inside them
     names: list[str]  # the optimizer step names (Optimizer.step#SGD.step ...)
+    inside_fused: np.ndarray  # rows run inside a fused kernel (its own copies: not dispatch)
 
 
 def _on_scalar(rows: OpRows) -> np.ndarray:
@@ -106,18 +71,23 @@ def optimizer_ops(fw: FrameworkAnalysis) -> OptimizerOps:
     """Ops inside ``Optimizer.step#`` spans: the per-parameter math
     (:data:`.names.OPTIMIZER_PER_PARAMETER` on tensors of one dimension or more, outermost
     among themselves, including the ones a ``_foreach_`` op runs one tensor at a time) and
-    the multi-tensor kernels."""
+    the multi-tensor kernels. Ops inside a fused kernel's call (``aten::_fused_sgd_``,
+    ``_fused_adamw_`` ...: the ``.contiguous()`` copies it makes of channels_last weights)
+    are the kernel's own work, not per-parameter dispatch."""
     rows = fw.rows
     assert rows is not None
     step = rows.mask_prefix(OPTIMIZER_STEP_PREFIX) & rows.main
     inside_step = propagate(rows.parent, rows.depth, step, outermost=True) >= 0
-    math = inside_step & rows.mask_names(OPTIMIZER_PER_PARAMETER)
+    fused_kernel = inside_step & rows.mask_match(FUSED_OPTIMIZER)
+    top_fused = propagate(rows.parent, rows.depth, fused_kernel, outermost=True)
+    inside_fused = (top_fused >= 0) & (top_fused != np.arange(len(rows)))
+    math = inside_step & rows.mask_names(OPTIMIZER_PER_PARAMETER) & ~inside_fused
     math = rows.outermost(math) & ~_on_scalar(rows)  # step counters are 0-d tensors
     kernels = inside_step & rows.mask_match(OPTIMIZER_FUSED)
     foreach = inside_step & rows.mask_prefix("aten::_foreach_")
     in_foreach = propagate(rows.parent, rows.depth, foreach, outermost=True) >= 0
     names = sorted({str(n) for n in rows.name_of(np.flatnonzero(fw.steady_rows(step)))})
-    return OptimizerOps(step, math, math & in_foreach, kernels, names)
+    return OptimizerOps(step, math, math & in_foreach, kernels, names, inside_fused)
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,15 +102,6 @@ class Chain:
     names: list[str]
 
 
-def _elementwise_names(rows: OpRows) -> tuple[np.ndarray, np.ndarray]:
-    """Per name code: counts as elementwise work; is a view (neutral in a chain)."""
-    work = np.array(
-        [n in ELEMENTWISE or bool(ELEMENTWISE_BACKWARD.match(n)) for n in rows.names], dtype=bool
-    )
-    view = np.array([n in VIEWS for n in rows.names], dtype=bool)
-    return work, view
-
-
 def elementwise_chains(
     fw: FrameworkAnalysis, min_ops: int, exclude: np.ndarray | None = None
 ) -> tuple[list[Chain], np.ndarray]:
@@ -153,7 +114,7 @@ def elementwise_chains(
     first = fw.first_steady_step()
     segs = np.flatnonzero(rows.main & (rows.step == first) & (rows.segment == np.arange(len(rows))))
     segs = segs[np.argsort(rows.ts[segs], kind="stable")]
-    work, view = _elementwise_names(rows)
+    work, view = elementwise_names(rows)
     chains: list[Chain] = []
     run: list[int] = []
     count = 0
@@ -189,51 +150,7 @@ def elementwise_chains(
 
 
 # --------------------------------------------------------------------------------------------
-# normalization
-
-
-@dataclass
-class Normalization:
-    """Normalization done by ATen rather than oneDNN."""
-
-    native: np.ndarray  # rows of ATen's batch-norm kernels (outermost)
-    modules: np.ndarray  # rows of norm module frames made of elementwise ops
-    inside: np.ndarray  # rows of the ops inside those frames
-    backward: np.ndarray  # rows of the autograd nodes of those modules' ops
-    module_classes: list[str]
-
-
-def normalization(fw: FrameworkAnalysis) -> Normalization:
-    """ATen's native batch norm kernels, and norm modules (``FrozenBatchNorm2d`` ...) that
-    run elementwise ops only, with the backward nodes of their ops (by sequence number)."""
-    rows = fw.rows
-    assert rows is not None
-    native = rows.outermost(rows.mask_names(NATIVE_NORMALIZATION))
-    frames = rows.main & (rows.module == np.arange(len(rows)))
-    is_norm = np.array([bool(NORM_MODULE.search(module_class(n))) for n in rows.names], dtype=bool)
-    frames &= is_norm[rows.name] if len(rows.names) else frames
-    work, view = _elementwise_names(rows)
-    inside = (rows.module >= 0) & ~rows.python & frames[np.maximum(rows.module, 0)]
-    plain = np.ones(len(rows), dtype=bool)  # frame -> only elementwise ops inside
-    own = rows.segment == np.arange(len(rows))  # the module's ops, not their insides
-    bad = inside & own & ~(work[rows.name] | view[rows.name])
-    plain[rows.module[bad]] = False
-    frames &= plain
-    inside &= frames[np.maximum(rows.module, 0)]
-    sequence = rows.trace.ops["sequence"].to_numpy()
-    forward = np.unique(sequence[inside & (sequence >= 0)])
-    node = rows.mask_prefix("autograd::engine::evaluate_function:") & rows.main
-    backward = node & np.isin(sequence, forward) & (sequence >= 0)
-    classes = sorted({module_class(str(n)) for n in rows.name_of(np.flatnonzero(frames))})
-    return Normalization(native, frames, inside, backward, classes)
-
-
-# --------------------------------------------------------------------------------------------
 # casts
-
-
-def _dtype(name: object) -> str:
-    return _INPUT_TYPES.get(str(name), "")
 
 
 def casts(fw: FrameworkAnalysis) -> np.ndarray:
@@ -248,10 +165,10 @@ def casts(fw: FrameworkAnalysis) -> np.ndarray:
     assert rows is not None
     to_copy = rows.mask_names({"aten::_to_copy"})
     copy = rows.mask_names({"aten::copy_"})
-    first = _per_category(rows, "input_types", lambda a: _dtype(a[0]) if a else "")
-    second = _per_category(rows, "input_types", lambda a: _dtype(a[1]) if len(a) > 1 else "")
-    target = _per_category(
-        rows, "concrete_inputs", lambda a: _SCALAR_TYPES.get(str(a[1]), "") if len(a) > 1 else ""
+    first = per_category(rows, "input_types", lambda a: dtype(a[0]) if a else "")
+    second = per_category(rows, "input_types", lambda a: dtype(a[1]) if len(a) > 1 else "")
+    target = per_category(
+        rows, "concrete_inputs", lambda a: SCALAR_TYPES.get(str(a[1]), "") if len(a) > 1 else ""
     )
 
     def changes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -285,45 +202,17 @@ _TO_COPY_BACKWARD = re.compile(r"ToCopyBackward")
 # memory-format changes
 
 
-def _format(dims: object, strides: object) -> str:
-    """``contiguous``, ``channels_last`` (or ``_3d``), or "" for a 4-D/5-D tensor's strides."""
-    if not (isinstance(dims, list) and isinstance(strides, list)) or len(dims) not in (4, 5):
-        return ""
-    if len(strides) != len(dims) or not all(isinstance(v, int) for v in dims + strides):
-        return ""
-
-    def expect(order: list[int]) -> list[int]:
-        out = [0] * len(dims)
-        step = 1
-        for axis in reversed(order):
-            out[axis] = step
-            step *= dims[axis]
-        return out
-
-    def same(want: list[int]) -> bool:
-        return all(d == 1 or s == w for d, s, w in zip(dims, strides, want, strict=True))
-
-    plain = list(range(len(dims)))
-    last = [0, *range(2, len(dims)), 1]
-    is_plain, is_last = same(expect(plain)), same(expect(last))
-    if is_plain and not is_last:
-        return "contiguous"
-    if is_last and not is_plain:
-        return "channels_last" if len(dims) == 4 else "channels_last_3d"
-    return ""
-
-
 def _change(name: str, dims: tuple, strides: tuple, concrete: tuple) -> bool:
     """Whether an op call changes the memory format of its (first) input."""
-    first = _format(dims[0] if dims else None, strides[0] if strides else None)
+    first = memory_format(dims[0] if dims else None, strides[0] if strides else None)
     if name == "aten::copy_":
-        second = _format(
+        second = memory_format(
             dims[1] if len(dims) > 1 else None, strides[1] if len(strides) > 1 else None
         )
         return bool(first and second and first != second)
     at = 6 if name == "aten::_to_copy" else 1
     code = str(concrete[at]) if len(concrete) > at else ""
-    target = _FORMATS.get(code or ("0" if name == "aten::contiguous" else "1"), "")
+    target = FORMATS.get(code or ("0" if name == "aten::contiguous" else "1"), "")
     if target == "preserve" or not target or not first:
         return False
     return target != first
@@ -355,10 +244,41 @@ def layout_changes(fw: FrameworkAnalysis) -> np.ndarray:
     verdict: dict[tuple[int, int, int, int], bool] = {}
     for key in keys.drop_duplicates().itertuples(index=False):
         args = [
-            _json_list(cats[i][k]) if k >= 0 else () for i, k in enumerate((key.d, key.s, key.c))
+            json_list(cats[i][k]) if k >= 0 else () for i, k in enumerate((key.d, key.s, key.c))
         ]
         verdict[tuple(key)] = _change(str(names[key.n]), *args)
     hit = np.array([verdict[tuple(k)] for k in keys.itertuples(index=False)], dtype=bool)
     mask = np.zeros(len(rows), dtype=bool)
     mask[candidates[hit]] = True
     return rows.outermost(mask)
+
+
+#: Ops that only wrap a copy (``to`` -> ``_to_copy`` -> ``copy_``): never the caller.
+_COPY_WRAPPERS = frozenset(
+    {"aten::to", "aten::_to_copy", "aten::copy_", "aten::contiguous", "aten::clone"}
+)
+
+
+def callers(fw: FrameworkAnalysis, mask: np.ndarray) -> dict[str, np.ndarray]:
+    """The rows of ``mask`` by the op that made them: the nearest enclosing op that is not
+    a copy wrapper (``aten::convolution_backward``, ``aten::_fused_sgd_`` ...), or ``"the
+    program"`` when none is (a call at the top of a step, or from Python)."""
+    rows = fw.rows
+    assert rows is not None
+    at = np.flatnonzero(mask)
+    wrapper = rows.mask_names(_COPY_WRAPPERS)
+    cur = rows.parent[at].astype(np.int64)
+    for _ in range(8):  # to -> _to_copy -> copy_: a few levels at most
+        up = (cur >= 0) & wrapper[np.maximum(cur, 0)]
+        if not up.any():
+            break
+        cur = np.where(up, rows.parent[np.maximum(cur, 0)], cur)
+    safe = np.maximum(cur, 0)
+    top = (cur < 0) | rows.is_step[safe] | rows.python[safe] | ~rows.candidate[safe]
+    names = np.where(top, "the program", rows.names[rows.name[safe]]).astype(str)
+    out: dict[str, np.ndarray] = {}
+    for name in np.unique(names).tolist():
+        own = np.zeros(len(rows), dtype=bool)
+        own[at[names == name]] = True
+        out[str(name)] = own
+    return out

@@ -9,15 +9,16 @@ for the definitions (steps, warm-up, phases, the typical statistic).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from dnnlens.analysis.findings import Evidence
-from dnnlens.analysis.framework import keyaverages, views
+from dnnlens.analysis.framework import convs, keyaverages, norms, views
 from dnnlens.analysis.framework.joined import Joined, join
-from dnnlens.analysis.framework.names import PHASES
+from dnnlens.analysis.framework.names import NATIVE_NORMALIZATION, PHASES
 from dnnlens.analysis.framework.rows import OpRows, op_rows
 from dnnlens.analysis.framework.steps import WARMUP_SLOWER, Steps, find_steps
 from dnnlens.analysis.framework.typical import typical_ms
@@ -59,6 +60,11 @@ class FrameworkAnalysis:
     time not spent in oneDNN), ``primitives`` (with a verbose log: per op name, phase and
     primitive kind). ``rows`` and ``step_info`` hold the per-op arrays of a trace (None for
     a table) for rules that need single ops.
+
+    Facts found once, on first use, for the rules and the reports alike: ``norms`` (the
+    norms of a trace by kind, :mod:`.norms`), ``normalization`` (a line per kind of norm:
+    trained, eval mode, frozen as elementwise ops), ``slow_convolutions`` (convolutions run
+    in ATen's own kernels, with the arguments that say why, :mod:`.convs`).
     """
 
     source: str
@@ -82,6 +88,63 @@ class FrameworkAnalysis:
     step_info: Steps | None = None
     steady: np.ndarray | None = None
     table: ProfilerTable | None = None
+
+    # -- facts found on first use ----------------------------------------------------------
+    @cached_property
+    def norms(self) -> norms.Normalization | None:
+        """The norms of a trace by kind (None for a table)."""
+        return norms.normalization(self) if self.rows is not None and self.steady_count else None
+
+    @cached_property
+    def normalization(self) -> pd.DataFrame:
+        """One line per kind of norm (``norms.NORMALIZATION_COLUMNS``): a trace's by mode;
+        a table's ATen batch-norm kernels by self time, their mode unknown."""
+        if self.norms is not None:
+            return norms.normalization_table(self, self.norms)
+        ops = self.ops[self.ops["name"].isin(NATIVE_NORMALIZATION)] if len(self.ops) else None
+        if ops is None or ops.empty:
+            return pd.DataFrame(columns=list(norms.NORMALIZATION_COLUMNS))
+        ms = float(ops["self_ms_per_step"].sum())
+        forward = ops[~ops["name"].str.contains("backward")]
+        row = {
+            "kind": "batch norm, mode not recorded (ATen kernels)",
+            "foldable": not self.is_training,
+            "calls_per_step": float(forward["calls_per_step"].sum()),
+            "ms_per_step": ms,
+            "share": self.share(ms),
+        }
+        return pd.DataFrame([row], columns=list(norms.NORMALIZATION_COLUMNS))
+
+    @cached_property
+    def _slow_convolutions(self) -> tuple[pd.DataFrame, np.ndarray | None]:
+        if self.rows is not None:
+            return convs.slow_convolutions(self)
+        names = self.ops["name"] if len(self.ops) else pd.Series([], dtype=object)
+        ops = self.ops[names.str.match(convs.SLOW_CONVOLUTION)] if len(names) else None
+        if ops is None or ops.empty:
+            return pd.DataFrame(columns=list(convs.COLUMNS)), None
+        table = pd.DataFrame(
+            {
+                "op": ops["name"],
+                "phase": ops["phase"],
+                "calls_per_step": ops["calls_per_step"],
+                "ms_per_step": ops["self_ms_per_step"],
+                "share": ops["self_share"],
+                "reason": "a key_averages table holds no shapes or dtypes",
+            },
+            columns=list(convs.COLUMNS),
+        )
+        return table.reset_index(drop=True), None
+
+    @property
+    def slow_convolutions(self) -> pd.DataFrame:
+        """Convolutions in ATen's own kernels (``convs.COLUMNS``), most costly first."""
+        return self._slow_convolutions[0]
+
+    @property
+    def slow_convolution_rows(self) -> np.ndarray | None:
+        """The rows of those kernels (steady, main thread, outermost), None for a table."""
+        return self._slow_convolutions[1]
 
     # -- questions rules ask ------------------------------------------------------------
     @property
@@ -215,6 +278,8 @@ class FrameworkAnalysis:
             "modules": _records(self.modules),
             "threads": _records(self.threads),
             "aten_outside_onednn": _records(self.aten_outside_onednn),
+            "normalization": _records(self.normalization),
+            "convolutions_outside_onednn": _records(self.slow_convolutions),
             "notes": list(self.notes),
         }
         if self.primitives is not None:

@@ -1,8 +1,24 @@
-"""What the framework rules share: the view of a trace, and the numbers every finding has.
+"""What the framework rules share: the view of a trace, the numbers every finding has, and
+how a finding is graded by its share of the step.
 
 Each framework finding's ``data`` holds ``impact_ms_per_step`` (the typical time per steady
 step it accounts for), ``share_of_step`` (that over the typical step) and
 ``typical_step_ms``; its evidence names the trace event (path, line, op, step, timestamp).
+
+**Grading, the same for every framework rule** (docs/rules.md, "Framework thresholds").
+The steps of one recording differ from their median by about 5%: the median absolute
+deviation of the step durations over the median step, in the traces of
+``sample_logs/framework/`` (``scripts/make_traces.py``: 4 ``ProfilerStep`` spans each, one
+thread, a shared 2-core machine; 22 traces when this was written), ranges from 0.7% to
+22% with a median of 4.6% (``tests/test_framework_rules.py`` keeps it between 2% and 8%).
+A cost below that cannot be told from step-to-step noise, and its fix would not show in a
+second recording of as many steps:
+
+* under :data:`QUIET_BELOW_SHARE` (2%, under half that noise) a framework rule says
+  nothing (its ``min_share`` option, default this);
+* under :data:`WARNING_SHARE` (5%, the noise) it is ``info``: real and measured, after the
+  findings that matter (they rank by cost);
+* from :data:`WARNING_SHARE` up it has the rule's severity (``warning``).
 """
 
 from __future__ import annotations
@@ -17,6 +33,44 @@ from dnnlens.analysis.framework import FrameworkAnalysis
 from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._util import ms, pct
 from dnnlens.rules.context import RuleContext
+
+#: A framework finding under this share of the typical step is not reported (module doc).
+QUIET_BELOW_SHARE = 0.02
+#: A framework finding under this share of the typical step is ``info`` (module doc).
+WARNING_SHARE = 0.05
+
+
+def graded(rule: Rule, share: float) -> str:
+    """The severity of a finding of ``share`` of the step: ``info`` under
+    :data:`WARNING_SHARE`, else the rule's; a severity set in the configuration is kept."""
+    if rule.level != type(rule).severity:
+        return rule.level
+    return "info" if share < WARNING_SHARE else rule.level
+
+
+def step_finding(
+    rule: Rule,
+    fw: FrameworkAnalysis,
+    message: str,
+    evidence: list,
+    impact_ms: float,
+    data: dict[str, Any],
+    fix: str = "",
+) -> Iterator[Finding]:
+    """The finding, graded, when ``impact_ms`` reaches the rule's ``min_share`` of the step
+    (nothing otherwise)."""
+    share = fw.share(impact_ms)
+    if not impact_ms or share < rule.options["min_share"]:
+        return
+    yield rule.finding(
+        message,
+        evidence,
+        data=data,
+        fix=fix,
+        severity=graded(rule, share),
+        impact_ms=impact_ms,
+        basis="step",
+    )
 
 
 def trace_view(ctx: RuleContext) -> FrameworkAnalysis | None:
@@ -58,15 +112,14 @@ def masked_finding(
     """The finding of a rule that blames the rows of ``mask``: their typical time per step,
     when it reaches the rule's ``min_share``, with their calls per step by op name."""
     total = fw.typical_ms(mask)
-    if not total or fw.share(total) < rule.options["min_share"]:
-        return
     calls = fw.calls_by_name(mask)
     count = sum(calls.values())
-    yield rule.finding(
+    yield from step_finding(
+        rule,
+        fw,
         f"{count:g} {what} per step ({counted(list(calls), list(calls.values()))}): "
         f"{cost(fw, total)}",
         fw.evidence(mask, 3),
-        data=impact(fw, total, **{count_key: count}, ops_per_step=calls),
-        impact_ms=total,
-        basis="step",
+        total,
+        impact(fw, total, **{count_key: count}, ops_per_step=calls),
     )

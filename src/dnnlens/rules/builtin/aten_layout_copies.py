@@ -5,9 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.analysis.framework.patterns import layout_changes
+from dnnlens.analysis.framework.patterns import callers, layout_changes
 from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._framework import masked_finding, trace_view
+from dnnlens.rules.builtin._framework import (
+    QUIET_BELOW_SHARE,
+    cost,
+    counted,
+    impact,
+    step_finding,
+    trace_view,
+)
+from dnnlens.rules.builtin._util import ms
 from dnnlens.rules.context import RuleContext
 
 
@@ -20,7 +28,11 @@ class AtenLayoutCopies(Rule):
     with a memory format, ``aten::copy_`` between differently strided tensors. The rule
     adds the typical time of the calls that change a 4-D/5-D tensor's memory format (from
     their input strides and memory-format argument) and fires when they take at least
-    ``min_share`` of a typical step.
+    ``min_share`` of a typical step, graded by that share like every framework rule (info
+    under 5%: ``_framework.WARNING_SHARE``). The message says which op made them: the
+    program, or ATen itself (``aten::_convolution`` converting a mismatched input,
+    ``aten::convolution_backward`` and ``aten::_fused_sgd_`` converting channels_last
+    weights and their gradients, which a well-configured channels_last run pays too).
 
     Fix: use one memory format end to end: convert the input once in the data pipeline
     (``x.to(memory_format=torch.channels_last)``), the model once
@@ -31,12 +43,32 @@ class AtenLayoutCopies(Rule):
     name = "aten-layout-copies"
     code = "DL105"
     severity = "warning"
-    defaults = {"min_share": 0.01}
+    defaults = {"min_share": QUIET_BELOW_SHARE}
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         fw = trace_view(ctx)
         if fw is None:
             return
-        yield from masked_finding(
-            self, fw, layout_changes(fw), "memory-format conversions", "conversions_per_step"
+        mask = layout_changes(fw)
+        total = fw.typical_ms(mask)
+        calls = fw.calls_by_name(mask)
+        count = sum(calls.values())
+        made_by = {n: fw.typical_ms(m) for n, m in callers(fw, mask).items()}
+        made_by = dict(sorted(made_by.items(), key=lambda item: -item[1]))
+        by_whom = ", ".join(f"{n.removeprefix('aten::')} {ms(t)}" for n, t in made_by.items())
+        yield from step_finding(
+            self,
+            fw,
+            f"{count:g} memory-format conversions per step "
+            f"({counted(list(calls), list(calls.values()))}): {cost(fw, total)}; made by "
+            f"{by_whom}",
+            fw.evidence(mask, 3),
+            total,
+            impact(
+                fw,
+                total,
+                conversions_per_step=count,
+                ops_per_step=calls,
+                ms_per_step_by_caller=made_by,
+            ),
         )

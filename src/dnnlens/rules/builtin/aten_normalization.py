@@ -5,93 +5,141 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.analysis.framework.patterns import normalization
+from dnnlens.analysis.framework import FrameworkAnalysis
 from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._framework import cost, counted, impact
+from dnnlens.rules.builtin._framework import (
+    QUIET_BELOW_SHARE,
+    cost,
+    counted,
+    impact,
+    step_finding,
+)
 from dnnlens.rules.builtin._util import ms
 from dnnlens.rules.context import RuleContext
 
 #: Native batch-norm kernel names, for key_averages tables.
 _NATIVE = ("aten::native_batch_norm", "aten::native_batch_norm_backward")
+#: The fix in training: only the program can fold (the norm sits between trained layers).
+_FIX_TRAINING = (
+    "Fold each frozen norm into the convolution before it: scale that convolution's weights "
+    "by weight / sqrt(running_var + eps) per output channel and shift its bias by bias - "
+    "running_mean * scale, once, then drop the norm (its statistics and affine never change)."
+)
+#: The fix where the program runs inference: the tools that fold for you.
+_FIX_INFERENCE = (
+    "Fold each norm into the convolution before it (scale the weights, shift the bias, "
+    "once): torch.ao.quantization.fuse_modules(model.eval(), [['conv', 'bn'], ...]) or "
+    "torch.fx's fuser, torch.jit.freeze(torch.jit.script(model.eval())), or torch.compile "
+    "with torch._inductor.config.freezing = True."
+)
 
 
 class AtenNormalization(Rule):
-    """Batch norm runs in ATen's own kernels or as elementwise ops while training.
+    """A frozen norm runs as passes of its own instead of being folded into the convolution.
 
-    In training, PyTorch runs ``nn.BatchNorm2d`` on plain CPU tensors with its native
-    kernels (``aten::native_batch_norm`` and ``_backward``), not oneDNN's; a frozen batch
-    norm written as a module (``FrozenBatchNorm2d`` of torchvision and detection models)
-    is a chain of ``mul``/``add``/``rsqrt`` ops, each a pass over the activation, with as
-    many backward nodes. The rule adds the typical time of the native kernels and of norm
-    modules made of elementwise ops (traces recorded with ``with_modules=True``), with the
-    backward nodes of their ops (by sequence number), and fires in training when that is
-    at least ``min_share`` of a typical step. From a key_averages table alone, the native
-    kernels' self time counts.
+    A batch norm whose statistics and affine do not change is a per-channel scale and shift
+    ``x * scale + bias``: folded into the convolution before it (its weights scaled, its
+    bias shifted, once), it costs nothing. Not folded, it costs a pass over the activation
+    (and in training another in the backward, for the gradient of ``x``) every step. The
+    rule adds the typical time of the frozen norms: ATen's batch-norm kernels run in eval
+    mode (``training=False``: at inference, or frozen by ``.eval()`` in training with no
+    gradient for their affine), norm modules made of elementwise ops (``FrozenBatchNorm2d``
+    of torchvision and detection models, traces made with ``with_modules=True``), and, with
+    no module frames, their elementwise ops found by shape: per-channel ``rsqrt``, ``mul``,
+    ``sub`` on ``[C]`` or ``[1, C, 1, 1]`` tensors, then ``x * scale + bias``, with none of
+    the per-channel ops getting a gradient; with the backward nodes of those ops (by
+    sequence number). It fires when that is at least ``min_share`` of a typical step, graded
+    by that share like every framework rule.
 
-    Fix: fold a frozen norm into the convolution before it (scale the weights, shift the
-    bias, once); for a trained norm, use a fused module (``torch.compile`` fuses
-    conv+bn+relu chains) or the oneDNN path (IPEX, ``torch.jit.freeze`` at inference).
+    A batch norm being trained (``nn.BatchNorm2d`` in train mode: ``native_batch_norm`` and
+    its backward) is the normal cost of training it, not a finding; the framework view
+    lists it (``normalization``). From a key_averages table (no arguments), ATen's kernels
+    count at inference only.
+
+    Fix: fold the frozen norm into the convolution before it: in training, scale that
+    convolution's weights and shift its bias once (the norm's statistics and affine never
+    change) and drop the norm; at inference, torch.ao.quantization.fuse_modules, torch.fx's
+    fuser, torch.jit.freeze, or torch.compile with freezing do it for you.
     """
 
     name = "aten-normalization"
     code = "DL103"
     severity = "warning"
-    defaults = {"min_share": 0.03}
+    defaults = {"min_share": QUIET_BELOW_SHARE}
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         fw = ctx.framework
-        if fw is None or not fw.steady_count or not fw.is_training:
+        if fw is None or not fw.steady_count:
             return
         if fw.rows is None:
             yield from self._from_table(fw)
             return
-        found = normalization(fw)
-        native_ms = fw.typical_ms(found.native)
+        found = fw.norms
+        assert found is not None
+        native = found.frozen_native if fw.is_training else found.frozen_native | found.unknown
+        native_ms = fw.typical_ms(native)
         module_ms = fw.typical_ms(found.modules)
+        per_channel_ms = fw.typical_ms(found.per_channel)
         backward_ms = fw.typical_ms(found.backward)
-        total = native_ms + module_ms + backward_ms
-        if fw.share(total) < self.options["min_share"]:
-            return
+        total = native_ms + module_ms + per_channel_ms + backward_ms
         parts = []
         if native_ms:
-            calls = fw.calls_by_name(found.native)
+            calls = fw.calls_by_name(native)
             parts.append(
-                f"ATen's batch norm kernels ({counted(list(calls), list(calls.values()))} per "
-                f"step) {ms(native_ms)}"
+                f"ATen's batch norm kernels in eval mode "
+                f"({counted(list(calls), list(calls.values()))} per step) {ms(native_ms)}"
             )
-        if module_ms or backward_ms:
+        if module_ms:
             parts.append(
                 f"{'/'.join(found.module_classes)} modules made of elementwise ops "
-                f"{ms(module_ms)} forward and {ms(backward_ms)} backward"
+                f"{ms(module_ms)} forward"
             )
-        evidence = fw.evidence(found.native | found.modules, 2) + fw.evidence(found.backward, 1)
-        yield self.finding(
-            "normalization outside oneDNN in training: "
+        if per_channel_ms:
+            count = len(found.per_channel_channels)
+            parts.append(
+                f"{count} per-channel scale-and-shift norm(s) in elementwise ops (rsqrt, mul, "
+                f"sub on [C] tensors, then x * scale + bias) {ms(per_channel_ms)} forward"
+            )
+        if backward_ms:
+            parts.append(f"their backward nodes {ms(backward_ms)}")
+        elementwise = found.modules | found.per_channel
+        evidence = fw.evidence(native | elementwise, 2) + fw.evidence(found.backward, 1)
+        yield from step_finding(
+            self,
+            fw,
+            "frozen norms not folded into the convolution before them: "
             + "; ".join(parts)
             + f": {cost(fw, total)}",
             evidence,
-            impact_ms=total,
-            basis="step",
-            data=impact(
+            total,
+            impact(
                 fw,
                 total,
                 native_ms_per_step=native_ms,
                 module_ms_per_step=module_ms,
+                per_channel_ms_per_step=per_channel_ms,
                 module_backward_ms_per_step=backward_ms,
                 module_classes=found.module_classes,
-                native_calls_per_step=fw.calls_per_step(found.native),
+                per_channel_norms_per_step=len(found.per_channel_channels),
+                per_channel_channels=found.per_channel_channels,
+                native_calls_per_step=fw.calls_per_step(native),
+                trained_ms_per_step=fw.typical_ms(found.trained),
             ),
+            fix=_FIX_TRAINING if fw.is_training else _FIX_INFERENCE,
         )
 
-    def _from_table(self, fw) -> Iterator[Finding]:  # noqa: ANN001
+    def _from_table(self, fw: FrameworkAnalysis) -> Iterator[Finding]:
+        if fw.is_training:  # trained or frozen: a table has no arguments to tell
+            return
         ops = fw.ops[fw.ops["name"].isin(_NATIVE)]
         total = float(ops["self_ms_per_step"].sum())
-        if ops.empty or fw.share(total) < self.options["min_share"]:
-            return
-        yield self.finding(
-            f"ATen's batch norm kernels in training ({', '.join(ops['name'])}): {cost(fw, total)}",
+        yield from step_finding(
+            self,
+            fw,
+            f"ATen's batch norm kernels at inference, not folded into the convolution "
+            f"({', '.join(ops['name'])}): {cost(fw, total)}",
             fw.table_evidence(list(ops["name"])),
-            data=impact(fw, total, native_ms_per_step=total),
-            impact_ms=total,
-            basis="step",
+            total,
+            impact(fw, total, native_ms_per_step=total),
+            fix=_FIX_INFERENCE,
         )

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.framework.patterns import casts
 from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._framework import masked_finding, trace_view
+from dnnlens.rules.builtin._framework import QUIET_BELOW_SHARE, masked_finding, trace_view
 from dnnlens.rules.context import RuleContext
 
 
@@ -20,7 +20,8 @@ class AutocastCasts(Rule):
     and writes the whole tensor. The rule adds the typical time of the casts the framework
     issues itself (from the top of an op, from ``.to(dtype)`` in the program, or from a
     ``ToCopyBackward`` node; not the up-casts inside ATen kernels) and fires when they take
-    at least ``min_share`` of a typical step.
+    at least ``min_share`` of a typical step, graded by that share like every framework rule
+    (info under 5%: ``_framework.WARNING_SHARE``).
 
     Fix: cast once instead of every step: keep the model in bfloat16 (``model.to(
     torch.bfloat16)``, with float32 master weights in the optimizer if needed) and feed
@@ -30,7 +31,7 @@ class AutocastCasts(Rule):
     name = "autocast-casts"
     code = "DL104"
     severity = "warning"
-    defaults = {"min_share": 0.02}
+    defaults = {"min_share": QUIET_BELOW_SHARE}
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         fw = trace_view(ctx)

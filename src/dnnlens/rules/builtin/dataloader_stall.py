@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.framework.names import DATALOADER_PREFIX
 from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._framework import cost, impact
+from dnnlens.rules.builtin._framework import QUIET_BELOW_SHARE, cost, impact, step_finding
 from dnnlens.rules.context import RuleContext
 
 
@@ -19,7 +19,8 @@ class DataloaderStall(Rule):
     ``__getitem__`` and the collation itself; with workers it waits when they cannot keep up.
     Either way the compute threads are idle meanwhile. The rule fires when the data-loading
     phase takes at least ``min_share`` of a typical step (from a trace, or from the
-    annotation's CPU total in a key_averages table).
+    annotation's CPU total in a key_averages table), graded by that share like every
+    framework rule.
 
     Fix: ``num_workers > 0`` (with ``persistent_workers=True`` and ``prefetch_factor``) so
     batches are made while the model computes; make ``__getitem__`` cheap (decode, resize and
@@ -29,7 +30,7 @@ class DataloaderStall(Rule):
     name = "dataloader-stall"
     code = "DL106"
     severity = "warning"
-    defaults = {"min_share": 0.10}
+    defaults = {"min_share": QUIET_BELOW_SHARE}
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         fw = ctx.framework
@@ -37,7 +38,7 @@ class DataloaderStall(Rule):
             return
         data_ms = fw.phase_ms("data loading")
         if fw.share(data_ms) < self.options["min_share"]:
-            return
+            return  # (before the evidence is looked up)
         idle = None
         if fw.rows is not None:
             evidence = fw.evidence(fw.rows.mask_prefix(DATALOADER_PREFIX), 1)
@@ -46,10 +47,11 @@ class DataloaderStall(Rule):
         else:
             names = [n for n in fw.ops["name"] if str(n).startswith(DATALOADER_PREFIX)]
             evidence = fw.table_evidence(names, 1)
-        yield self.finding(
+        yield from step_finding(
+            self,
+            fw,
             f"waiting for data (enumerate(DataLoader)): {cost(fw, data_ms)}",
             evidence,
-            data=impact(fw, data_ms, main_thread_idle_ms_per_step=idle),
-            impact_ms=data_ms,
-            basis="step",
+            data_ms,
+            impact(fw, data_ms, main_thread_idle_ms_per_step=idle),
         )

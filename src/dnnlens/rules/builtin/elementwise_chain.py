@@ -7,11 +7,22 @@ from collections.abc import Iterator
 import numpy as np
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.analysis.framework.patterns import elementwise_chains, normalization
+from dnnlens.analysis.framework.patterns import elementwise_chains
 from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._framework import cost, impact, trace_view
+from dnnlens.rules.builtin._framework import (
+    QUIET_BELOW_SHARE,
+    cost,
+    impact,
+    step_finding,
+    trace_view,
+)
 from dnnlens.rules.builtin._util import ms
 from dnnlens.rules.context import RuleContext
+
+#: The shortest run that is a chain: five passes over memory that one fused kernel makes
+#: in one (at least 4/5 of the run's traffic saved). Shorter runs (``x * s + b``, a
+#: residual add and its ReLU) are in every network and leave little to fuse.
+MIN_OPS = 5
 
 
 class ElementwiseChain(Rule):
@@ -24,8 +35,10 @@ class ElementwiseChain(Rule):
     steady step in order and finds runs of at least ``min_ops`` elementwise or reduction ops
     (forward ops and their backward nodes; views inside a run do not break it) between
     heavier ops; it fires when all runs together take at least ``min_share`` of a typical
-    step. Their impact is the typical time of those ops in every steady step. Norm modules
-    made of elementwise ops are left to ``aten-normalization``.
+    step, graded by that share like every framework rule. Their impact is the typical time
+    of those ops in every steady step. Frozen norms made of elementwise ops (norm modules,
+    and per-channel ``rsqrt``/``mul``/``sub`` then ``x * scale + bias``, found by their
+    shapes) are left to ``aten-normalization``: their fix is folding, not fusing.
 
     Fix: fuse the chain: ``torch.compile`` the function or module (inductor generates one
     C++ kernel for the forward and one for the backward), or a custom fused op (C++
@@ -35,21 +48,18 @@ class ElementwiseChain(Rule):
     name = "elementwise-chain"
     code = "DL102"
     severity = "warning"
-    defaults = {"min_ops": 5, "min_share": 0.05}
+    defaults = {"min_ops": MIN_OPS, "min_share": QUIET_BELOW_SHARE}
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         fw = trace_view(ctx)
         if fw is None:
             return
-        norms = normalization(fw)  # frozen norms made of elementwise ops: that rule's
-        chains, mask = elementwise_chains(
-            fw, int(self.options["min_ops"]), exclude=norms.inside | norms.backward
-        )
+        norms = fw.norms  # frozen norms made of elementwise ops: aten-normalization's
+        exclude = None if norms is None else norms.inside | norms.per_channel | norms.backward
+        chains, mask = elementwise_chains(fw, int(self.options["min_ops"]), exclude=exclude)
         if not chains:
             return
         total = fw.typical_ms(mask)
-        if fw.share(total) < self.options["min_share"]:
-            return
         rows = fw.rows
         assert rows is not None
         described = []
@@ -74,10 +84,11 @@ class ElementwiseChain(Rule):
         )
         for c in described:
             c["share_of_step"] = fw.share(c["ms_per_step"])
-        yield self.finding(
+        yield from step_finding(
+            self,
+            fw,
             message,
             fw.evidence(mask, 3),
-            data=impact(fw, total, chains=described, ops_per_step=sum(c["ops"] for c in described)),
-            impact_ms=total,
-            basis="step",
+            total,
+            impact(fw, total, chains=described, ops_per_step=sum(c["ops"] for c in described)),
         )
