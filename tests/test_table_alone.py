@@ -127,29 +127,9 @@ def fired(rule_set: dict, a: Analysis) -> set[str]:
     return {f.rule for f in run_selected(a, list(rule_set.values()))}
 
 
-def table_verdict(rule, fw) -> tuple[bool, float]:  # noqa: ANN001
-    """Whether the table's figure for ``rule`` reaches the rule's own thresholds, and its
-    share of the step (the figures of :mod:`dnnlens.analysis.framework.table_patterns`)."""
-    step = fw.typical_step_ms
-    opts = rule.options
-    if rule.name == "unfused-optimizer":
-        o = table_patterns.optimizer(fw)
-        share = o.step.ms_per_step / step
-        return o.per_parameter_low >= opts["min_ops"] and share >= opts["min_share"], share
-    if rule.name == "aten-normalization":
-        n = table_patterns.normalization(fw)
-        share = (n.native.ms_per_step + n.modules.ms_per_step) / step
-        return share >= opts["min_share"], share
-    if rule.name == "dataloader-stall":
-        share = fw.phase_ms("data loading") / step
-        return share >= opts["min_share"], share
-    estimate = {
-        "elementwise-chain": table_patterns.elementwise,
-        "autocast-casts": table_patterns.casts,
-        "aten-layout-copies": table_patterns.layout_copies,
-    }[rule.name](fw)
-    share = estimate.ms_per_step / step
-    return share >= opts["min_share"], share
+def rule_shares(rule_set: dict, a: Analysis) -> dict[str, float]:
+    """Framework rule name -> the share of the step its finding has."""
+    return {f.rule: f.data["share_of_step"] for f in run_selected(a, list(rule_set.values()))}
 
 
 @pytest.mark.parametrize("run", sorted(MEAN))
@@ -181,12 +161,14 @@ def test_the_phases_match_the_trace(run):
 
 @pytest.mark.parametrize("run", sorted(MEAN))
 def test_each_rule_gives_the_verdict_of_the_trace(rule_set, run):
-    """On every recording, each framework rule fires on the table's figure when, and only
-    when, it fires on the trace of the same run (the thresholds are the rule's own)."""
-    on_trace = fired(rule_set, analysis(RUNS / f"{run}.trace.json.gz"))
-    fw = analysis(RUNS / f"{run}.table.txt").framework
-    on_table = {name for name, rule in rule_set.items() if table_verdict(rule, fw)[0]}
-    assert on_table == on_trace
+    """On every recording, bad and fixed, the framework rules fire on the table alone when,
+    and only when, they fire on the trace of the same run (their own thresholds), and each
+    finding's share of the step is within 10% (relative) of the trace finding's."""
+    on_trace = rule_shares(rule_set, analysis(RUNS / f"{run}.trace.json.gz"))
+    on_table = rule_shares(rule_set, analysis(RUNS / f"{run}.table.txt"))
+    assert set(on_table) == set(on_trace)
+    for rule, share in on_trace.items():
+        assert on_table[rule] == pytest.approx(share, rel=0.1), rule
 
 
 @pytest.mark.parametrize(
@@ -194,11 +176,13 @@ def test_each_rule_gives_the_verdict_of_the_trace(rule_set, run):
     [(rule, run, share) for rule, runs in RULE_SHARES.items() for run, share in runs],
 )
 def test_the_table_share_is_within_10_percent_of_the_trace(rule_set, rule, run, share):
-    """The bad run's figure from the table alone against the trace finding's share
-    (RULE_SHARES: the count.py of tests/test_framework_rules.py)."""
-    fw = analysis(RUNS / f"{run}.table.txt").framework
-    fires, table_share = table_verdict(rule_set[rule], fw)
-    assert fires and close(table_share, share), table_share
+    """The bad run's finding from the table alone against the trace finding's share
+    (RULE_SHARES: the count.py of tests/test_framework_rules.py): within 10%, a part of the
+    step (basis "step"), the table's rows as evidence."""
+    (found,) = run_selected(analysis(RUNS / f"{run}.table.txt"), [rule_set[rule]])
+    assert found.data["share_of_step"] == pytest.approx(share, rel=0.1)
+    assert found.data["impact_ms_per_step"] <= found.data["typical_step_ms"]
+    assert found.evidence and found.evidence[0].path.endswith(f"{run}.table.txt")
 
 
 @pytest.mark.parametrize("run", ["dataloader_bad", "dataloader_fixed"])

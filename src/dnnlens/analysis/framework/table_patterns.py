@@ -29,8 +29,11 @@ table cannot see. A rule reading a table applies its threshold to ``ms_per_step`
   segments; CPU totals) plus the forward elementwise ops' self time outside those nodes,
   the optimizer step and norm modules (below). The activations (``relu`` and its
   ``clamp_min`` kernel, ``threshold_backward``, ``ReluBackward0`` ...) are left out of the
-  figure: a network runs one after each heavy op, where they make no run. At most every
-  elementwise op and node.
+  figure: a network runs one after each heavy op, where they make no run. A side (the
+  nodes, the forward ops) with fewer calls per step than a chain's ``min_ops`` cannot hold
+  a chain of its own (its calls bound the outermost ones) and adds nothing: a single
+  ``MeanBackward1`` of a global average pool is no chain (a run across the loss into the
+  backward is then missed). At most every elementwise op and node.
 * **normalization** (:func:`normalization`): ATen's batch-norm kernels
   (:data:`.names.NATIVE_NORMALIZATION`, self time: exact), and norm modules made of
   elementwise ops: a table recorded with ``with_modules=True`` has their
@@ -272,8 +275,9 @@ def normalization(fw: FrameworkAnalysis) -> TableNormalization:
     )
 
 
-def elementwise(fw: FrameworkAnalysis) -> TableEstimate:
-    """Elementwise work in the step, as far as the table tells (module doc)."""
+def elementwise(fw: FrameworkAnalysis, min_ops: int) -> TableEstimate:
+    """Elementwise work in the step, as far as the table tells (module doc): a phase with
+    fewer than ``min_ops`` elementwise calls per step holds no chain of ``min_ops``."""
     ops = _Ops(fw)
     nodes = ops.matching(lambda n: elementwise_node_op(n) in _ELEMENTWISE_STEMS)
     norms = _norm_frames(ops)
@@ -289,6 +293,10 @@ def elementwise(fw: FrameworkAnalysis) -> TableEstimate:
     )
     outside = inside_nodes + optimizer_ms + ops.total(norms)
     forward_ms = max(ops.own(kept_forward) - outside, 0.0)
+    if sum(ops.calls(kept_nodes).values()) < min_ops:
+        backward_ms, kept_nodes = 0.0, []
+    if sum(ops.calls(kept_forward).values()) < min_ops:
+        forward_ms, kept_forward = 0.0, []
     high = sum(_node_wrapper_total(ops, n) for n in nodes) + ops.own(forward) + ops.omitted
     return TableEstimate(
         backward_ms + forward_ms,
@@ -296,6 +304,6 @@ def elementwise(fw: FrameworkAnalysis) -> TableEstimate:
         high,
         ops.calls(kept_forward + kept_nodes),
         "a table has no order: elementwise backward nodes and the forward elementwise ops "
-        "outside them, the optimizer and norm modules, activations left out; whether they "
-        "run in a row cannot be seen",
+        "outside them, the optimizer and norm modules, activations left out, each side when "
+        "it has enough calls per step for a chain; whether they run in a row cannot be seen",
     )

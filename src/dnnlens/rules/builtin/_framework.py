@@ -19,10 +19,17 @@ second recording of as many steps:
 * under :data:`WARNING_SHARE` (5%, the noise) it is ``info``: real and measured, after the
   findings that matter (they rank by cost);
 * from :data:`WARNING_SHARE` up it has the rule's severity (``warning``).
+
+**From a key_averages table alone** (no trace rows) a rule applies the same thresholds and
+grading to the figure :mod:`dnnlens.analysis.framework.table_patterns` gives
+(:func:`table_finding`); when that figure's bounds straddle the threshold the message says
+"as far as a table tells" and what a table cannot see. The impact is never more than the
+step.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +37,7 @@ import numpy as np
 
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.framework import FrameworkAnalysis
+from dnnlens.analysis.framework.table_patterns import TableEstimate
 from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._util import ms, pct
 from dnnlens.rules.context import RuleContext
@@ -79,6 +87,54 @@ def trace_view(ctx: RuleContext) -> FrameworkAnalysis | None:
     if fw is None or fw.rows is None or not fw.steady_count:
         return None
     return fw
+
+
+def table_view(ctx: RuleContext) -> FrameworkAnalysis | None:
+    """The framework view when it comes from a key_averages table with steps, else None."""
+    fw = ctx.framework
+    if fw is None or fw.rows is not None or fw.table is None or not fw.steady_count:
+        return None
+    return fw
+
+
+def hedge(rule: Rule, fw: FrameworkAnalysis, estimate: TableEstimate) -> str:
+    """``" (as far as a table tells: ...)"`` when ``estimate``'s bounds straddle the rule's
+    ``min_share`` of the step, else nothing."""
+    if estimate.certain(rule.options["min_share"] * fw.typical_step_ms):
+        return ""
+    return f" (as far as a table tells: {estimate.basis})"
+
+
+def table_finding(
+    rule: Rule,
+    fw: FrameworkAnalysis,
+    what: str,
+    estimate: TableEstimate,
+    fix: str = "",
+    **extra: Any,
+) -> Iterator[Finding]:
+    """The finding of a rule on a table: ``estimate``'s figure (at most the step) graded
+    like a trace's, its bounds in ``data``, the table's rows of its ops as evidence."""
+    impact_ms = min(estimate.ms_per_step, fw.typical_step_ms)
+    calls, high = estimate.calls_per_step, estimate.high_ms
+    yield from step_finding(
+        rule,
+        fw,
+        f"{what}: {cost(fw, impact_ms)}{hedge(rule, fw, estimate)}",
+        fw.table_evidence(list(calls), 3),
+        impact_ms,
+        impact(
+            fw,
+            impact_ms,
+            **{
+                "ops_per_step": calls,
+                "table_low_ms_per_step": estimate.low_ms,
+                "table_high_ms_per_step": high if math.isfinite(high) else None,
+                **extra,
+            },
+        ),
+        fix=fix,
+    )
 
 
 def impact(fw: FrameworkAnalysis, impact_ms: float, **extra: Any) -> dict[str, Any]:

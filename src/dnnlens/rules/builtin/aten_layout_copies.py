@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
+from dnnlens.analysis.framework import table_patterns
 from dnnlens.analysis.framework.patterns import callers, layout_changes
 from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._framework import (
@@ -13,6 +14,8 @@ from dnnlens.rules.builtin._framework import (
     counted,
     impact,
     step_finding,
+    table_finding,
+    table_view,
     trace_view,
 )
 from dnnlens.rules.builtin._util import ms
@@ -33,6 +36,8 @@ class AtenLayoutCopies(Rule):
     program, or ATen itself (``aten::_convolution`` converting a mismatched input,
     ``aten::convolution_backward`` and ``aten::_fused_sgd_`` converting channels_last
     weights and their gradients, which a well-configured channels_last run pays too).
+    From a key_averages table (no strides) the conversions are ``table_patterns.
+    layout_copies``: the ``aten::contiguous`` calls that copied.
 
     Fix: use one memory format end to end: convert the input once in the data pipeline
     (``x.to(memory_format=torch.channels_last)``), the model once
@@ -46,6 +51,19 @@ class AtenLayoutCopies(Rule):
     defaults = {"min_share": QUIET_BELOW_SHARE}
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        table = table_view(ctx)
+        if table is not None:
+            found = table_patterns.layout_copies(table)
+            count = sum(found.calls_per_step.values())
+            calls = counted(list(found.calls_per_step), list(found.calls_per_step.values()))
+            yield from table_finding(
+                self,
+                table,
+                f"{count:g} memory-format conversions per step ({calls})",
+                found,
+                conversions_per_step=count,
+            )
+            return
         fw = trace_view(ctx)
         if fw is None:
             return

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.analysis.framework import FrameworkAnalysis
+from dnnlens.analysis.framework import FrameworkAnalysis, table_patterns
+from dnnlens.analysis.framework.table_patterns import TableEstimate
 from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._framework import (
     QUIET_BELOW_SHARE,
@@ -13,12 +14,11 @@ from dnnlens.rules.builtin._framework import (
     counted,
     impact,
     step_finding,
+    table_finding,
 )
 from dnnlens.rules.builtin._util import ms
 from dnnlens.rules.context import RuleContext
 
-#: Native batch-norm kernel names, for key_averages tables.
-_NATIVE = ("aten::native_batch_norm", "aten::native_batch_norm_backward")
 #: The fix in training: only the program can fold (the norm sits between trained layers).
 _FIX_TRAINING = (
     "Fold each frozen norm into the convolution before it: scale that convolution's weights "
@@ -53,8 +53,10 @@ class AtenNormalization(Rule):
 
     A batch norm being trained (``nn.BatchNorm2d`` in train mode: ``native_batch_norm`` and
     its backward) is the normal cost of training it, not a finding; the framework view
-    lists it (``normalization``). From a key_averages table (no arguments), ATen's kernels
-    count at inference only.
+    lists it (``normalization``). From a key_averages table (no arguments, no sequence
+    numbers: ``table_patterns.normalization``) ATen's kernels count at inference only, and
+    norm modules with their forward (exact) and the backward nodes of the ops a scale and
+    shift runs (said "as far as a table tells" when that decides).
 
     Fix: fold the frozen norm into the convolution before it: in training, scale that
     convolution's weights and shift its bias once (the norm's statistics and affine never
@@ -72,7 +74,8 @@ class AtenNormalization(Rule):
         if fw is None or not fw.steady_count:
             return
         if fw.rows is None:
-            yield from self._from_table(fw)
+            if fw.table is not None:
+                yield from self._from_table(fw)
             return
         found = fw.norms
         assert found is not None
@@ -129,17 +132,40 @@ class AtenNormalization(Rule):
         )
 
     def _from_table(self, fw: FrameworkAnalysis) -> Iterator[Finding]:
-        if fw.is_training:  # trained or frozen: a table has no arguments to tell
-            return
-        ops = fw.ops[fw.ops["name"].isin(_NATIVE)]
-        total = float(ops["self_ms_per_step"].sum())
-        yield from step_finding(
+        found = table_patterns.normalization(fw)
+        # in training ATen's kernels run trained and frozen norms alike: a table has no
+        # arguments to tell (module doc); norm modules made of elementwise ops are frozen
+        native = None if fw.is_training else found.native
+        modules = found.modules
+        parts = []
+        if native is not None and native.ms_per_step:
+            calls = native.calls_per_step
+            parts.append(
+                f"ATen's batch norm kernels at inference "
+                f"({counted(list(calls), list(calls.values()))} per step) {ms(native.ms_per_step)}"
+            )
+        if modules.ms_per_step:
+            parts.append(
+                f"{'/'.join(found.module_classes)} modules made of elementwise ops "
+                f"{ms(modules.low_ms)} forward, {ms(modules.ms_per_step - modules.low_ms)} "
+                "backward nodes"
+            )
+        both = [e for e in (native, modules) if e is not None]
+        estimate = TableEstimate(
+            sum(e.ms_per_step for e in both),
+            sum(e.low_ms for e in both),
+            sum(e.high_ms for e in both),
+            {n: c for e in both for n, c in e.calls_per_step.items()},
+            "; ".join(e.basis for e in both),
+        )
+        yield from table_finding(
             self,
             fw,
-            f"ATen's batch norm kernels at inference, not folded into the convolution "
-            f"({', '.join(ops['name'])}): {cost(fw, total)}",
-            fw.table_evidence(list(ops["name"])),
-            total,
-            impact(fw, total, native_ms_per_step=total),
-            fix=_FIX_INFERENCE,
+            "frozen norms not folded into the convolution before them: " + "; ".join(parts),
+            estimate,
+            fix=_FIX_TRAINING if fw.is_training else _FIX_INFERENCE,
+            native_ms_per_step=native.ms_per_step if native is not None else 0.0,
+            module_ms_per_step=modules.low_ms,
+            module_backward_ms_per_step=modules.ms_per_step - modules.low_ms,
+            module_classes=found.module_classes,
         )

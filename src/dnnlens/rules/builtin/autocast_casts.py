@@ -5,9 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
+from dnnlens.analysis.framework import table_patterns
 from dnnlens.analysis.framework.patterns import casts
 from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._framework import QUIET_BELOW_SHARE, masked_finding, trace_view
+from dnnlens.rules.builtin._framework import (
+    QUIET_BELOW_SHARE,
+    counted,
+    masked_finding,
+    table_finding,
+    table_view,
+    trace_view,
+)
 from dnnlens.rules.context import RuleContext
 
 
@@ -21,7 +29,9 @@ class AutocastCasts(Rule):
     issues itself (from the top of an op, from ``.to(dtype)`` in the program, or from a
     ``ToCopyBackward`` node; not the up-casts inside ATen kernels) and fires when they take
     at least ``min_share`` of a typical step, graded by that share like every framework rule
-    (info under 5%: ``_framework.WARNING_SHARE``).
+    (info under 5%: ``_framework.WARNING_SHARE``). From a key_averages table (no dtypes)
+    the casts are ``table_patterns.casts``: in training twice the ``ToCopyBackward`` nodes
+    (each gradient cast back), within every ``aten::_to_copy`` at most.
 
     Fix: cast once instead of every step: keep the model in bfloat16 (``model.to(
     torch.bfloat16)``, with float32 master weights in the optimizer if needed) and feed
@@ -34,6 +44,18 @@ class AutocastCasts(Rule):
     defaults = {"min_share": QUIET_BELOW_SHARE}
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        table = table_view(ctx)
+        if table is not None:
+            found = table_patterns.casts(table)
+            calls = found.calls_per_step
+            yield from table_finding(
+                self,
+                table,
+                f"casts to or from low precision ({counted(list(calls), list(calls.values()))} "
+                "per step)",
+                found,
+            )
+            return
         fw = trace_view(ctx)
         if fw is None:
             return

@@ -7,13 +7,17 @@ from collections.abc import Iterator
 import numpy as np
 
 from dnnlens.analysis.findings import Finding
+from dnnlens.analysis.framework import table_patterns
 from dnnlens.analysis.framework.patterns import elementwise_chains
 from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._framework import (
     QUIET_BELOW_SHARE,
     cost,
+    counted,
     impact,
     step_finding,
+    table_finding,
+    table_view,
     trace_view,
 )
 from dnnlens.rules.builtin._util import ms
@@ -38,7 +42,10 @@ class ElementwiseChain(Rule):
     step, graded by that share like every framework rule. Their impact is the typical time
     of those ops in every steady step. Frozen norms made of elementwise ops (norm modules,
     and per-channel ``rsqrt``/``mul``/``sub`` then ``x * scale + bias``, found by their
-    shapes) are left to ``aten-normalization``: their fix is folding, not fusing.
+    shapes) are left to ``aten-normalization``: their fix is folding, not fusing. A
+    key_averages table has no order: there the figure is ``table_patterns.elementwise``
+    (elementwise backward nodes and forward ops, activations and norm modules left out,
+    each side only with ``min_ops`` calls per step), said "as far as a table tells".
 
     Fix: fuse the chain: ``torch.compile`` the function or module (inductor generates one
     C++ kernel for the forward and one for the backward), or a custom fused op (C++
@@ -51,6 +58,19 @@ class ElementwiseChain(Rule):
     defaults = {"min_ops": MIN_OPS, "min_share": QUIET_BELOW_SHARE}
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        table = table_view(ctx)
+        if table is not None:
+            found = table_patterns.elementwise(table, int(self.options["min_ops"]))
+            calls = found.calls_per_step
+            count = sum(calls.values())
+            yield from table_finding(
+                self,
+                table,
+                f"{count:g} elementwise ops and backward nodes per step "
+                f"({counted(list(calls), list(calls.values()))})",
+                found,
+            )
+            return
         fw = trace_view(ctx)
         if fw is None:
             return

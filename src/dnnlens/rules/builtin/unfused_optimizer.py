@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
 
 from dnnlens.analysis.findings import Finding
+from dnnlens.analysis.framework import FrameworkAnalysis, table_patterns
 from dnnlens.analysis.framework.patterns import optimizer_ops
 from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._framework import (
@@ -15,6 +17,8 @@ from dnnlens.rules.builtin._framework import (
     counted,
     impact,
     step_finding,
+    table_finding,
+    table_view,
     trace_view,
 )
 from dnnlens.rules.context import RuleContext
@@ -38,7 +42,10 @@ class UnfusedOptimizer(Rule):
     channels_last weights with ``.contiguous()``, which is no dispatch from a loop) and fires
     when there are at least ``min_ops`` (``MIN_OPS``, 8) per step and the optimizer step
     takes at least ``min_share`` of a typical step; graded by that share like every
-    framework rule. Its impact is the typical time of the optimizer step.
+    framework rule. Its impact is the typical time of the optimizer step. From a
+    key_averages table (``table_patterns.optimizer``) the step's time is exact, the
+    per-parameter ops at least one per parameter tensor (``AccumulateGrad`` calls) unless a
+    fused kernel runs: the rule fires when that least count reaches ``min_ops``.
 
     Fix: ``fused=True`` (SGD, Adam, AdamW, Adagrad on the CPU since torch 2.4) runs the whole
     update in one kernel (``_fused_sgd_``, ``_fused_adamw_``); ``foreach=True`` at least
@@ -51,6 +58,10 @@ class UnfusedOptimizer(Rule):
     defaults = {"min_ops": MIN_OPS, "min_share": QUIET_BELOW_SHARE}
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        table = table_view(ctx)
+        if table is not None:
+            yield from self._from_table(table)
+            return
         fw = trace_view(ctx)
         if fw is None:
             return
@@ -89,4 +100,32 @@ class UnfusedOptimizer(Rule):
                 fused_kernels_per_step=float(fw.calls_per_step(found.fused)),
                 steps_found=int(np.count_nonzero(fw.steady_rows(found.steps))),
             ),
+        )
+
+    def _from_table(self, fw: FrameworkAnalysis) -> Iterator[Finding]:
+        found = table_patterns.optimizer(fw)
+        least = found.per_parameter_low
+        if not found.kind or found.kind == "fused" or least < self.options["min_ops"]:
+            return
+        where = (
+            "_foreach_ ops, which on the CPU still run one kernel per tensor"
+            if found.kind == "foreach"
+            else "a Python loop over the parameters (foreach=False)"
+        )
+        by_name = found.per_parameter_by_name
+        high = found.per_parameter_high
+        most = f"{high:g}" if math.isfinite(high) else "? (rows left out)"
+        yield from table_finding(
+            self,
+            fw,
+            f"{', '.join(found.names)}: at least {least:g} per-parameter ops per step (one per "
+            f"parameter tensor), at most {most} ({counted(list(by_name), list(by_name.values()))}"
+            f", a table cannot tell which ran inside the step), from {where}",
+            found.step,
+            optimizer=found.names,
+            per_parameter_ops_per_step=least,
+            per_parameter_ops_per_step_at_most=high if math.isfinite(high) else None,
+            ops_per_step=by_name,
+            fused_kernels_per_step=found.fused_kernels_per_step,
+            foreach_kernels_per_step=found.foreach_kernels_per_step,
         )
