@@ -364,3 +364,25 @@ def test_the_noise_the_grading_stands_on():
 def test_framework_rules_have_nothing_to_say_without_a_trace():
     for rule in FRAMEWORK_RULES:
         assert findings(RUNS.parent / "convnet_nchw_train.log", rule) == []
+
+
+def test_only_elementwise_backward_nodes_are_elementwise():
+    """The backward nodes named in the traces of ``sample_logs/framework/`` and
+    ``framework_tables/`` (every ``autograd::engine::evaluate_function: X`` event name,
+    collected with json.load over the files): the nodes of elementwise ops are elementwise
+    work; ``AddmmBackward0``, ``ToCopyBackward0``, ``LogSoftmaxBackward0`` (names that start
+    like ``Add``, ``To...``, ``Log``) are not, and the view nodes ``TBackward0`` and
+    ``ViewBackward0`` are neutral like the views."""
+    from dnnlens.analysis.framework.names import ELEMENTWISE_BACKWARD, VIEW_BACKWARD
+
+    node = "autograd::engine::evaluate_function: {}".format
+    elementwise = ["AddBackward0", "MulBackward0", "RsubBackward1", "PowBackward0",
+                   "MeanBackward1", "SigmoidBackward0", "ReluBackward0", "MseLossBackward0",
+                   "BinaryCrossEntropyWithLogitsBackward0"]  # fmt: skip
+    others = ["AddmmBackward0", "TBackward0", "ToCopyBackward0", "LogSoftmaxBackward0",
+              "ViewBackward0", "ConvolutionBackward0", "MaxPool2DWithIndicesBackward0",
+              "NativeBatchNormBackward0", "NllLossBackward0", "AsStridedBackward1"]  # fmt: skip
+    assert all(ELEMENTWISE_BACKWARD.match(node(n)) for n in elementwise)
+    assert not any(ELEMENTWISE_BACKWARD.match(node(n)) for n in others)
+    views = {n for n in others if VIEW_BACKWARD.match(node(n))}
+    assert views == {"TBackward0", "ViewBackward0"}

@@ -75,14 +75,22 @@ VIEWS = frozenset(
         "full_like fill_ zero_ lift_fresh item _local_scalar_dense result_type"
     ).split()
 )
-#: Autograd nodes of the ops above, as ``autograd::engine::evaluate_function: MulBackward0``.
+#: Autograd nodes of the elementwise ops above, as ``autograd::engine::evaluate_function:
+#: MulBackward0``: the node's name is the op's in CamelCase, nothing after it (a free suffix
+#: would take ``AddmmBackward0``, ``ToCopyBackward0``, ``LogSoftmaxBackward0`` for ``Add``,
+#: ``T...``, ``Log...``).
 ELEMENTWISE_BACKWARD = re.compile(
     r"^autograd::engine::evaluate_function: (?:Add|Sub|Rsub|Mul|Div|Neg|Pow|Exp|Log|Log1P|"
     r"Sqrt|Rsqrt|Abs|Sigmoid|Tanh|Relu|Clamp|ClampMin|ClampMax|Where|Lerp|Addcmul|Addcdiv|"
     r"Reciprocal|Sign|MaskedFill|Minimum|Maximum|Softplus|BinaryCrossEntropyWithLogits|"
-    r"BinaryCrossEntropy|MseLoss|SmoothL1Loss|Sum|Mean|Amax|Amin|Max|Min|Prod|Norm|Var|Std|"
-    r"View|Reshape|Expand|Squeeze|Unsqueeze|Permute|Transpose|T|Select|Slice|Unsafe)"
-    r"[A-Za-z]*Backward\d+$"
+    r"BinaryCrossEntropy|MseLoss|SmoothL1Loss|Sum|Mean|Amax|Amin|Max|Min|Prod|Norm|"
+    r"LinalgVectorNorm|Var|Std)Backward\d+$"
+)
+#: Autograd nodes of the views above (``ViewBackward0``, ``TBackward0`` ...): they reshape
+#: a gradient, no pass over its data, so like views they never break a chain.
+VIEW_BACKWARD = re.compile(
+    r"^autograd::engine::evaluate_function: (?:View|Reshape|ReshapeAlias|Expand|Squeeze|"
+    r"Unsqueeze|Permute|Transpose|T|Select|Slice|UnsafeView|Alias|Detach)Backward\d+$"
 )
 
 #: The per-parameter math of an unfused optimizer (``foreach=False``).

@@ -41,6 +41,7 @@ from dnnlens.analysis.framework.names import (
     NATIVE_NORMALIZATION,
     NORM_MODULE,
     PHASES,
+    VIEW_BACKWARD,
     VIEWS,
     module_class,
 )
@@ -72,7 +73,7 @@ def elementwise_names(rows: OpRows) -> tuple[np.ndarray, np.ndarray]:
     work = np.array(
         [n in ELEMENTWISE or bool(ELEMENTWISE_BACKWARD.match(n)) for n in rows.names], dtype=bool
     )
-    view = np.array([n in VIEWS for n in rows.names], dtype=bool)
+    view = np.array([n in VIEWS or bool(VIEW_BACKWARD.match(n)) for n in rows.names], dtype=bool)
     return work, view
 
 
