@@ -329,3 +329,37 @@ def test_a_top_level_table_says_its_ops_are_left_out():
     (note,) = [n for n in fw.notes if "leaves out" in n]
     assert "19.423 ms" in note and f"{19.423 / 4:.3f} ms per step" in note
     assert fw.ops.empty
+
+
+def test_a_lone_elementwise_node_is_no_chain():
+    """dataloader_fixed.table.txt's autograd nodes (awk over the file): MeanBackward1 (the
+    global average pool's backward, 4 calls: 1 per step, 2.296 ms with its ``aten::div``,
+    2.4% of the 23.55 ms step) is the only elementwise node but ReluBackward0 (an
+    activation); the others (NativeBatchNorm, Convolution, Addmm, NllLoss, LogSoftmax,
+    View, T) are not elementwise. One node per step is fewer than a chain's 5 ops, so the
+    table's figure leaves it out, as the trace finds no chain; its upper bound keeps it."""
+    fw = analysis(RUNS / "dataloader_fixed.table.txt").framework
+    found = table_patterns.elementwise(fw, 5)
+    assert "MeanBackward1" not in found.calls_per_step
+    assert found.ms_per_step < 0.02 * fw.typical_step_ms
+    assert found.high_ms >= 2.296 / 4
+    assert table_patterns.elementwise(fw, 1).calls_per_step["MeanBackward1"] == 1
+
+
+def test_a_finding_says_when_only_a_table_tells(rule_set):
+    """focal_bad.table.txt has no order (elementwise figure's lower bound 0) and
+    layout_bad.table.txt no strides (its lower bound 0): their findings say "as far as a
+    table tells" and what it cannot see. sgd_bad.table.txt's optimizer step is exact
+    (``Optimizer.step#SGD.step`` 949.658 us CPU total over 4 steps) and its 16
+    ``AccumulateGrad`` calls per step (64 / 4) reach min_ops 8 alone: no hedge."""
+    for run, rule, cannot in [
+        ("focal_bad", "elementwise-chain", "no order"),
+        ("layout_bad", "aten-layout-copies", "no strides"),
+    ]:
+        (found,) = run_selected(analysis(RUNS / f"{run}.table.txt"), [rule_set[rule]])
+        assert "as far as a table tells" in found.message and cannot in found.message
+        assert found.data["table_low_ms_per_step"] == 0
+    (found,) = run_selected(analysis(RUNS / "sgd_bad.table.txt"), [rule_set["unfused-optimizer"]])
+    assert "as far as a table tells" not in found.message
+    assert found.data["per_parameter_ops_per_step"] == 16
+    assert found.data["impact_ms_per_step"] == pytest.approx(0.949658 / 4, rel=1e-4)
