@@ -94,7 +94,7 @@ def test_rules_list_and_json() -> None:
     result = invoke("rules", "list")
     assert result.exit_code == 0
     codes = re.findall(r"^(DL\d{3})\s+(\S+)", result.stdout, re.M)
-    assert len(codes) == 19 and codes[0] == ("DL001", "reorder-overhead")  # 13 + 6 framework
+    assert len(codes) == 20 and codes[0] == ("DL001", "reorder-overhead")  # 13 + 7 framework
     data = json.loads(invoke("rules", "list", "--json").stdout)
     assert {d["name"] for d in data} >= {"no-onednn-lines", "low-efficiency"}
     assert data[0]["options"] == {"share": 0.1}

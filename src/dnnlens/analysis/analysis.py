@@ -529,6 +529,11 @@ class Analysis:
         b = self.report_basis
         if b.unit == "step":
             return b.ms
+        fw = self.framework
+        if finding.basis == "step" and fw is not None:
+            # a table's profiled window of several iterations: a framework finding is a
+            # part of the wall time of one iteration there, not of oneDNN's typical one
+            return float(fw.typical_step_ms) / max(b.iterations_per_step, 1)
         if finding.basis == "mean_pass":
             return self.mean_steady_pass_ms
         if finding.basis == "with_creations":
@@ -555,8 +560,9 @@ class Analysis:
         from dnnlens.fmt import ms
 
         unit = self.report_basis.unit
-        own = finding.basis in ("mean_pass", "with_creations") and unit != "step"
-        words = BASES[finding.basis] if own else BASES["step" if unit == "step" else "iteration"]
+        own = finding.basis in ("mean_pass", "with_creations", "step") and unit != "step"
+        key = ("window_iteration" if finding.basis == "step" else finding.basis) if own else unit
+        words = BASES[key]
         return words.format(ms=ms(self.share_basis_ms(finding)))
 
     @property

@@ -13,6 +13,8 @@ BASES = {
     "step": "the typical {ms} step",
     "mean_pass": "the mean {ms} steady pass",
     "with_creations": "the {ms} of a pass with its creations",
+    # a framework finding beside a log, on a table's profiled window of several iterations
+    "window_iteration": "the {ms} of an iteration in the profiled window",
 }
 
 

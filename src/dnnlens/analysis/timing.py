@@ -146,6 +146,13 @@ def _to_median_pass(
     return run * (float(np.median(sums)) / total) if len(sums) else run
 
 
+#: Positions at the timer's resolution are measured together only when they are this share
+#: of the iteration or more: each median is off by at most half a tick, half its own value,
+#: so below this share the iteration moves less than half of it (5%), and the per-position
+#: medians stay comparable position by position.
+RESOLUTION_SHARE = 0.10
+
+
 def timer_tick(times: np.ndarray) -> float | None:
     """The timer's resolution as the times show it: the smallest difference between two
     distinct times printed (oneDNN's own clock prints multiples of 1/4096 ms, TensorFlow's
@@ -178,6 +185,8 @@ def _at_resolution(
     coarse = (runs >= MIN_RUNS_FOR_MEDIAN) & (median <= RESOLUTION_TICKS * tick)
     if coarse.sum() < 2:
         return run
+    if (per[coarse] * median[coarse]).sum() < RESOLUTION_SHARE * (per * run).sum():
+        return run  # their bias (half a tick each at most) moves the iteration < 5%
     in_coarse = np.isin(node, at[coarse])
     t = np.nan_to_num(times[in_coarse])
     _, pass_index = np.unique(passes_of[in_coarse], return_inverse=True)

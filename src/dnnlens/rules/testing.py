@@ -112,7 +112,9 @@ def _run_case(
         raise RuleSetupError(f"{where}: case {name!r}: 'expect' must be a list ([] for none)")
     cfg = RuleConfig(path=where, rules=_merge(where, doc.get("config"), case.get("config")))
     options = RuleOptions(select=select, search_config=False)
-    findings = report_order(run_selected(Analysis(log), selected_rules(registry, options, cfg)))
+    analysis = Analysis(log)
+    found = run_selected(analysis, selected_rules(registry, options, cfg))
+    findings = report_order(found, analysis.impact_per_basis)
     tolerance = case.get("tolerance", doc.get("tolerance", 0.01))
     if not isinstance(tolerance, int | float) or isinstance(tolerance, bool) or tolerance < 0:
         raise RuleSetupError(f"{where}: 'tolerance' must be a number >= 0")
