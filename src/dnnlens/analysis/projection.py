@@ -540,8 +540,8 @@ def _remove(state: _State, which: str, ctx: _Context) -> None:
         )
     if "weight" in wanted:
         state.note(
-            "weights are converted once ahead of time (prepacked: torch.jit.freeze, "
-            "ipex.optimize or a weight cache); that one-time cost is not counted"
+            "weights are converted once ahead of time (prepacked: torch.jit.freeze at "
+            "inference, or a weight cache); that one-time cost is not counted"
         )
     if "activation" not in wanted:
         return
