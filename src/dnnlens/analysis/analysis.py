@@ -509,12 +509,6 @@ class Analysis:
             execs,
         )
 
-    def basis_ms(self, finding: Finding | None = None) -> float:
-        """What a finding's impact is a part of: the report's basis (:attr:`report_basis`),
-        the same for every finding of the report."""
-        del finding  # one basis per report: a finding's own unit is scaled into it
-        return self.report_basis.ms
-
     def impact_per_basis(self, finding: Finding) -> float | None:
         """A finding's impact in ms per basis unit (a oneDNN finding's per-iteration
         impact times the iterations of a step, in a report on a step)."""

@@ -471,8 +471,9 @@ def _shapeless_ids(
 
 def _period_key(
     s: np.ndarray, shapeless: np.ndarray, numbers: Mapping[int, tuple[tuple[str, str], ...]]
-) -> np.ndarray:
-    """The stream whose period is the pass: the records, or the records without sizes.
+) -> tuple[np.ndarray, tuple[int, int] | None]:
+    """The stream whose period is the pass, and that period (:func:`find_period`): the
+    records, or the records without sizes.
 
     Without sizes when the passes change their sizes (a batch or sequence length that
     varies): then the records repeat over less of the run than the sizeless stream, or
@@ -480,20 +481,20 @@ def _period_key(
     that differ from each other only in the sizes that change (:func:`_size_cycle`).
     """
     if len(np.unique(s)) == len(np.unique(shapeless)):
-        return s  # no two records differ in their sizes only
+        return s, find_period(s)  # no two records differ in their sizes only
     loose = find_period(shapeless)
-    if loose is None:
-        return s
     exact = find_period(s)
+    if loose is None:
+        return s, exact
     if exact is None:
-        return shapeless
+        return shapeless, loose
     n = len(s)
     (pe, se), (pl, sl) = exact, loose
     if n - se < 0.9 * (n - sl):
-        return shapeless
+        return shapeless, loose
     if pe > pl and pe % pl == 0 and _size_cycle(s[se : se + pe], pl, numbers):
-        return shapeless
-    return s
+        return shapeless, loose
+    return s, exact
 
 
 def _size_cycle(
@@ -586,8 +587,7 @@ def _one_input(
         shape_template = _modal_sequence(shapeless, segments)
         method = "markers"
     else:
-        key = _period_key(s, shapeless, numbers)
-        found = find_period(key)
+        key, found = _period_key(s, shapeless, numbers)
         if found is None:
             segments = np.array([[0, n]], dtype=np.int64)
             shape_template, method = shapeless.copy(), "single"

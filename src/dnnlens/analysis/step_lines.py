@@ -22,7 +22,6 @@ table) are never step lines.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -48,11 +47,12 @@ class StepLines:
     lines: np.ndarray
 
 
-def _outside(lines: np.ndarray, spans: Iterable[tuple[int, int]]) -> np.ndarray:
-    keep = np.ones(len(lines), dtype=bool)
-    for first, last in spans:
-        keep &= (lines < first) | (lines > last)
-    return lines[keep]
+def _outside(lines: np.ndarray, spans: np.ndarray) -> np.ndarray:
+    """``lines`` outside every span of ``spans`` (``(first, last)`` rows sorted by first and
+    not overlapping, as the tables of a log are): one search, not a pass per span."""
+    at = np.searchsorted(spans[:, 0], lines, side="right") - 1
+    inside = (at >= 0) & (lines <= spans[np.maximum(at, 0), 1])
+    return lines[~inside]
 
 
 def find_step_lines(
@@ -68,7 +68,7 @@ def find_step_lines(
     """
     if len(exec_lines) < 2 or not program.lines:
         return None
-    spans = list(excluded)
+    spans = np.asarray(sorted(excluded), dtype=np.int64).reshape(-1, 2)
     lo, hi = int(exec_lines[0]), int(exec_lines[-1])
     best: tuple[int, int, str, np.ndarray] | None = None
     for shape, at in program.lines.items():
@@ -76,7 +76,7 @@ def find_step_lines(
             continue
         lines = np.frombuffer(at, dtype=np.int64) if len(at) else np.zeros(0, np.int64)
         lines = lines[(lines > lo) & (lines < hi)]
-        if spans:
+        if len(spans):
             lines = _outside(lines, spans)
         if len(lines) < MIN_MARKERS - 1:  # the first pass ends at the first line
             continue
@@ -103,8 +103,26 @@ def _stretches(exec_lines: np.ndarray, markers: np.ndarray) -> np.ndarray:
     return np.column_stack([edges[:-1], edges[1:]])
 
 
+#: Odd 64-bit multipliers that spread primitive ids before they are summed per stretch.
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
+
+
 def _repeats(shapeless: np.ndarray, stretches: np.ndarray) -> bool:
     """Whether most stretches run the same primitives (sizes and order aside: a threadpool
-    may run independent ops of a step in another order)."""
-    counts = Counter(np.sort(shapeless[b:e]).tobytes() for b, e in stretches.tolist())
-    return counts.most_common(1)[0][1] >= REPEAT_SHARE * len(stretches)
+    may run independent ops of a step in another order).
+
+    A stretch's primitives as a multiset are fingerprinted by its length and two sums of
+    its mixed ids (wrapping 64-bit arithmetic), all stretches at once: no Python work per
+    stretch, however many steps the log holds.
+    """
+    ids = shapeless.astype(np.uint64) + np.uint64(1)
+    begins, ends = stretches[:, 0], stretches[:, 1]
+    prints = [ends - begins]
+    with np.errstate(over="ignore"):
+        for mix in _MIX:
+            mixed = ids * mix
+            mixed ^= mixed >> np.uint64(29)
+            csum = np.concatenate([[np.uint64(0)], np.cumsum(mixed, dtype=np.uint64)])
+            prints.append((csum[ends] - csum[begins]).astype(np.int64))
+    _, counts = np.unique(np.column_stack(prints), axis=0, return_counts=True)
+    return int(counts.max()) >= REPEAT_SHARE * len(stretches)

@@ -84,11 +84,10 @@ def _banner(a: Analysis) -> str:
     top = a.findings[0]
     share = a.share_of(top) or 0.0
     bar = ""
-    if top.impact_ms_per_iteration is not None and a.basis_ms(top) > 0:
+    if top.impact_ms_per_iteration is not None and a.share_basis_ms(top) > 0:
         width = max(0.5, min(100.0, 100 * share))
         bar = (
-            f'<div class="meter" title="{esc(pct(share))} of the typical '
-            f'{esc(a.report_basis.unit)}">'
+            f'<div class="meter" title="{esc(pct(share))} of {esc(a.basis_label(top))}">'
             f'<i style="width:{width:.1f}%"></i></div>'
         )
     cls = "banner" if top.severity != "info" or share >= ALERT_SHARE else "banner ok"
