@@ -68,6 +68,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_sample_logs import (  # noqa: E402  (the sibling script: one copy of these helpers)
+    _SCRUBBED_PREFIXES,
+    Interpreter,
+    header_facts,
+    probe_interpreter,
+)
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "sample_logs" / "iterations"
 MANIFEST_NAME = "MANIFEST.json"
@@ -77,7 +85,6 @@ NUM_THREADS = 2
 # keep the repository small (the brief: "ideally < 300 KB").
 GZIP_ABOVE_BYTES = 300_000
 
-_SCRUBBED_PREFIXES = ("ONEDNN_", "DNNL_", "MKLDNN_", "TORCHINDUCTOR_", "TF_", "KERAS_")
 
 TORCH_213 = ("torch==2.13.0",)
 TF_CPU = ("tensorflow-cpu==2.21.0",)
@@ -804,41 +811,6 @@ def hand_count(lines: list[str], step_line: str, warmup: int) -> dict:
 # Parent side: children, versions and the manifest.
 # --------------------------------------------------------------------------------------------
 
-_HEADER_PATTERNS = {
-    "onednn_version": re.compile(r"onednn_verbose,.*info,oneDNN (v\S+)"),
-    "isa": re.compile(r"onednn_verbose,.*info,cpu,isa:(.+)$"),
-    "cpu_runtime": re.compile(r"onednn_verbose,.*info,cpu,runtime:([^,]+),nthr:\d+"),
-    "threads": re.compile(r"onednn_verbose,.*info,cpu,runtime:[^,]+,nthr:(\d+)"),
-}
-
-_FACTS_PROBE = r"""
-import importlib.metadata as md, json, platform, sys
-packages = {}
-for name in json.loads(sys.argv[1]):
-    try:
-        packages[name] = md.version(name)
-    except md.PackageNotFoundError:
-        pass
-print(json.dumps({"python": platform.python_version(), "packages": packages}))
-"""
-
-
-@dataclass(frozen=True)
-class Interpreter:
-    """A Python that can run children, with the versions of the packages it has."""
-
-    path: str
-    python: str
-    packages: dict[str, str]
-
-    def satisfies(self, requires: tuple[str, ...]) -> bool:
-        """Whether every ``name==version`` pin matches (a local label like +cpu ignored)."""
-        for pin in requires:
-            name, _, version = pin.partition("==")
-            if self.packages.get(name, "").split("+")[0] != version:
-                return False
-        return True
-
 
 @dataclass(frozen=True)
 class Quiet:
@@ -857,22 +829,6 @@ class Quiet:
     max_wait_s: float = 300.0
 
 
-def probe_interpreter(path: str) -> Interpreter:
-    """Ask an interpreter for its versions; failing to run it is a usage error."""
-    names = sorted(set(RECORDED_PACKAGES) | {"torch", "tensorflow-cpu"})
-    try:
-        out = subprocess.run(
-            [path, "-c", _FACTS_PROBE, json.dumps(names)],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError) as exc:
-        raise SystemExit(f"make_iteration_logs: cannot run {path}: {exc}") from exc
-    facts = json.loads(out.strip().splitlines()[-1])
-    return Interpreter(path, facts["python"], facts["packages"])
-
-
 def child_env(rec: Recording) -> tuple[dict[str, str], dict[str, str]]:
     """``(full environment, the variables set here)`` for a child."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUBBED_PREFIXES)}
@@ -881,17 +837,6 @@ def child_env(rec: Recording) -> tuple[dict[str, str], dict[str, str]]:
     recorded = {"OMP_NUM_THREADS": str(NUM_THREADS), **rec.env}
     env.update(recorded)
     return env, recorded
-
-
-def log_header(lines: list[str]) -> dict[str, str]:
-    """oneDNN version, ISA, threading runtime and threads named by the log header."""
-    found: dict[str, str] = {}
-    for line in lines:
-        for key, pattern in _HEADER_PATTERNS.items():
-            m = pattern.search(line.rstrip("\n"))
-            if m and key not in found:
-                found[key] = m.group(1)
-    return found
 
 
 def _cpu_ticks() -> tuple[int, int] | None:
@@ -1004,7 +949,7 @@ def record(
         gz.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=9, mtime=0))
         plain.unlink()
         target = gz
-    header = log_header(lines)
+    header = header_facts(lines)
     shown = [
         interp.path if interp.path != sys.executable else "python3",
         _display(Path(__file__)),
@@ -1114,7 +1059,11 @@ def main(argv: list[str] | None = None) -> int:
 
     out_dir: Path = args.out.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    interpreters = [probe_interpreter(p) for p in (args.python or [sys.executable])]
+    names = sorted(set(RECORDED_PACKAGES) | {"torch", "tensorflow-cpu"})
+    interpreters = [
+        probe_interpreter(p, names, "make_iteration_logs")
+        for p in (args.python or [sys.executable])
+    ]
     generator = shlex.join(
         ["python3", _display(Path(__file__)), *(sys.argv[1:] if argv is None else argv)]
     )

@@ -54,9 +54,11 @@ from make_sample_logs import (  # noqa: E402  (the sibling script: one copy of t
     _SCRUBBED_PREFIXES,
     NUM_THREADS,
     SEED,
+    Interpreter,
     _count_lines,
     _display_path,
     _log_header,
+    probe_interpreter,
 )
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -341,51 +343,6 @@ def run_child(sc: Scenario) -> None:
 # Parent side.
 # --------------------------------------------------------------------------------------------
 
-_FACTS_PROBE = r"""
-import importlib.metadata as md, json, platform, sys
-packages = {}
-for name in json.loads(sys.argv[1]):
-    try:
-        packages[name] = md.version(name)
-    except md.PackageNotFoundError:
-        pass
-print(json.dumps({"python": platform.python_version(), "packages": packages}))
-"""
-
-
-@dataclass(frozen=True)
-class Interpreter:
-    """A Python that can run scenario children, with the package versions it has."""
-
-    path: str
-    python: str
-    packages: dict[str, str]
-
-    def satisfies(self, requires: tuple[str, ...]) -> bool:
-        """Whether every pin holds (local version labels such as ``+cpu`` ignored)."""
-        for pin in requires:
-            name, _, version = pin.partition("==")
-            if self.packages.get(name, "").split("+")[0] != version:
-                return False
-        return True
-
-
-def probe_interpreter(path: str) -> Interpreter:
-    """Ask an interpreter for its versions; a failure is a usage error naming the path."""
-    names = sorted({p.partition("==")[0] for s in SCENARIOS.values() for p in s.requires})
-    names = sorted(set(names) | set(RECORDED_PACKAGES))
-    try:
-        out = subprocess.run(
-            [path, "-c", _FACTS_PROBE, json.dumps(names)],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError) as exc:
-        raise SystemExit(f"make_producer_logs: cannot run {path}: {exc}") from exc
-    facts = json.loads(out.strip().splitlines()[-1])
-    return Interpreter(path, facts["python"], facts["packages"])
-
 
 def run_scenario(sc: Scenario, out_dir: Path, interpreter: Interpreter) -> dict:
     """Run one scenario in a child process; return its manifest entry."""
@@ -460,7 +417,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     out_dir: Path = args.out.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    interpreters = [probe_interpreter(p) for p in (args.python or [sys.executable])]
+    names = sorted(
+        {p.partition("==")[0] for sc in SCENARIOS.values() for p in sc.requires}
+        | set(RECORDED_PACKAGES)
+    )
+    interpreters = [
+        probe_interpreter(p, names, "make_producer_logs") for p in (args.python or [sys.executable])
+    ]
     entries, failures = [], []
     for name in args.only or list(SCENARIOS):
         sc = SCENARIOS[name]

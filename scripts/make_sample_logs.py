@@ -55,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -585,18 +585,23 @@ _HEADER_PATTERNS = {
 }
 
 
-def _log_header(path: Path) -> dict[str, str]:
+def header_facts(lines: Iterable[str]) -> dict[str, str]:
     """The oneDNN version, CPU ISA, threading runtime and threads the log header names."""
     found: dict[str, str] = {}
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            for key, pattern in _HEADER_PATTERNS.items():
-                m = pattern.search(line.rstrip("\n"))
-                if m and key not in found:
-                    found[key] = m.group(1)
-            if len(found) == len(_HEADER_PATTERNS):
-                break
+    for line in lines:
+        for key, pattern in _HEADER_PATTERNS.items():
+            m = pattern.search(line.rstrip("\n"))
+            if m and key not in found:
+                found[key] = m.group(1)
+        if len(found) == len(_HEADER_PATTERNS):
+            break
     return found
+
+
+def _log_header(path: Path) -> dict[str, str]:
+    """:func:`header_facts` of a log file."""
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        return header_facts(fh)
 
 
 # Run by each candidate interpreter: its Python and package versions, and for torch the oneDNN
@@ -627,6 +632,10 @@ class Interpreter:
     packages: dict[str, str]
     onednn: str | None  # torch's build config, when torch is installed
 
+    def satisfies(self, requires: tuple[str, ...]) -> bool:
+        """Whether every pin of ``requires`` holds."""
+        return not self.unmet(requires)
+
     def unmet(self, requires: tuple[str, ...]) -> list[str]:
         """The pins of ``requires`` this interpreter does not satisfy (local labels ignored)."""
         missing = []
@@ -638,10 +647,15 @@ class Interpreter:
         return missing
 
 
-def _probe_interpreter(path: str) -> Interpreter:
-    """Ask an interpreter for its versions; a failure is a usage error naming the path."""
-    names = sorted({pin.partition("==")[0] for sc in SCENARIOS.values() for pin in sc.requires})
-    names = sorted(set(names) | set(RECORDED_PACKAGES))
+def probe_interpreter(
+    path: str, names: list[str] | None = None, who: str = "make_sample_logs"
+) -> Interpreter:
+    """Ask an interpreter for the versions of ``names`` (by default the packages this
+    script's scenarios pin or record); a failure is a usage error naming the path. The
+    other recording scripts share it."""
+    if names is None:
+        names = [pin.partition("==")[0] for sc in SCENARIOS.values() for pin in sc.requires]
+        names = sorted(set(names) | set(RECORDED_PACKAGES))
     try:
         out = subprocess.run(
             [path, "-c", _FACTS_PROBE, json.dumps(names)],
@@ -650,7 +664,7 @@ def _probe_interpreter(path: str) -> Interpreter:
             check=True,
         ).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
-        raise SystemExit(f"make_sample_logs: cannot run {path}: {exc}") from exc
+        raise SystemExit(f"{who}: cannot run {path}: {exc}") from exc
     facts = json.loads(out.strip().splitlines()[-1])
     return Interpreter(path, facts["python"], facts["packages"], facts["onednn"])
 
@@ -838,7 +852,7 @@ def main(argv: list[str] | None = None) -> int:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     selected = args.only or [n for n, s in SCENARIOS.items() if not s.fallback_only]
-    interpreters = [_probe_interpreter(p) for p in (args.python or [sys.executable])]
+    interpreters = [probe_interpreter(p) for p in (args.python or [sys.executable])]
     generator_command = shlex.join(
         ["python3", _display_path(Path(__file__)), *(sys.argv[1:] if argv is None else argv)]
     )
