@@ -7,7 +7,7 @@ and over with different numbers. Per block of whole lines:
 
 1. Line ends and commas are found with numpy. Lines holding a NUL or a non-ASCII byte,
    lines with fewer than four commas and lines over :data:`MAX_SHAPE_LINE` bytes are *slow
-   lines*: decoded and classified one by one by :meth:`Scanner._classify`, as the line
+   lines*: decoded and classified one by one by :meth:`Scanner.classify`, as the line
    scanner would.
 2. Every other line is cut into five pieces at its first fields and its last comma::
 
@@ -103,10 +103,8 @@ class BulkScan:
         self.scan = scan
         self.stats = stats if stats is not None else ReadStats()
         self.finder = finder
-        memos = getattr(scanner, "_bulk_shapes", None)
-        if memos is None:  # kept on the scanner: shapes carry over between inputs and blocks
-            memos = (ShapeMemo(), ShapeMemo())
-            scanner._bulk_shapes = memos  # type: ignore[attr-defined]
+        # kept on the scanner: shapes carry over between inputs and blocks
+        memos = scanner.shape_memos.setdefault("bulk", (ShapeMemo(), ShapeMemo()))
         #: (A, has B, C) -> record id * 2 + prefixed of an event line, or _SLOW
         self.shapes: ShapeMemo = memos[0]
         #: (A, has B, everything after B) -> record id * 2 + prefixed of a header or
@@ -136,8 +134,8 @@ class BulkScan:
         if self.finder is not None:
             self._watch_tables(block, n, slow, texts, starts, nexts)
         n0 = len(scan.event_line)
-        classify = self.scanner._classify  # noqa: SLF001 - the same classification, by design
-        add_untimed = self.scanner._add_untimed  # noqa: SLF001
+        classify = self.scanner.classify  # the same classification, by design
+        add_untimed = self.scanner.add_untimed
         # header and diagnostic lines of known shapes: diagnostics go in as columns, header
         # lines one by one in line order with the slow lines (a header's effect is ordered)
         known = np.flatnonzero(untimed >= 0)
@@ -359,7 +357,7 @@ class BulkScan:
         if b"profiler_st" in line:  # the table finder must see it (see _watch_tables)
             return _SLOW, True
         probe = InputScan("")
-        self.scanner._classify(probe, 1, line.decode("ascii"))  # noqa: SLF001
+        self.scanner.classify(probe, 1, line.decode("ascii"))
         if len(probe.event_line) != 1 or probe.malformed or probe.nul_lines:
             return _SLOW, True
         if probe.event_time[0] != float(d):
@@ -377,7 +375,7 @@ class BulkScan:
         if b"profiler_st" in line:  # the table finder must see it (see _watch_tables)
             return _SLOW, True
         probe = InputScan("")
-        untimed = self.scanner._classify(probe, 1, line.decode("ascii"))  # noqa: SLF001
+        untimed = self.scanner.classify(probe, 1, line.decode("ascii"))
         if untimed is None or probe.parsed != 1 or probe.malformed or probe.nul_lines:
             return _SLOW, True
         rid, prefixed = untimed

@@ -20,6 +20,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -135,9 +136,13 @@ class Scanner:
         self._fast: dict[str, int] = {}
         # a whole header or diagnostic line seen before -> (record id, prefixed)
         self._seen_lines: dict[str, tuple[int, bool]] = {}
+        #: Memos other scanners of this scanner's inputs keep across inputs, by name (the
+        #: bulk scanner's shapes); their content is theirs.
+        self.shape_memos: dict[str, Any] = {}
 
-    # -- slow path: one call per distinct line -------------------------------------------
-    def _intern_record(self, record: LineRecord) -> int:
+    # -- the tables of distinct records and reasons (shared with other scanners) -----------
+    def intern_record(self, record: LineRecord) -> int:
+        """The id of ``record`` in :attr:`records`, added if new (one table for all inputs)."""
         rid = self._record_ids.get(record)
         if rid is None:
             rid = len(self.records)
@@ -145,13 +150,19 @@ class Scanner:
             self._record_ids[record] = rid
         return rid
 
-    def _intern_reason(self, reason: str) -> int:
+    def intern_reason(self, reason: str) -> int:
+        """The id of a malformed-line ``reason`` in :attr:`reasons`, added if new."""
         rid = self._reason_ids.get(reason)
         if rid is None:
             rid = len(self.reasons)
             self.reasons.append(reason)
             self._reason_ids[reason] = rid
-        return -2 - rid
+        return rid
+
+    # -- slow path: one call per distinct line -------------------------------------------
+    def _reason_verdict(self, reason: str) -> int:
+        """A memo verdict meaning "malformed for ``reason``" (negative, below ``_NEEDS_FULL``)."""
+        return -2 - self.intern_reason(reason)
 
     def _damage(self, key: str, timed: bool) -> str | None:
         """Why ``key`` (marker onwards) is not read at all: too long, or two lines glued.
@@ -170,16 +181,16 @@ class Scanner:
     def _parse(self, key: str, timed: bool) -> int:
         damage = self._damage(key, timed)
         if damage is not None:
-            return self._intern_reason(damage)
+            return self._reason_verdict(damage)
         try:
             record = parse_line(key)
         except MalformedLine as exc:
-            return self._intern_reason(str(exc))
+            return self._reason_verdict(str(exc))
         except Exception as exc:  # noqa: BLE001 - no input may produce a traceback
-            return self._intern_reason(f"internal parser error: {type(exc).__name__}")
+            return self._reason_verdict(f"internal parser error: {type(exc).__name__}")
         if timed and record.line_kind != LINE_EVENT:
             return _NEEDS_FULL
-        return self._intern_record(record)
+        return self.intern_record(record)
 
     def _lookup_head(self, head: str) -> int:
         """The memoised verdict on ``head``, the line without its last field, as timed."""
@@ -192,14 +203,14 @@ class Scanner:
 
     def _not_a_number(self, scan: InputScan, lineno: int, line: str, what: str) -> None:
         reason = f"{what} is not a number as oneDNN prints it (ASCII digits, %g)"
-        self._malformed(scan, lineno, line, -2 - self._intern_reason(reason))
+        self._malformed(scan, lineno, line, self.intern_reason(reason))
 
     def _lookup_full(self, key: str) -> int:
         rid = self._memo_full.get(key)
         if rid is None:
             rid = self._parse(key, timed=False)
             if rid >= 0 and key.endswith(",") and self.records[rid].line_kind == LINE_EVENT:
-                rid = self._intern_reason(
+                rid = self._reason_verdict(
                     "event line ends with an empty field (cut before its time)"
                 )
             if len(key) <= MAX_LINE_CHARS:  # huge keys are not kept
@@ -216,13 +227,13 @@ class Scanner:
 
         Lines may keep their line end. The fast path handles a line already seen without a
         timestamp: one ``rpartition``, one dict lookup, one ``float``. Everything else goes
-        through :meth:`_classify`.
+        through :meth:`classify`.
         """
         scan = InputScan(path)
         fast = self._fast
         get = fast.get
         ev_line, ev_rec, ev_time = scan.event_line, scan.event_record, scan.event_time
-        classify = self._classify
+        classify = self.classify
         lineno = 0
         prefixed = 0
         for chunk in chunks:
@@ -282,7 +293,7 @@ class Scanner:
             kept = array(old.typecode)
             kept.frombytes(np.frombuffer(old, dtype=np.dtype(old.typecode))[keep].tobytes())
             setattr(scan, name, kept)
-        reason = -2 - self._intern_reason(_REASON_BAD_TIME)
+        reason = self.intern_reason(_REASON_BAD_TIME)
         scan.parsed -= len(lines)
         scan.malformed += len(lines)
         scan.malformed_line.extend(lines.tolist())
@@ -316,14 +327,14 @@ class Scanner:
             i = line.find(_MARK, i + 1)
         return -1, -1
 
-    def _classify(self, scan: InputScan, lineno: int, line: str) -> tuple[int, bool] | None:
+    def classify(self, scan: InputScan, lineno: int, line: str) -> tuple[int, bool] | None:
         """The full path for one line: NUL bytes, marker, timestamp, time, memo, parse.
 
         Returns ``(record id, prefixed)`` when the line was a header or diagnostic line.
         """
         seen = self._seen_lines.get(line)
         if seen is not None:  # headers of every process, repeated dispatch lines
-            self._add_untimed(scan, lineno, *seen)
+            self.add_untimed(scan, lineno, *seen)
             return seen
         clean = True
         if "\x00" in line:  # preallocated or copytruncate'd files; never part of a line
@@ -422,13 +433,13 @@ class Scanner:
                 raw_head = line.rpartition(",")[0]
                 self._fast[raw_head] = ~rid if start else rid
         else:
-            self._add_untimed(scan, lineno, rid, bool(start))
+            self.add_untimed(scan, lineno, rid, bool(start))
             if clean and len(line) <= _SEEN_LINE_CHARS and len(self._seen_lines) < _SEEN_LINES:
                 self._seen_lines[line] = (rid, bool(start))
             return rid, bool(start)
         return None
 
-    def _add_untimed(self, scan: InputScan, lineno: int, rid: int, prefixed: bool) -> None:
+    def add_untimed(self, scan: InputScan, lineno: int, rid: int, prefixed: bool) -> None:
         """Account for a header or diagnostic line (``prefixed``: junk before its marker)."""
         record = self.records[rid]
         scan.parsed += 1
@@ -443,8 +454,8 @@ class Scanner:
 
     def _foreign_or_cut(self, scan: InputScan, lineno: int, line: str) -> None:
         if "dnn" in line and self._cut_marker_at_end(line):
-            reason = self._intern_reason("verbose marker cut off (truncated line)")
-            self._malformed(scan, lineno, line, -2 - reason)
+            reason = self.intern_reason("verbose marker cut off (truncated line)")
+            self._malformed(scan, lineno, line, reason)
             return
         self._foreign(scan, lineno, line)
 

@@ -541,10 +541,10 @@ class _IdMaps:
         if maps is None:
             records, reasons = self.workers.inherited
             maps = self._maps[part.worker] = (list(range(records)), list(range(reasons)))
-        intern_record = self.scanner._intern_record  # noqa: SLF001 - one table for all parts
-        intern_reason = self.scanner._intern_reason  # noqa: SLF001
+        intern_record = self.scanner.intern_record  # one table for all parts
+        intern_reason = self.scanner.intern_reason
         maps[0].extend(intern_record(r) for r in part.records)
-        maps[1].extend(-2 - intern_reason(r) for r in part.reasons)
+        maps[1].extend(intern_reason(r) for r in part.reasons)
         return np.array(maps[0] or [0], np.int64), np.array(maps[1] or [0], np.int64)
 
 
