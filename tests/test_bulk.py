@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from dnnlens.io import inputs
 from dnnlens.io.inputs import InputSource, ReadStats, iter_chunks
 from dnnlens.parsers import bulk
-from dnnlens.parsers.fields import ascii_float
+from dnnlens.parsers.common import ascii_float
 from dnnlens.parsers.scanner import InputScan, Scanner
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,7 +21,7 @@ from dnnlens.analysis.costmodel import (
     primitive_cost,
     primitive_flops,
 )
-from dnnlens.parsers.fields import parse_mds
+from dnnlens.parsers.memdesc import parse_mds
 from dnnlens.parsers.records import LineRecord
 from dnnlens.reading import load
 

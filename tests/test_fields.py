@@ -1,4 +1,4 @@
-"""Golden tests of the sub-field parsers (dnnlens.parsers.fields) on real strings.
+"""Golden tests of the sub-field parsers (dnnlens.parsers memdesc, attrs, problem, isa).
 
 Every input is copied from a real log: the public corpus (file name and original source in
 the comment) or logs generated on this machine ("torch 2.13.0 / oneDNN 3.12 on this
@@ -12,22 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-from dnnlens.parsers.fields import (
-    AARCH64_ISA_RANK,
-    ISA_RANK,
-    Attrs,
-    MdList,
-    MemDesc,
-    Problem,
-    isa_from_header,
-    isa_rank,
-    parse_attrs,
-    parse_aux,
-    parse_graph_tensors,
-    parse_mds,
-    parse_problem,
-    split_impl,
-)
+from dnnlens.parsers.attrs import Attrs, parse_attrs, parse_aux
+from dnnlens.parsers.isa import AARCH64_ISA_RANK, ISA_RANK, isa_from_header, isa_rank, split_impl
+from dnnlens.parsers.memdesc import MdList, MemDesc, parse_graph_tensors, parse_mds
+from dnnlens.parsers.problem import Problem, parse_problem
 
 
 def md(arg, dtype, props, kind, tag, strides, flags, extra="", mask=None) -> tuple:

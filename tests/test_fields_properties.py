@@ -1,4 +1,4 @@
-"""Property tests of the sub-field parsers (dnnlens.parsers.fields).
+"""Property tests of the sub-field parsers (dnnlens.parsers: memdesc, attrs, problem, isa).
 
 * no parser raises, whatever the text;
 * memory descriptors built from fields, in each printed form, parse back to those fields;
@@ -11,15 +11,11 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from dnnlens.parsers.fields import (
-    DATA_TYPES,
-    parse_attrs,
-    parse_aux,
-    parse_graph_tensors,
-    parse_mds,
-    parse_problem,
-    split_impl,
-)
+from dnnlens.parsers.attrs import parse_attrs, parse_aux
+from dnnlens.parsers.common import DATA_TYPES
+from dnnlens.parsers.isa import split_impl
+from dnnlens.parsers.memdesc import parse_graph_tensors, parse_mds
+from dnnlens.parsers.problem import parse_problem
 
 FAST = settings(max_examples=200, deadline=None)
 

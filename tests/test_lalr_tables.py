@@ -10,8 +10,12 @@ import lark
 import pytest
 from lark.exceptions import UnexpectedInput
 
-from dnnlens.parsers import fields, lalr_tables
+from dnnlens.parsers import lalr_tables
+from dnnlens.parsers.attrs import AttrsTransformer
+from dnnlens.parsers.common import lark_error
 from dnnlens.parsers.lalr_tables import GRAMMAR_OPTIONS
+from dnnlens.parsers.memdesc import MemdescTransformer
+from dnnlens.parsers.problem import ProblemTransformer
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
 REGENERATE = "stale: run `python -m dnnlens.parsers.lalr_tables`"
@@ -62,7 +66,7 @@ def _parse(parser: lark.Lark, text: str, start: str) -> tuple:
     try:
         return ("ok", repr(parser.parse(text, start=start)))
     except UnexpectedInput as exc:
-        return ("error", type(exc).__name__, fields._lark_error(exc))
+        return ("error", type(exc).__name__, lark_error(exc))
 
 
 def _sample_fields() -> dict[str, set[str]]:
@@ -79,9 +83,9 @@ def _sample_fields() -> dict[str, set[str]]:
 @pytest.mark.parametrize(
     "name,transformer",
     [
-        ("memdesc.lark", fields._MdTransformer),
-        ("attrs.lark", fields._AttrsTransformer),
-        ("problem.lark", fields._ProblemTransformer),
+        ("memdesc.lark", MemdescTransformer),
+        ("attrs.lark", AttrsTransformer),
+        ("problem.lark", ProblemTransformer),
     ],
 )
 def test_loaded_parser_parses_like_a_fresh_one(name: str, transformer: type) -> None:
@@ -106,5 +110,5 @@ def test_missing_or_foreign_table_falls_back_to_the_grammar(
     with pytest.raises(pickle.UnpicklingError):
         lalr_tables._TableUnpickler(io.BytesIO(evil)).load()
     monkeypatch.setattr(lalr_tables, "read_table", lambda name: None)
-    parser = lalr_tables.lalr_parser("problem.lark", fields._ProblemTransformer())
+    parser = lalr_tables.lalr_parser("problem.lark", ProblemTransformer())
     assert parser.parse("mb2ic3oc4") is not None

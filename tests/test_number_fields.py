@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from dnnlens.io import inputs
-from dnnlens.parsers.fields import ascii_float, ascii_int, parse_problem
+from dnnlens.parsers.common import ascii_float, ascii_int
+from dnnlens.parsers.problem import parse_problem
 from dnnlens.parsers.scanner import Scanner
 from dnnlens.reading import load, load_lines
 

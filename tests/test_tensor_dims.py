@@ -26,7 +26,9 @@ from dnnlens.analysis.tensor_dims import (
     list_tensor_dims,
     named_tensor_dims,
 )
-from dnnlens.parsers.fields import MemDesc, parse_aux, parse_mds, parse_problem
+from dnnlens.parsers.attrs import parse_aux
+from dnnlens.parsers.memdesc import MemDesc, parse_mds
+from dnnlens.parsers.problem import parse_problem
 from dnnlens.parsers.records import LineRecord
 from dnnlens.reading import load
 

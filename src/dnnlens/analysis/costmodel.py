@@ -35,14 +35,9 @@ from dnnlens.analysis.tensor_dims import (
     list_tensor_dims,
     named_tensor_dims,
 )
-from dnnlens.parsers.fields import (
-    MemDesc,
-    parse_attrs,
-    parse_aux,
-    parse_mds,
-    parse_problem,
-    spatial_dims,
-)
+from dnnlens.parsers.attrs import parse_attrs, parse_aux
+from dnnlens.parsers.memdesc import MemDesc, parse_mds
+from dnnlens.parsers.problem import parse_problem, spatial_dims
 
 __all__ = [
     "DTYPE_BITS",

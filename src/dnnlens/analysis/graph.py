@@ -99,7 +99,9 @@ from dnnlens.analysis.tensor_dims import (
     list_tensor_dims,
     named_tensor_dims,
 )
-from dnnlens.parsers.fields import parse_attrs, parse_aux, parse_mds, parse_problem
+from dnnlens.parsers.attrs import parse_attrs, parse_aux
+from dnnlens.parsers.memdesc import parse_mds
+from dnnlens.parsers.problem import parse_problem
 
 if TYPE_CHECKING:
     import networkx as nx

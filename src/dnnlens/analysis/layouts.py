@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dnnlens.parsers.fields import parse_mds
+from dnnlens.parsers.memdesc import parse_mds
 
 ARROW = "->"
 

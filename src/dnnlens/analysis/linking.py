@@ -38,7 +38,8 @@ import numpy as np
 import pandas as pd
 
 from dnnlens.model import ParsedLog
-from dnnlens.parsers.fields import parse_mds, parse_problem
+from dnnlens.parsers.memdesc import parse_mds
+from dnnlens.parsers.problem import parse_problem
 from dnnlens.parsers.torch_table import ProfilerTable
 from dnnlens.parsers.torch_trace import TraceData
 from dnnlens.reading.tables import marker_ranges

@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from dnnlens.parsers.fields import isa_from_header
+from dnnlens.parsers.isa import isa_from_header
 from dnnlens.textsafe import safe
 
 __all__ = [
@@ -496,7 +496,7 @@ def made_here(header_isa: str, threads: int | None, host: HostCpu) -> bool:
 
 
 def _isa_from_events(log: Any) -> str:
-    from dnnlens.parsers.fields import isa_rank
+    from dnnlens.parsers.isa import isa_rank
 
     events = getattr(log, "events", None)
     if events is None or events.empty or "isa" not in events:

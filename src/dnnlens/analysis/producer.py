@@ -38,7 +38,7 @@ import numpy as np
 
 from dnnlens.analysis.columns import str_values
 from dnnlens.model import ParsedLog
-from dnnlens.parsers.fields import parse_mds
+from dnnlens.parsers.memdesc import parse_mds
 from dnnlens.parsers.records import LINE_EVENT
 from dnnlens.parsers.scanner import InputScan
 

@@ -45,7 +45,9 @@ from dnnlens.analysis.columns import str_values
 from dnnlens.analysis.costmodel import Cost, primitive_cost
 from dnnlens.analysis.creations import Creations
 from dnnlens.analysis.machine import Machine, isa_gain, machine_for_log
-from dnnlens.parsers.fields import is_reference, parse_attrs, parse_aux, parse_mds
+from dnnlens.parsers.attrs import parse_attrs, parse_aux
+from dnnlens.parsers.isa import is_reference
+from dnnlens.parsers.memdesc import parse_mds
 
 __all__ = [
     "CHANGES",

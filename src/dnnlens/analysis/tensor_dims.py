@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from dnnlens.parsers.fields import MemDesc, spatial_dims
+from dnnlens.parsers.memdesc import MemDesc
+from dnnlens.parsers.problem import spatial_dims
 
 __all__ = [
     "DATA_KINDS",
@@ -97,7 +98,7 @@ def named_tensor_dims(
     """Logical dims of the tensor of ``md`` in a primitive with a named problem descriptor.
 
     ``kind`` is the normalised primitive kind (lower case, no ``_v2``), ``dims`` the named
-    values of :func:`~dnnlens.parsers.fields.parse_problem` (``Problem.dims``), ``aux`` the
+    values of :func:`~dnnlens.parsers.problem.parse_problem` (``Problem.dims``), ``aux`` the
     parsed aux field (rnn ``alg`` and ``direction``). ``diff_`` roles are shaped as the
     tensor they are the gradient of. A dim the descriptor does not print is ``None``;
     ``None`` is returned for a role the descriptor does not tell (scales, a bias of a
@@ -190,7 +191,7 @@ def list_groups(text: str) -> Groups:
     ``2x16x14x14:1x16x1x1 2x16x14x14`` (a v2.0 binary) gives
     ``(((2, 16, 14, 14), (1, 16, 1, 1)), ((2, 16, 14, 14),))``. A runtime dim (``*``) is
     ``None``; a piece that is not dims at all (a truncated or named field) is ``None`` as a
-    whole. The problem grammar of :func:`~dnnlens.parsers.fields.parse_problem` has no
+    whole. The problem grammar of :func:`~dnnlens.parsers.problem.parse_problem` has no
     spaces, so its ``tensors`` run the word after a space into the last piece: the
     space-separated form is read here, from the text.
     """

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dnnlens.parsers.fields import split_impl
+from dnnlens.parsers.isa import split_impl
 from dnnlens.parsers.records import LineRecord
 from dnnlens.parsers.scanner import InputScan
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from dnnlens.io.inputs import MAX_LINE_CHARS, ReadStats
-from dnnlens.parsers.fields import ascii_float
+from dnnlens.parsers.common import ascii_float
 from dnnlens.parsers.header import Header
 from dnnlens.parsers.onednn_line import parse_line
 from dnnlens.parsers.program_lines import ProgramLines

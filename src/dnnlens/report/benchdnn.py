@@ -25,16 +25,10 @@ from typing import Any
 
 from dnnlens.analysis.summary import primitive_execs
 from dnnlens.model import ParsedLog
-from dnnlens.parsers.fields import (
-    DATA_TYPES,
-    Attrs,
-    MdList,
-    MemDesc,
-    parse_attrs,
-    parse_aux,
-    parse_mds,
-    parse_problem,
-)
+from dnnlens.parsers.attrs import Attrs, parse_attrs, parse_aux
+from dnnlens.parsers.common import DATA_TYPES
+from dnnlens.parsers.memdesc import MdList, MemDesc, parse_mds
+from dnnlens.parsers.problem import parse_problem
 from dnnlens.parsers.records import LineRecord
 from dnnlens.textsafe import safe
 

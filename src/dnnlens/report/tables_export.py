@@ -44,7 +44,7 @@ import pandas as pd
 from dnnlens.errors import OutputError
 from dnnlens.io.inputs import InputSource, ReadStats, iter_lines
 from dnnlens.model import ParsedLog, build_diagnostics, build_events
-from dnnlens.parsers.fields import parse_mds
+from dnnlens.parsers.memdesc import parse_mds
 from dnnlens.parsers.scanner import InputScan
 
 FORMATS = ("parquet", "csv")

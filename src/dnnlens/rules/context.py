@@ -28,8 +28,10 @@ from dnnlens.analysis.producer import Producer
 from dnnlens.analysis.timing import MIN_RUNS_FOR_MEDIAN, TypicalIteration, record_stats
 from dnnlens.model import ParsedLog
 from dnnlens.model.stats import first_rows
-from dnnlens.parsers.fields import Attrs, MdList, Problem, parse_attrs, parse_mds, parse_problem
-from dnnlens.parsers.fields import isa_from_header as _isa_from_header
+from dnnlens.parsers.attrs import Attrs, parse_attrs
+from dnnlens.parsers.isa import isa_from_header as _isa_from_header
+from dnnlens.parsers.memdesc import MdList, parse_mds
+from dnnlens.parsers.problem import Problem, parse_problem
 
 __all__ = [
     "MIN_RUNS_FOR_MEDIAN",

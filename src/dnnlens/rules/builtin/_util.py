@@ -10,7 +10,7 @@ import pandas as pd
 
 from dnnlens.analysis.producer import LABELS, ONEDNN, PRODUCERS, Producer
 from dnnlens.fmt import ms, pct
-from dnnlens.parsers.fields import is_reference
+from dnnlens.parsers.isa import is_reference
 from dnnlens.rules.base import Rule
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from dnnlens.analysis.columns import row_dicts
 from dnnlens.analysis.findings import Finding
-from dnnlens.parsers.fields import split_impl
+from dnnlens.parsers.isa import split_impl
 from dnnlens.rules.builtin._util import Fix, FixedByProducer, ms, pct, producer_fix, ratio
 from dnnlens.rules.context import RuleContext
 from dnnlens.rules.flops import ISA_CLASS_RANK, isa_class
