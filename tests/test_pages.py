@@ -5,6 +5,7 @@ program dnnlens runs."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -37,9 +38,34 @@ def test_made_once_allowed_unless_the_user_chose() -> None:
     assert _probe({**env, "MALLOC_ARENA_MAX": "2"}) == "False False False"
 
 
-def test_not_in_the_environment_of_a_program_run() -> None:
-    from dnnlens.cli import program_environment
+ENVIRONMENT_PROBE = """
+import json
+import dnnlens.cli as cli
+def command():
+    env = cli.program_environment()
+    print(json.dumps(sorted(k for k in env if k.startswith(("MALLOC_", "ARROW_")))), flush=True)
+cli.app = command
+cli.main()
+"""
 
-    assert not any(name.startswith("MALLOC_") for name in program_environment()) or any(
-        name.startswith("MALLOC_") for name in os.environ
+
+def _program_environment(env: dict[str, str]) -> list[str]:
+    """The allocator variables a program run by a dnnlens command would see."""
+    out = subprocess.run(
+        [sys.executable, "-c", ENVIRONMENT_PROBE], env=env, capture_output=True, text=True
     )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_not_in_the_environment_of_a_program_run() -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("MALLOC_") and k != "ARROW_DEFAULT_MEMORY_POOL"
+    }
+    # the command's own settings (mallopt, Arrow's pool) never reach a program it runs
+    assert _program_environment(env) == []
+    # what the user set does, unchanged
+    chosen = {**env, "MALLOC_ARENA_MAX": "2", "ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}
+    assert _program_environment(chosen) == ["ARROW_DEFAULT_MEMORY_POOL", "MALLOC_ARENA_MAX"]

@@ -80,4 +80,5 @@ def lark_error(exc: Exception) -> str:
 
 
 def token_text(tok: Token | str | None) -> str:
+    """A token as text; ``""`` for a slot the grammar left empty (``maybe_placeholders``)."""
     return "" if tok is None else str(tok)
