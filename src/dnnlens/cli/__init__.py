@@ -21,6 +21,7 @@ from dnnlens._version import __version__
 from dnnlens.cli import pipeline as p
 from dnnlens.cli.pipeline import FailOn as FailOn
 from dnnlens.cli.pipeline import OutputFormat as OutputFormat
+from dnnlens.cli.usage import UsageGroup
 from dnnlens.errors import (
     EXIT_BROKEN_PIPE,
     EXIT_FINDINGS,
@@ -52,6 +53,7 @@ def program_environment() -> dict[str, str]:
 
 app = typer.Typer(
     name="dnnlens",
+    cls=UsageGroup,  # a usage error is one line, help never breaks a token
     help="Why is a deep-learning workload slow on a CPU? Analyse oneDNN verbose logs.",
     no_args_is_help=True,
     add_completion=False,
