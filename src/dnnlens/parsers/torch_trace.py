@@ -72,9 +72,14 @@ GZIP_MAGIC = b"\x1f\x8b"
 CHUNK_CHARS = 1 << 20
 #: Give up looking for the end of one JSON value after this many characters.
 MAX_VALUE_CHARS = 256 << 20
+#: Times (start or duration) past this many microseconds (285 years) are refused: a float
+#: that large holds no microsecond, so ends, nesting and sums of them are noise.
+MAX_TIME_US = float(1 << 53)
 #: Timestamps above this many microseconds (year 2001) are taken as epoch microseconds.
 EPOCH_US_THRESHOLD = 1e15
 _WS = re.compile(r"[ \t\n\r]*")
+#: A decode error this near the buffer's end may be a value the buffer cut (``-Infinity``).
+_CUT_CHARS = 16
 TRACE_SUFFIXES = (".json", ".json.gz")
 #: Ops whose input types, strides and scalar arguments are kept: the ones that copy or
 #: convert tensors (dtype casts, memory-format changes), batch norm (its ``training`` flag
@@ -166,6 +171,8 @@ class FrameworkData:
     #: input path -> [(line, "start" | "stop")] of profiler marker lines in that log
     markers: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    #: the error line of each trace without a usable op (not in ``traces``: an input error)
+    unusable: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.traces or self.tables)
@@ -242,10 +249,10 @@ class _Reader:
             self._line_pos = pos
         return self._line
 
-    def _fill(self) -> bool:
+    def _fill(self, size: int = 0) -> bool:
         if self.eof:
             return False
-        data = self._text.read(CHUNK_CHARS)
+        data = self._text.read(max(size, CHUNK_CHARS))
         if not data:
             self.eof = True
             return False
@@ -281,7 +288,12 @@ class _Reader:
             try:
                 value, end = self._decoder.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as exc:
-                if len(self.buf) - self.pos < MAX_VALUE_CHARS and self._fill():
+                # more text helps only a value cut by the buffer's end (an unterminated
+                # string, a literal cut short): NUL padding fails at once, wherever it is;
+                # the buffer doubles, so a long value is decoded a few times, not per chunk
+                cut = "Unterminated" in exc.msg or len(self.buf) - exc.pos <= _CUT_CHARS
+                held = len(self.buf) - self.pos
+                if cut and held < MAX_VALUE_CHARS and self._fill(held):
                     continue
                 at = self.consumed + exc.pos
                 if self.eof and (exc.pos >= len(self.buf) - 1 or "Unterminated" in exc.msg):
@@ -534,6 +546,81 @@ def _take(values: array, dtype: Any, keep: np.ndarray | None) -> np.ndarray:
     return out[keep] if keep is not None else out.copy()
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _no_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (JSON's ``"\\ud800"``: no character, and no
+    UTF-8 for it) as U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _clean_value(value: Any) -> tuple[Any, bool]:
+    """A decoded JSON value without lone surrogates, and whether it held one."""
+    if isinstance(value, str):
+        clean = _no_surrogates(value)
+        return clean, clean != value
+    if not isinstance(value, list | dict):
+        return value, False
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (ValueError, RecursionError):  # pragma: no cover - it was just decoded
+        return value, False
+    if not _SURROGATE.search(text):
+        return value, False
+    return json.loads(_no_surrogates(text)), True
+
+
+def _replace_surrogates(
+    texts: dict[str, list[str]], sig: np.ndarray, lines: np.ndarray, builder: _TraceBuilder
+) -> None:
+    """Lone surrogates in the signatures' texts become U+FFFD (checked per distinct
+    signature, not per event), and a note says how many events held one."""
+    hit: set[int] = set()
+    for values in texts.values():
+        for i, value in enumerate(values):
+            if not value.isascii() and _SURROGATE.search(value):
+                values[i] = _no_surrogates(value)
+                hit.add(i)
+    if hit:
+        at = np.isin(sig, np.fromiter(hit, dtype=np.int32, count=len(hit)))
+        if at.any():
+            builder.notes.append(
+                f"{builder.path}:{int(lines[at][0])}: {int(at.sum()):,} events with a lone "
+                "surrogate (\\ud800-\\udfff, not a character) in their text, shown as U+FFFD"
+            )
+
+
+def _usable(cols: _OpColumns, builder: _TraceBuilder) -> np.ndarray | None:
+    """Which events have a start and a duration to place them by (None: all of them).
+
+    The others are counted and named by what is wrong, the first reason that holds: no
+    finite start (or an infinite duration), no duration (a complete event has one), a
+    negative one, or a time past :data:`MAX_TIME_US`.
+    """
+    ts = np.frombuffer(cols.ts, dtype=np.float64) if len(cols) else np.zeros(0)
+    dur = np.frombuffer(cols.dur, dtype=np.float64) if len(cols) else np.zeros(0)
+    with np.errstate(invalid="ignore"):
+        checks = (
+            ("an X event without a finite ts or dur", ~np.isfinite(ts) | np.isinf(dur)),
+            ("an X event without a dur", np.isnan(dur)),
+            ("an X event with a negative dur", dur < 0),
+            (
+                "an X event with a ts or dur past 2**53 us (no microsecond is left in it)",
+                (np.abs(ts) > MAX_TIME_US) | (dur > MAX_TIME_US),
+            ),
+        )
+    bad = np.zeros(len(ts), dtype=bool)
+    lines = np.frombuffer(cols.line, dtype=np.int64) if len(cols) else np.zeros(0, np.int64)
+    for what, hit in checks:
+        hit = hit & ~bad
+        if hit.any():
+            at = lines[hit]
+            builder.malformed(what, int(at[0]), len(at))
+            bad |= hit
+    return ~bad if bad.any() else None
+
+
 def _ops_frame(cols: _OpColumns, builder: _TraceBuilder) -> pd.DataFrame:
     """The op table; events without a finite start time are dropped (and counted).
 
@@ -543,20 +630,14 @@ def _ops_frame(cols: _OpColumns, builder: _TraceBuilder) -> pd.DataFrame:
     """
     import pandas as pd
 
-    ts = np.frombuffer(cols.ts, dtype=np.float64) if len(cols) else np.zeros(0)
-    dur_raw = np.frombuffer(cols.dur, dtype=np.float64) if len(cols) else np.zeros(0)
-    good = np.isfinite(ts) & ~np.isinf(dur_raw)
-    keep = None if good.all() else good
-    if keep is not None:
-        lines = np.frombuffer(cols.line, dtype=np.int64)[~good]
-        builder.malformed("an X event without a finite ts or dur", int(lines[0]), len(lines))
-    del ts, dur_raw, good
+    keep = _usable(cols, builder)
     ts = _take(cols.ts, np.float64, keep)
-    dur = np.maximum(np.nan_to_num(_take(cols.dur, np.float64, keep), nan=0.0), 0.0)
+    dur = _take(cols.dur, np.float64, keep)
     sig = _take(cols.sig, np.int32, keep)
     cols.ts = cols.dur = cols.sig = array("d")
     end = ts + dur
     texts = _signature_texts(cols.keys)
+    _replace_surrogates(texts, sig, _take(cols.line, np.int64, keep), builder)
     columns: dict[str, Any] = {c: _categorical(texts[c], sig) for c in texts}
     del sig
     pid, tid = columns["pid"], columns["tid"]
@@ -589,7 +670,10 @@ class _TraceBuilder:
         self.spans: list[tuple[float, float]] = []
         self.thread_names: dict[tuple[str, str], str] = {}
         self.count = 0
-        self._first_line: dict[str, int] = {}
+        #: per kind of skipped content, the line it was first seen on
+        self.skipped_lines: dict[str, int] = {}
+        #: lines on content kept in another form (not skipped)
+        self.notes: list[str] = []
 
     def event(self, ev: Any, line: int) -> None:
         self.count += 1
@@ -604,7 +688,7 @@ class _TraceBuilder:
             return
         if ev.get("cat") == "Trace":  # the profiler's own span: the profiled window
             ts, dur = _float(ev.get("ts")), _float(ev.get("dur"))
-            if math.isfinite(ts) and math.isfinite(dur):
+            if abs(ts) <= MAX_TIME_US and 0 <= dur <= MAX_TIME_US:  # NaN fails both
                 self.spans.append((ts, ts + dur))
             return
         try:
@@ -614,20 +698,20 @@ class _TraceBuilder:
 
     def malformed(self, what: str, line: int, count: int = 1) -> None:
         self.skipped[what] += count
-        self._first_line.setdefault(what, line)
+        self.skipped_lines.setdefault(what, line)
 
     def _thread_name(self, ev: dict[str, Any]) -> None:
         args = ev.get("args")
         name = args.get("name") if isinstance(args, dict) else None
         if isinstance(name, str):
             key = (_text(ev.get("pid")), _text(ev.get("tid")))
-            self.thread_names.setdefault(key, name)
+            self.thread_names.setdefault(key, _no_surrogates(name))
 
     def problems(self) -> list[str]:
         return [
             f"{self.path}:{line}: {self.skipped[what]:,} x {what} (skipped)"
-            for what, line in self._first_line.items()
-        ]
+            for what, line in self.skipped_lines.items()
+        ] + self.notes
 
 
 def _read_events(reader: _Reader, builder: _TraceBuilder) -> None:
@@ -646,6 +730,7 @@ def _read_events(reader: _Reader, builder: _TraceBuilder) -> None:
         pos = _WS.match(buf, reader.pos).end()
         limit = len(buf) if reader.eof else len(buf) - _MARGIN
         expect_value = True
+        go_on = False
         while pos < limit:
             if buf[pos] == "]":
                 reader.pos = pos + 1
@@ -656,13 +741,16 @@ def _read_events(reader: _Reader, builder: _TraceBuilder) -> None:
                 break
             on_event(event, line_at(pos))
             m = _SEP.match(buf, end)
-            if not m.group(1):  # no comma: the array must end here
+            if not m.group(1):  # no comma: the array ends here, unless the buffer did
                 reader.pos = m.end()
                 expect_value = False
+                go_on = m.end() == len(buf) and reader.take(",")
                 break
             pos = m.end()
         else:
             reader.pos = pos
+        if go_on:
+            continue
         if expect_value:
             reader.pos = pos
             char = reader.peek()
@@ -707,6 +795,11 @@ def parse_trace_text(text: io.TextIOBase, path: str = "<trace>") -> TraceData:
             _read_object(reader, metadata, builder)
         else:
             raise TraceError("not a chrome trace (no JSON object at the start)")
+        if reader.peek():  # NUL padding (``truncate -s``), a second object: never read
+            builder.notes.append(
+                f"{path}: the trace goes on after its end (character {reader.offset():,}); "
+                "the rest was not read"
+            )
     except TraceError as exc:
         error = f"{path}: {exc}; {builder.count:,} events were read"
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
@@ -722,8 +815,11 @@ def parse_trace_text(text: io.TextIOBase, path: str = "<trace>") -> TraceData:
     if window is None and len(ops):
         window = (float(ops["ts_us"].min()), float(ops["end_us"].max()))
     problems = builder.problems()
-    if error is None and problems and not len(ops):
-        error = f"{path}: no usable event: " + "; ".join(p.split(": ", 1)[1] for p in problems)
+    if error is None and builder.skipped_lines and not len(ops):
+        error = f"{path}: no usable event: " + "; ".join(
+            f"{builder.skipped[what]:,} x {what} (line {line})"
+            for what, line in builder.skipped_lines.items()
+        )
     return TraceData(
         path=path,
         ops=ops,
@@ -759,7 +855,14 @@ def _read_object(reader: _Reader, metadata: dict[str, Any], builder: _TraceBuild
         else:
             line = reader.line_at(reader.pos)
             try:
-                metadata[key] = reader.value()
+                value, replaced = _clean_value(reader.value())
+                key, renamed = _clean_value(key)
+                metadata[key] = value
+                if replaced or renamed:
+                    builder.notes.append(
+                        f"{builder.path}:{line}: metadata key {key[:40]!r} holds a lone "
+                        "surrogate (not a character), shown as U+FFFD"
+                    )
             except _Hostile as refused:
                 builder.malformed(f"{refused} (metadata key {key[:40]!r})", line)
         if not reader.take(","):
@@ -871,11 +974,23 @@ class FrameworkReader:
                 # JSON, but no trace event in it (a manifest, a config): read it as lines,
                 # so that every line is accounted for and the user is told what it is
                 return False
+        self.add(trace)
+        return True
+
+    def add(self, trace: TraceData) -> None:
+        """Keep a parsed trace. One without a usable op (cut before its first event,
+        every event skipped, no complete event) is left out: it has nothing to analyse,
+        and its one line is an input error."""
+        if not len(trace.ops):
+            self.data.unusable.append(
+                trace.error
+                or f"{trace.path}: no complete (X) event among its {trace.events:,} events"
+            )
+            return
         self.data.traces.append(trace)
         if trace.error:
             self.data.errors.append(trace.error)
         self.data.errors.extend(trace.problems)
-        return True
 
     def finder(self, path: str) -> TableFinder:
         """A table finder for the log ``path`` (see :meth:`TableFinder.watch`)."""

@@ -114,16 +114,18 @@ def read(
     with reading_pages():  # freed memory kept for reuse while reading (io.pages)
         reading.progress.start(sources)
         try:
-            jobs = parallel.choose_jobs(sources) if jobs is None else parallel.bounded_jobs(jobs)
+            # traces first: a large one is never counted as a log to read in processes
+            logs = [s for s in sources if not reading.trace(s)]
+            jobs = parallel.choose_jobs(logs) if jobs is None else parallel.bounded_jobs(jobs)
             if parts:
-                reading.parallel(sources, 1, parts)
-            elif jobs > 1 and len(sources) > 0:
-                reading.parallel(sources, jobs)
+                reading.parallel(logs, 1, parts)
+            elif jobs > 1 and len(logs) > 0:
+                reading.parallel(logs, jobs)
             else:
-                for source in sources:
+                for source in logs:
                     if reading.stopped:
                         break
-                    reading.source(source)
+                    reading.source(source, traces=False)
         finally:
             reading.progress.finish()
         return reading.result(errors)
@@ -230,6 +232,12 @@ class _Reading:
         return bool(self.stop)
 
     # -- one input, read here ----------------------------------------------------------------
+    def trace(self, source: InputSource) -> bool:
+        """Whether ``source`` is a regular file holding a trace (then read, as one)."""
+        if self.stopped or source.is_stdin or not _is_regular(source.path):
+            return False
+        return self.framework.take_trace(source.path)
+
     def source(self, source: InputSource, tables: bool = True, traces: bool = True) -> None:
         """Read ``source`` to its end (or to a stop): a trace, or the lines of a log
         (``traces`` False: a file already known not to be a trace)."""
@@ -302,8 +310,6 @@ class _Reading:
         plan: list[tuple[InputSource, list[tuple[int, int]] | None]] = []
         for source in sources:
             is_file = not source.is_stdin and _is_regular(source.path)
-            if is_file and self.framework.take_trace(source.path):
-                continue
             if given is not None:  # parts scanned elsewhere, or read here as usual
                 sizes = [size for _, size in given.get(source.path, ())]
                 starts = [sum(sizes[:k]) for k in range(len(sizes))]
@@ -379,6 +385,7 @@ class _Reading:
         log.framework = framework
         if framework is not None:
             log.input_errors += [t.error for t in framework.traces if t.error]
+        log.input_errors += self.framework.data.unusable
         if self.copy_error is not None:
             log.input_errors.append(self.copy_error)
         return log
@@ -468,9 +475,7 @@ class _InputReading:
 
         replay = _Replay(bytes(self.decoder.raw_seen), self.raw, tee)
         trace = parse_trace_stream(io.BufferedReader(replay), self.name)  # type: ignore[arg-type]
-        r.framework.data.traces.append(trace)
-        if trace.error:
-            r.framework.data.errors.append(trace.error)
+        r.framework.add(trace)
         return False
 
     def _begin(self) -> InputScan:

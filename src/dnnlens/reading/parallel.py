@@ -124,6 +124,18 @@ def idle_cores() -> int:
     return max(1, min(cores, cores - busy))
 
 
+def _starts_like_trace(path: str) -> bool:
+    """A JSON trace is read by the trace reader, in this process, whatever its size (a
+    sparse file of 2 GiB is not a large log)."""
+    from dnnlens.parsers.torch_trace import starts_like_json
+
+    try:
+        with open(path, "rb") as f:
+            return starts_like_json(f.read(4096))
+    except OSError:
+        return False
+
+
 def choose_jobs(sources: Sequence[InputSource]) -> int:
     """The processes to read ``sources`` with when the user did not say: one per idle
     CPU, up to one per :data:`AUTO_MIN_BYTES` of plain files (several only when that pays:
@@ -137,8 +149,9 @@ def choose_jobs(sources: Sequence[InputSource]) -> int:
         if source.is_stdin:
             continue
         try:
-            if os.path.isfile(source.path) and splittable(source.path):
-                total += os.path.getsize(source.path)
+            path = source.path
+            if os.path.isfile(path) and splittable(path) and not _starts_like_trace(path):
+                total += os.path.getsize(path)
         except OSError:
             continue
     return max(1, min(cores, total // AUTO_MIN_BYTES + (1 if total >= AUTO_MIN_BYTES else 0)))

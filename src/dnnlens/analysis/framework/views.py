@@ -116,8 +116,8 @@ def op_atoms(rows: OpRows, steps: Steps, steady: np.ndarray) -> pd.DataFrame:
 
 def ops_by_name(atoms: pd.DataFrame, step_ms: float) -> pd.DataFrame:
     """The by-op table: one row per op name, largest self time first."""
-    if atoms.empty:
-        return pd.DataFrame({c: [] for c in OP_COLUMNS})
+    if atoms.empty:  # texts stay texts: an empty column would be float
+        return pd.DataFrame({c: pd.Series([], dtype=object) for c in OP_COLUMNS})
     g = atoms.groupby("name", sort=False)
     out = g[["calls_per_step", "self_ms_per_step", "total_ms_per_step"]].sum()
     split_by_phase = atoms.groupby(["name", "phase"], sort=False)["self_ms_per_step"].sum()
