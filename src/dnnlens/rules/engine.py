@@ -177,11 +177,10 @@ def _within_basis(rule: Rule, found: list[Finding], analysis: Analysis) -> list[
     builtin = getattr(rule, "source", "builtin") == "builtin"
     out = []
     for f in found:
-        share = analysis.share_of(f)
-        impact = f.impact_ms_per_iteration
-        if impact is None or (impact >= 0 and (share is None or share <= 1 + _BASIS_SLACK)):
+        if _part_of_basis(f.impact_ms_per_iteration, analysis.share_of(f), builtin):
             out.append(f)
             continue
+        impact = f.impact_ms_per_iteration
         detail = (
             f"its impact {impact:.4g} ms per iteration is not a part of its basis, "
             f"{analysis.basis_label(f)}"
@@ -190,6 +189,21 @@ def _within_basis(rule: Rule, found: list[Finding], analysis: Analysis) -> list[
             raise AnalysisError(f"rule {f.rule}: {detail}")
         out.append(_failure(rule, detail, "ImpactOutsideBasis"))
     return out
+
+
+def _part_of_basis(impact: float | None, share: float | None, builtin: bool) -> bool:
+    """Whether ``impact`` (ms) can be a part of its basis, ``share`` of it.
+
+    No share means a basis of no time (a log without exec time): only no time is a part of
+    it. A built-in rule is trusted there (it says no time where there is none).
+    """
+    if impact is None:
+        return True
+    if not impact >= 0:
+        return False
+    if share is None:
+        return impact == 0 or builtin
+    return share <= 1 + _BASIS_SLACK
 
 
 #: A finding that costs less than this share of the typical iteration is ``info``; one that
