@@ -4,9 +4,11 @@ A Python plugin is code the user chose to run, and code can do anything; these l
 against the mistakes such code makes (``while True``, a generator that never ends, a table
 that grows without bound), not against malice. Built-in rules run without them.
 
-* **time**: ``SIGALRM`` interrupts the rule after ``seconds`` (POSIX, main thread; elsewhere
-  the limit is not enforced). The interruption is a ``BaseException``, so ``except
-  Exception`` in the rule does not swallow it.
+* **time**: a Python plugin runs in a child process that is killed after ``seconds``
+  (:mod:`dnnlens.rules.isolate`), whatever it is doing; a rule-file rule (and a plugin
+  where there is no ``fork``) is interrupted by ``SIGALRM`` (POSIX, main thread), which
+  stops Python code but not a call into C. The interruption is a ``BaseException``, so
+  ``except Exception`` in the rule does not swallow it.
 * **memory**: the address space may grow by ``memory_bytes`` while the rule runs
   (``RLIMIT_AS``, Linux); past it allocations fail with ``MemoryError``.
 * **findings**: at most ``max_findings`` per rule; the rule's iterator is not read further.
@@ -22,7 +24,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 try:
@@ -31,11 +33,19 @@ except ImportError:  # pragma: no cover - Windows
     resource = None  # type: ignore[assignment]
 
 
+#: A plugin's or rule-file rule's time, s, unless its budget says otherwise.
+DEFAULT_SECONDS = 60.0
+
+
+def _default_seconds() -> float | None:
+    return DEFAULT_SECONDS
+
+
 @dataclass(frozen=True)
 class RuleBudget:
     """What one plugin or rule-file rule may use; ``None`` means no limit."""
 
-    seconds: float | None = 60.0
+    seconds: float | None = field(default_factory=_default_seconds)
     memory_bytes: int | None = 4 << 30
     max_findings: int = 1000
 

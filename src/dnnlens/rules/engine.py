@@ -7,12 +7,15 @@ unknown rule name, a bad threshold) raise :class:`RuleSetupError` before anythin
 
 from __future__ import annotations
 
+import signal
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from dnnlens.analysis.analysis import Analysis, AnalysisError
 from dnnlens.analysis.findings import SEVERITIES, Finding, severity_rank
+from dnnlens.rules import isolate
 from dnnlens.rules.base import Rule
 from dnnlens.rules.budget import RuleBudget, RuleFailure, collect, memory_limit, time_limit
 from dnnlens.rules.config import RuleConfig, load_config
@@ -127,19 +130,37 @@ def run_selected(
     """Run ``rules`` on one shared context; failures become error findings.
 
     Rules from outside dnnlens (plugins, rule files) run within ``budget``
-    (:mod:`dnnlens.rules.budget`); every finding is checked (:mod:`dnnlens.rules.validate`).
+    (:mod:`dnnlens.rules.budget`), Python plugins each in a child process of its own
+    (:mod:`dnnlens.rules.isolate`); every finding is checked (:mod:`dnnlens.rules.validate`).
+    After a signal stopped a plugin, the plugins after it are not run (each says so).
     """
     budget = budget or RuleBudget()
     ctx = RuleContext(analysis)
     findings: list[Finding] = []
+    stopped_by = ""
     for rule in rules:
-        found = _within_basis(rule, _run_one(rule, ctx, budget), analysis)
+        if stopped_by and is_plugin(rule):
+            found = [_failure(rule, f"not run: dnnlens was stopped by {stopped_by}", "Stopped")]
+        else:
+            raw, signum = _run_one(rule, ctx, budget)
+            if signum is not None:
+                stopped_by = signal.Signals(signum).name
+            found = _within_basis(rule, raw, analysis)
         if rule.level == type(rule).severity:  # not set by configuration: grade by cost
             for f in found:
                 grade_by_impact(f, analysis.share_of(f))
         findings.extend(found)
     order = {id(f): i for i, f in enumerate(findings)}
     return sorted(findings, key=lambda f: (-severity_rank(f.severity), order[id(f)]))
+
+
+def is_plugin(rule: Rule) -> bool:
+    """Whether ``rule`` is Python code from outside dnnlens (not a built-in, not a rule file:
+    a rule file's rules are dnnlens's own code on the file's data)."""
+    if getattr(rule, "source", "builtin") == "builtin":
+        return False
+    declarative = sys.modules.get("dnnlens.rules.declarative")
+    return declarative is None or not isinstance(rule, declarative.DeclarativeRule)
 
 
 #: Rounding room for an impact summed in another order than its basis.
@@ -153,21 +174,36 @@ def _within_basis(rule: Rule, found: list[Finding], analysis: Analysis) -> list[
     number. A built-in rule that says so is a bug of dnnlens (exit 3); a plugin's or rule
     file's finding is refused, in an error finding that says why.
     """
+    builtin = getattr(rule, "source", "builtin") == "builtin"
     out = []
     for f in found:
-        share = analysis.share_of(f)
-        impact = f.impact_ms_per_iteration
-        if impact is None or (impact >= 0 and (share is None or share <= 1 + _BASIS_SLACK)):
+        if _part_of_basis(f.impact_ms_per_iteration, analysis.share_of(f), builtin):
             out.append(f)
             continue
+        impact = f.impact_ms_per_iteration
         detail = (
             f"its impact {impact:.4g} ms per iteration is not a part of its basis, "
             f"{analysis.basis_label(f)}"
         )
-        if getattr(rule, "source", "builtin") == "builtin":
+        if builtin:
             raise AnalysisError(f"rule {f.rule}: {detail}")
         out.append(_failure(rule, detail, "ImpactOutsideBasis"))
     return out
+
+
+def _part_of_basis(impact: float | None, share: float | None, builtin: bool) -> bool:
+    """Whether ``impact`` (ms) can be a part of its basis, ``share`` of it.
+
+    No share means a basis of no time (a log without exec time): only no time is a part of
+    it. A built-in rule is trusted there (it says no time where there is none).
+    """
+    if impact is None:
+        return True
+    if not impact >= 0:
+        return False
+    if share is None:
+        return impact == 0 or builtin
+    return share <= 1 + _BASIS_SLACK
 
 
 #: A finding that costs less than this share of the typical iteration is ``info``; one that
@@ -188,8 +224,24 @@ def grade_by_impact(f: Finding, share: float | None) -> None:
         f.severity = "warning"
 
 
-def _run_one(rule: Rule, ctx: RuleContext, budget: RuleBudget) -> list[Finding]:
-    """The checked findings of one rule, or one error finding saying how it broke."""
+def _run_one(rule: Rule, ctx: RuleContext, budget: RuleBudget) -> tuple[list[Finding], int | None]:
+    """The checked findings of one rule, or one error finding saying how it broke; and the
+    signal that stopped it, if one did (a Python plugin, run in a child process)."""
+    if not (is_plugin(rule) and isolate.available()):
+        return _run_here(rule, ctx, budget), None
+    outcome = isolate.run_isolated(rule, ctx, budget, _run_here)
+    if outcome.bug:
+        raise AnalysisError(outcome.bug)
+    if outcome.signum is not None:
+        name = signal.Signals(outcome.signum).name
+        return [_failure(rule, f"stopped by {name} before it finished", "Stopped")], outcome.signum
+    if outcome.findings is None:
+        return [_failure(rule, outcome.failure, "RuleFailure")], None
+    return outcome.findings, None
+
+
+def _run_here(rule: Rule, ctx: RuleContext, budget: RuleBudget) -> list[Finding]:
+    """:func:`_run_one` in this process (in the child, for a plugin)."""
     limited = getattr(rule, "source", "builtin") != "builtin"
     try:
         if limited:
