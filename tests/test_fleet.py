@@ -1,9 +1,9 @@
-"""A fleet of a hundred real logs built on a Dask LocalCluster of two workers, every table
+"""A fleet of thirty-six real runs built on a Dask LocalCluster of two workers, every table
 checked against the single-process analysis of the same logs, and ``fleet diff`` finding
 the slowed copy.
 
 The logs are copies of the sample logs with their runs varied (``test_fleet_logs.py``):
-eight workloads, twelve copies each, two two-rank jobs, a copy with every time doubled and
+eight workloads, four copies each, two two-rank jobs, a copy with every time doubled and
 a log with no oneDNN line. The cluster runs its workers as threads of this process (its
 start costs nothing); ``test_real_worker_processes`` builds a few runs with worker
 processes, as ``fleet build`` does by default.
@@ -30,7 +30,7 @@ from dnnlens.fleet.schema import TABLES
 from dnnlens.reading import load
 from dnnlens.rules.engine import RuleOptions
 from dnnlens.rules.verdict import apply_rules
-from test_fleet_logs import BASES, SLOW_FACTOR, make_fleet
+from test_fleet_logs import BASES, COPIES, SLOW_FACTOR, make_fleet
 
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("duckdb")
@@ -113,7 +113,7 @@ def test_the_failed_run_is_reported_and_the_others_are_built(built, fleet) -> No
     _, runs = fleet
     assert result.exit_code == 2, result.stderr
     assert "run broken: " in result.stderr and "no oneDNN verbose line" in result.stderr
-    assert "99 run(s) written, 0 skipped (already in the dataset), 1 failed" in result.stderr
+    assert "35 run(s) written, 0 skipped (already in the dataset), 1 failed" in result.stderr
     assert "Dask at inproc://" in result.stderr
     assert Dataset.open(out).run_names() == sorted(r for r in runs if r != "broken")
 
@@ -230,7 +230,7 @@ def test_every_table_equals_the_rows_of_the_single_process_analysis(built, refer
     files = {r["run"]: [] for r in written.values()}
     for row in dataset.read("inputs").to_pylist():
         files[row["run"]].append(row)
-    for run in (BASELINE, SLOW, "ddp-1", "lstm_train-07"):
+    for run in (BASELINE, SLOW, "ddp-1", "lstm_train-03"):
         identity = RunIdentity(
             run,
             written[run]["content_hash"],
@@ -254,7 +254,9 @@ def test_fleet_diff_finds_the_slowed_copy(built) -> None:
     result = invoke("fleet", "diff", str(out), "--baseline", BASELINE, "--format", "json")
     assert result.exit_code == 1, result.stderr
     doc = json.loads(result.stdout)
-    assert doc["compared"] == sorted([f"convnet_nchw_infer-{k:02d}" for k in range(1, 12)] + [SLOW])
+    assert doc["compared"] == sorted(
+        [f"convnet_nchw_infer-{k:02d}" for k in range(1, COPIES)] + [SLOW]
+    )
     assert [(r["run"], r["change"]) for r in doc["slower_runs"]] == [(SLOW, 1.0)]
     assert {p["run"] for p in doc["slower_primitives"]} == {SLOW}
     assert all(p["change"] == 1.0 for p in doc["slower_primitives"])
@@ -278,7 +280,7 @@ def test_a_second_build_skips_every_run_it_has(built, fleet, cluster) -> None:
         "--group-by", "directory", "--scheduler", cluster.scheduler_address,
     )  # fmt: skip
     assert result.exit_code == 2  # the broken run fails again
-    assert "0 run(s) written, 99 skipped (already in the dataset), 1 failed" in result.stderr
+    assert "0 run(s) written, 35 skipped (already in the dataset), 1 failed" in result.stderr
 
 
 def test_real_worker_processes(fleet, built, tmp_path) -> None:

@@ -37,15 +37,19 @@ WAIT = 90  # seconds; a loaded 2-core CI machine starts Python slowly
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 
 # A "training script": 12 steps, each printing its step line and a slice of a real verbose
-# log, a pause between steps (so the live view is drawn between them).
+# log, a pause between steps (so the live view is drawn between them). Given a third
+# argument, it waits after step 0 until that file exists: the test lets it go on once the
+# live view is on the screen (a loaded machine can start dnnlens after a short program ended).
 TRAIN = """
-import sys, time
+import os, sys, time
 lines = open(sys.argv[1]).read().splitlines(keepends=True)
 n = len(lines) // 12 + 1
 try:
     for i in range(12):
         sys.stdout.write(f"step {i}\\n" + "".join(lines[i * n:(i + 1) * n]))
         sys.stdout.flush()
+        while i == 0 and len(sys.argv) > 3 and not os.path.exists(sys.argv[3]):
+            time.sleep(0.05)
         time.sleep(float(sys.argv[2]))
 except KeyboardInterrupt:
     sys.exit(130)
@@ -157,8 +161,11 @@ def test_piped_program_output_scrolls_above_the_live_view(terminal: Terminal) ->
     """``python train.py | dnnlens analyze - --tee``: the program's lines all stay on screen,
     in order (only "step 0" was left: the live view drew over the rest)."""
     (terminal.tmp / "train.py").write_text(TRAIN)
-    terminal.start(f"python3 -u train.py {shlex.quote(str(NCHW))} 0.15 | {DNNLENS} analyze - --tee")
+    terminal.start(
+        f"python3 -u train.py {shlex.quote(str(NCHW))} 0.15 go | {DNNLENS} analyze - --tee"
+    )
     terminal.wait_for(r"dnnlens live: \d+ lines")  # the live view was drawn while it ran
+    (terminal.tmp / "go").touch()
     code = terminal.exit_code()
     screen = terminal.screen()
     assert code == 0, screen
@@ -171,8 +178,9 @@ def test_piped_program_output_scrolls_above_the_live_view(terminal: Terminal) ->
 
 def test_dnnlens_run_shows_the_program_intact(terminal: Terminal) -> None:
     (terminal.tmp / "train.py").write_text(TRAIN)
-    terminal.start(f"{DNNLENS} run -- python3 train.py {shlex.quote(str(NCHW))} 0.15")
+    terminal.start(f"{DNNLENS} run -- python3 train.py {shlex.quote(str(NCHW))} 0.15 go")
     terminal.wait_for(r"dnnlens live: \d+ lines")
+    (terminal.tmp / "go").touch()
     code = terminal.exit_code()
     screen = terminal.screen()
     assert code == 0, screen

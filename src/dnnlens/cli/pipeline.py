@@ -76,9 +76,7 @@ SelectOption = Annotated[list[str], typer.Option("--select", help="Run only thes
 IgnoreOption = Annotated[list[str], typer.Option("--ignore", help="Do not run these rules.")]
 ConfigOption = Annotated[
     Path | None,
-    typer.Option(
-        "--config", help="dnnlens.toml or pyproject.toml with \\[tool.dnnlens] thresholds."
-    ),
+    typer.Option("--config", help="dnnlens.toml or pyproject.toml with [tool.dnnlens] thresholds."),
 ]
 WindowOption = Annotated[
     int,
