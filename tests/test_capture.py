@@ -157,3 +157,50 @@ def test_capture_takes_named_levels(tmp_path, capfd):
                         str(tmp_path / "out"), "profile_exec")  # fmt: skip
     assert code == 0
     assert (tmp_path / "out.log").read_text() == "profile_exec\n"
+
+
+def _without_torch(tmp_path):
+    """An environment where ``import torch`` fails, as on a machine without PyTorch."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "torch.py").write_text("raise ImportError('No module named torch')\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(shim), *sys.path])
+    env.pop("ONEDNN_VERBOSE", None)
+    env.pop("DNNL_VERBOSE", None)
+    return env
+
+
+def test_capture_without_profile_needs_no_torch(tmp_path):
+    env = _without_torch(tmp_path)
+    code = (
+        "import os, dnnlens\n"
+        f"with dnnlens.capture({str(tmp_path / 'run')!r}, profile=False, echo=False) as c:\n"
+        "    print(os.environ['ONEDNN_VERBOSE'])\n"
+        "print('after', os.environ.get('ONEDNN_VERBOSE'), c.trace_path)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["after None None"]
+    # the block's own output went to the log: oneDNN reads the switch from the environment
+    assert (tmp_path / "run.log").read_text() == "1\n"
+
+
+def test_capture_with_profile_and_no_torch_is_one_clear_error(tmp_path):
+    env = _without_torch(tmp_path)
+    code = (
+        "import dnnlens\n"
+        "try:\n"
+        f"    with dnnlens.capture({str(tmp_path / 'run')!r}):\n"
+        "        pass\n"
+        "except ValueError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "needs PyTorch" in done.stdout and "profile=False" in done.stdout
+    assert len(done.stdout.splitlines()) == 1

@@ -45,6 +45,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from dnnlens.errors import UsageError
+
 ENV_ACTIVE = "DNNLENS_CAPTURE_ACTIVE"
 ENV_PREFIX = "DNNLENS_CAPTURE_PREFIX"
 DEFAULT_PREFIX = "dnnlens_run"
@@ -116,11 +118,23 @@ class _Fd1Redirect:
         self._sink.flush()
 
 
+def _torch_or_none() -> Any:
+    """``torch`` if this interpreter has it (imported only now, never at start-up)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
 @contextlib.contextmanager
 def _onednn_verbose(level: int) -> Iterator[None]:
-    """torch's (and IPEX's, if the program imported it) verbose switch, restored on exit."""
-    import torch
+    """torch's (and IPEX's, if the program imported it) verbose switch, restored on exit.
 
+    Without torch (a TensorFlow, OpenVINO or ONNX Runtime program) the switch is the
+    environment: oneDNN reads ``ONEDNN_VERBOSE`` when it first prints, so the block's
+    primitives are logged if the library had not printed before it.
+    """
     from_start = [os.environ.get(v, "") for v in ("ONEDNN_VERBOSE", "DNNL_VERBOSE")]
     if any(v not in ("", "0", "none") for v in from_start):
         # verbose is on for the whole run: leave it alone (torch's switch would turn it off
@@ -138,6 +152,18 @@ def _onednn_verbose(level: int) -> Iterator[None]:
         yield
         return
     os.environ.setdefault("ONEDNN_VERBOSE_TIMESTAMP", "1")
+    torch = _torch_or_none()
+    if torch is None:
+        saved = os.environ.get("ONEDNN_VERBOSE")
+        os.environ["ONEDNN_VERBOSE"] = str(level)
+        try:
+            yield
+        finally:
+            if saved is None:
+                os.environ.pop("ONEDNN_VERBOSE", None)
+            else:
+                os.environ["ONEDNN_VERBOSE"] = saved
+        return
     with contextlib.ExitStack() as stack:
         if torch.backends.mkldnn.is_available():
             try:
@@ -184,8 +210,12 @@ def capture(
     executions, 2 also primitive creation. ``profile``: run ``torch.profiler`` (CPU,
     ``record_shapes``, ``with_stack``). ``echo``: keep showing standard output meanwhile.
     """
-    import torch.profiler
-
+    torch = _torch_or_none()
+    if profile and torch is None:
+        raise UsageError(
+            "dnnlens.capture(profile=True) needs PyTorch (pip install 'dnnlens[torch]'); "
+            "pass profile=False to record only the oneDNN verbose log"
+        )
     under_cli = os.environ.get(ENV_ACTIVE) == "1"
     if under_cli:  # the command line's PREFIX keeps the log and the trace together
         prefix = os.environ.get(ENV_PREFIX) or prefix
@@ -204,6 +234,8 @@ def capture(
             stack.callback(redirect.close)
             stack.enter_context(_onednn_verbose(level))
         if profile:
+            import torch.profiler
+
             prof = torch.profiler.profile(
                 activities=[torch.profiler.ProfilerActivity.CPU],
                 record_shapes=record_shapes,
