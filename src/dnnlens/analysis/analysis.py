@@ -39,6 +39,7 @@ from dnnlens.analysis.iterations import Iterations, find_iterations
 from dnnlens.analysis.steady import SteadyState, steady_state
 from dnnlens.analysis.summary import Summary, primitive_execs, summarize_stats
 from dnnlens.analysis.timing import TypicalIteration, record_stats, typical_iteration
+from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
 from dnnlens.model import ParsedLog
 from dnnlens.model.stats import stats_from_events
 
@@ -59,8 +60,6 @@ __all__ = [
     "AnalysisOptions",
 ]
 
-#: Events the sequence analyses (iterations, op graph, rules, charts) look at by default.
-DEFAULT_WINDOW_EVENTS = 200_000
 #: Lines a printed profiler table has beyond its rows (rules, head, totals, blank lines).
 TABLE_FRAME_LINES = 8
 

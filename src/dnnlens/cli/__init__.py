@@ -22,6 +22,7 @@ from dnnlens.cli import pipeline as p
 from dnnlens.cli.pipeline import FailOn as FailOn
 from dnnlens.cli.pipeline import OutputFormat as OutputFormat
 from dnnlens.cli.usage import UsageGroup
+from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
 from dnnlens.errors import (
     EXIT_BROKEN_PIPE,
     EXIT_FINDINGS,
@@ -203,7 +204,7 @@ def analyze(
     live: bool = typer.Option(
         True, "--live/--no-live", help="With -: a live view below the program's lines."
     ),
-    window: p.WindowOption = 200_000,
+    window: p.WindowOption = DEFAULT_WINDOW_EVENTS,
     skip: p.SkipOption = 0,
     iteration_marker: p.MarkerOption = None,
     machine: p.MachineOption = None,

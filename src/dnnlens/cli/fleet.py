@@ -16,6 +16,7 @@ from pathlib import Path
 
 import typer
 
+from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
 from dnnlens.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, say
 
 fleet_app = typer.Typer(
@@ -94,7 +95,7 @@ def build(
         None, "--scheduler", help="Address of an existing Dask scheduler (tcp://host:8786)."
     ),
     window: int = typer.Option(
-        200_000, "--window", min=0, help="As analyze --window (0: every event)."
+        DEFAULT_WINDOW_EVENTS, "--window", min=0, help="As analyze --window (0: every event)."
     ),
     skip: int = typer.Option(0, "--skip-iterations", min=0, help="As analyze."),
     rules: list[str] = typer.Option([], "--rules", help="A rule file to run too; repeatable."),

@@ -36,6 +36,7 @@ import typer
 
 from dnnlens.cli import FailOn, OutputFormat, program_environment
 from dnnlens.cli import pipeline as p
+from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
 from dnnlens.errors import fail, say
 
 #: Variables set for the program unless the user already set them: every release family's
@@ -261,7 +262,7 @@ def register(app: typer.Typer) -> None:
         select: p.SelectOption = [],  # noqa: B006
         ignore: p.IgnoreOption = [],  # noqa: B006
         config: p.ConfigOption = None,
-        window: p.WindowOption = 200_000,
+        window: p.WindowOption = DEFAULT_WINDOW_EVENTS,
         skip: p.SkipOption = 0,
         iteration_marker: p.MarkerOption = None,
         machine: p.MachineOption = None,

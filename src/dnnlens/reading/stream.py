@@ -19,13 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dnnlens.defaults import DEFAULT_WINDOW_EVENTS as DEFAULT_WINDOW_EVENTS
 from dnnlens.model import EventWindow, ParsedLog, build_diagnostics, build_events
 from dnnlens.model.stats import StatsAccumulator
 from dnnlens.parsers.scanner import InputScan, Scanner
 from dnnlens.reading.merge import PartEvents, append_scan, cap_kept_lines, part_events
 
-#: Raw events kept for sequence-based analysis, by default (as for files).
-DEFAULT_WINDOW_EVENTS = 200_000
 #: Decompressed text read (all inputs) past which events are folded, not all kept.
 STREAM_FILE_MIN_BYTES = 64 << 20
 #: Malformed and diagnostic lines kept with their line numbers once streaming (all are counted).
