@@ -72,47 +72,21 @@ def diff(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Compare two runs: typical step (phases, ops) or iteration, kinds, primitives, passes."""
-    from dnnlens.analysis.analysis import Analysis
-    from dnnlens.analysis.diff import BASES, diff_analyses
+    from dnnlens.app.compare import compare
+    from dnnlens.app.session import SessionError
     from dnnlens.report import diff_report
-    from dnnlens.report.console import error, load_inputs, make_console
-    from dnnlens.textsafe import safe
+    from dnnlens.report.console import error, make_console
 
     try:
         limit = parse_percent(fail_if_slower) if fail_if_slower is not None else None
     except ValueError as exc:
         error(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
-    if basis not in BASES:
-        error(f"--basis {basis!r}: typical or mean")
-        raise typer.Exit(EXIT_USAGE)
-    if base == "-" and new == "-":
-        error("BASE and NEW cannot both be standard input")
-        raise typer.Exit(EXIT_USAGE)
-    sides = []
-    for name, spec in (("BASE", base), ("NEW", new)):
-        log = load_inputs([spec], quiet)
-        problems = list(log.input_errors) + [s.read_error for s in log.scans if s.read_error]
-        if (not log.scans and log.framework is None) or problems:
-            error(f"{name} " + safe("; ".join(p for p in problems if p) or f"{spec}: no input"))
-            raise typer.Exit(EXIT_USAGE)
-        analysis = Analysis(log).prepare()
-        if analysis.summary.exec_count == 0 and analysis.report_basis.unit != "step":
-            error(
-                f"{name} {safe(spec)}: no primitive executions and no profiler trace or table "
-                "with steps to compare"
-            )
-            raise typer.Exit(EXIT_USAGE)
-        sides.append(analysis)
-    d = diff_analyses(sides[0], sides[1], basis)
-    if d.unit != "step" and not (d.base.exec_count and d.new.exec_count):
-        with_trace = "BASE" if d.base.step is not None else "NEW"
-        other = "NEW" if with_trace == "BASE" else "BASE"
-        error(
-            f"nothing to compare: {with_trace} is a profiler trace without primitive "
-            f"executions, {other} has no profiler trace or table with steps"
-        )
-        raise typer.Exit(EXIT_USAGE)
+    try:
+        d = compare(base, new, basis, quiet)
+    except SessionError as exc:
+        error(str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
     if fmt is DiffFormat.json:
         sys.stdout.write(diff_report.render_json(d, limit))
     elif fmt is DiffFormat.markdown:

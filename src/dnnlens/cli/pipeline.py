@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 
+from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
 from dnnlens.errors import EXIT_BROKEN_PIPE, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, say
 
 if TYPE_CHECKING:
@@ -148,7 +149,7 @@ class ReportOptions:
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     config: Path | None = None
-    window: int = 200_000
+    window: int = DEFAULT_WINDOW_EVENTS
     skip: int = 0
     #: ``--iteration-marker``: a regex of the program's lines that separate passes
     iteration_marker: str | None = None
@@ -230,91 +231,42 @@ def check_options(options: ReportOptions) -> str | None:
 # -- the report ---------------------------------------------------------------------------
 
 
-def _analyses(log: ParsedLog, options: ReportOptions) -> tuple[list[Any], list[Any]]:
-    """One analysis per run of ``log`` (:mod:`dnnlens.analysis.runs`), and the runs."""
-    from dnnlens.analysis.analysis import Analysis, AnalysisOptions
-    from dnnlens.analysis.runs import find_runs, split_log
+def settings(options: ReportOptions) -> Any:
+    """The analysis settings (:class:`dnnlens.app.session.Settings`) of ``options``."""
+    from dnnlens.app.session import Settings
 
-    # an input without any verbose line (empty, program output only) that is no profiler
-    # file is a note beside the real inputs (listed with them), not a run of its own
-    runs = find_runs(log, combine=options.combine)
-    # a reader's window holds statistics of all inputs together: they can only be one run
-    merged = log.window is not None and len(runs) > 1
-    if merged:
-        runs = find_runs(log, combine=True)
-    if len(runs) > 1:
-        parts = split_log(log, runs)
-    else:
-        runs, parts = runs or [], [log]
-    markers, notes = _marker_lines(log, options.iteration_marker)
-    analysis_options = AnalysisOptions(
-        window_events=options.window or None,
+    return Settings(
         skip_iterations=options.skip,
-        marker_lines=markers,
+        window=options.window,
+        iteration_marker=options.iteration_marker,
+        combine=options.combine,
         machine=options.machine,
+        rules=list(options.rules),
+        select=list(options.select),
+        ignore=list(options.ignore),
+        config=str(options.config) if options.config else None,
+        run_info=dict(options.extras["run"]) if "run" in options.extras else None,
     )
-    analyses = [Analysis(part, analysis_options) for part in parts]
-    for a in analyses:
-        a.notes.extend(notes)
-    if merged:
-        analyses[0].notes.append(
-            f"{len(runs[0].paths)} inputs were read together as one stream (too large to keep "
-            "every event): they are one run here, its iterations and findings from the last "
-            "events; give each input on its own to see each run"
-        )
-    return analyses, runs
-
-
-def _marker_lines(log: ParsedLog, regex: str | None) -> tuple[dict[str, Any] | None, list[str]]:
-    """The line numbers of ``--iteration-marker`` in each input file, and notes for the
-    inputs it cannot be looked for in (standard input is read once: its passes are found
-    without the regex, and a note says so)."""
-    if regex is None:
-        return None, []
-    from dnnlens.analysis.iterations import marker_lines
-    from dnnlens.io.inputs import InputError
-
-    markers: dict[str, Any] = {}
-    notes = []
-    for scan in log.scans:
-        try:
-            markers[scan.path] = marker_lines(scan.path, regex)
-        except (ValueError, InputError) as exc:
-            notes.append(f"{scan.path}: --iteration-marker not applied ({exc})")
-    return markers, notes
 
 
 def report_parsed(log: ParsedLog, options: ReportOptions) -> int:
     """Analyse ``log`` (each run apart), run the rules, render the report, tell about the
     inputs; the exit code (0, 1 for findings at ``--fail-on``, 2 for input errors and
     ``--strict``)."""
-    from dnnlens.analysis.findings import severity_rank
+    from dnnlens.app.session import SessionError, analyse, reaches
     from dnnlens.errors import UsageError
     from dnnlens.io.problems import input_problems, strict_problem
     from dnnlens.report.output import render_analysis, render_runs
-    from dnnlens.rules.engine import RuleSetupError
-    from dnnlens.rules.verdict import apply_rules
 
     if not log.scans and log.framework is None:  # a trace alone is an input
         say("error", "; ".join(log.input_errors) or "no input")
         return EXIT_USAGE
-    analyses, runs = _analyses(log, options)
-    for analysis in analyses:
-        skipped = analysis.skipped
-        if skipped is not None and skipped.events_dropped >= len(analysis.log.events):
-            say(
-                "error",
-                f"--skip-iterations {options.skip}: the log has {skipped.found} passes, so "
-                "nothing is left to analyse",
-            )
-            return EXIT_USAGE
-        if "run" in options.extras:
-            analysis.run_info = dict(options.extras["run"])
-        try:
-            apply_rules(analysis.prepare(), options.rule_options())
-        except RuleSetupError as exc:
-            say("error", str(exc))
-            return EXIT_USAGE
+    try:
+        outcome = analyse(log, settings(options))
+    except SessionError as exc:
+        say("error", str(exc))
+        return EXIT_USAGE
+    analyses, runs = outcome.analyses, outcome.runs
     redirect = options.report_to_stderr and options.output is None
     layout = {"top": options.top, "details": options.details, "width": options.width}
     with contextlib.redirect_stdout(sys.stderr) if redirect else contextlib.nullcontext():
@@ -337,11 +289,8 @@ def report_parsed(log: ParsedLog, options: ReportOptions) -> int:
     if strict:
         say("error", strict)
         return EXIT_USAGE
-    if options.fail_on is not FailOn.never:
-        threshold = severity_rank(options.fail_on.value)
-        findings = [f for a in analyses for f in a.findings]
-        if any(severity_rank(f.severity) >= threshold for f in findings):
-            return EXIT_FINDINGS
+    if options.fail_on is not FailOn.never and reaches(outcome.findings, options.fail_on.value):
+        return EXIT_FINDINGS
     return EXIT_OK
 
 
@@ -456,7 +405,6 @@ def read_and_report(
     problem = marker_problem(options)
     if problem is not None:
         raise fail(problem)
-    from dnnlens.reading.stream import DEFAULT_WINDOW_EVENTS
     from dnnlens.report.console import InputProgress, progress_enabled
 
     piped = "-" in specs

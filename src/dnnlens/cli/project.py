@@ -64,11 +64,10 @@ def register(app: typer.Typer) -> None:
         then all of them together.
         """
 
-        from dnnlens.analysis.analysis import Analysis, AnalysisOptions
         from dnnlens.analysis.machine import load_machine
         from dnnlens.analysis.projection import CHANGES, normalize_changes
-        from dnnlens.analysis.projection import project as run_projection
-        from dnnlens.reading import load
+        from dnnlens.app.projecting import projection
+        from dnnlens.app.session import SessionError
         from dnnlens.report import projection_report
         from dnnlens.report.output import emit_text, report_console
 
@@ -79,15 +78,10 @@ def register(app: typer.Typer) -> None:
             model = load_machine(machine) if machine else None
         except ValueError as exc:
             raise fail(str(exc)) from None
-        parsed = load([log])
-        others = [load([m]) for m in measured]
-        errors = [e for p in (parsed, *others) for e in p.input_errors] + [
-            s.read_error for p in (parsed, *others) for s in p.scans if s.read_error
-        ]
-        if errors or not parsed.scans:
-            raise fail("; ".join(errors) or f"cannot read {log}")
-        analysis = Analysis(parsed, AnalysisOptions(machine=model)).prepare()
-        result = run_projection(analysis, changes, [Analysis(o) for o in others])
+        try:
+            result, parsed = projection(log, changes, model, measured)
+        except SessionError as exc:
+            raise fail(str(exc)) from None
         bench: list[Any] = []
         if benchdnn is not None:
             from dnnlens.report.benchdnn_bridge import run_benchdnn

@@ -1,0 +1,147 @@
+"""One log, analysed: its runs, one :class:`~dnnlens.analysis.analysis.Analysis` each, with
+the rules applied. The command line and :func:`dnnlens.analyze` both go through here, so a
+finding the terminal shows is the finding a notebook gets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
+from dnnlens.model import ParsedLog
+
+
+@dataclass
+class Settings:
+    """What an analysis is asked for, the options of ``dnnlens analyze`` that are not about
+    the output."""
+
+    skip_iterations: int = 0
+    window: int = DEFAULT_WINDOW_EVENTS
+    iteration_marker: str | None = None
+    combine: bool = False
+    #: a machine profile (:func:`dnnlens.analysis.machine.load_machine`), None: the log's
+    machine: Any = None
+    rules: list[str] = field(default_factory=list)
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    config: str | None = None
+    #: JSON ``run`` key (``dnnlens run``: its command and exit code)
+    run_info: dict[str, Any] | None = None
+
+    def rule_options(self) -> Any:
+        """The options of the rule engine."""
+        from dnnlens.rules.engine import RuleOptions
+
+        return RuleOptions(
+            rule_paths=list(self.rules),
+            select=list(self.select),
+            ignore=list(self.ignore),
+            config_path=self.config,
+        )
+
+
+class SessionError(ValueError):
+    """What stops an analysis after reading (nothing left after ``--skip-iterations``, a
+    rule that cannot be set up): one line, an input or usage error."""
+
+
+@dataclass
+class Outcome:
+    """The analyses of a log's runs (rules applied) and the runs they are."""
+
+    log: ParsedLog
+    analyses: list[Any]
+    runs: list[Any]
+
+    @property
+    def findings(self) -> list[Any]:
+        """Every run's findings, in report order within each run."""
+        return [f for a in self.analyses for f in a.findings]
+
+
+def analyse(log: ParsedLog, settings: Settings) -> Outcome:
+    """Analyse each run of ``log`` and apply the rules to it.
+
+    Raises :class:`SessionError` when ``--skip-iterations`` leaves nothing or a rule cannot
+    be set up (the command line prints it as one line, exit 2)."""
+    from dnnlens.rules.engine import RuleSetupError
+    from dnnlens.rules.verdict import apply_rules
+
+    analyses, runs = _analyses(log, settings)
+    for analysis in analyses:
+        skipped = analysis.skipped
+        if skipped is not None and skipped.events_dropped >= len(analysis.log.events):
+            raise SessionError(
+                f"--skip-iterations {settings.skip_iterations}: the log has {skipped.found} "
+                "passes, so nothing is left to analyse"
+            )
+        if settings.run_info is not None:
+            analysis.run_info = dict(settings.run_info)
+        try:
+            apply_rules(analysis.prepare(), settings.rule_options())
+        except RuleSetupError as exc:
+            raise SessionError(str(exc)) from None
+    return Outcome(log, analyses, runs)
+
+
+def _analyses(log: ParsedLog, settings: Settings) -> tuple[list[Any], list[Any]]:
+    """One analysis per run of ``log`` (:mod:`dnnlens.analysis.runs`), and the runs."""
+    from dnnlens.analysis.analysis import Analysis, AnalysisOptions
+    from dnnlens.analysis.runs import find_runs, split_log
+
+    # an input without any verbose line (empty, program output only) that is no profiler
+    # file is a note beside the real inputs (listed with them), not a run of its own
+    runs = find_runs(log, combine=settings.combine)
+    # a reader's window holds statistics of all inputs together: they can only be one run
+    merged = log.window is not None and len(runs) > 1
+    if merged:
+        runs = find_runs(log, combine=True)
+    if len(runs) > 1:
+        parts = split_log(log, runs)
+    else:
+        runs, parts = runs or [], [log]
+    markers, notes = _marker_lines(log, settings.iteration_marker)
+    analysis_options = AnalysisOptions(
+        window_events=settings.window or None,
+        skip_iterations=settings.skip_iterations,
+        marker_lines=markers,
+        machine=settings.machine,
+    )
+    analyses = [Analysis(part, analysis_options) for part in parts]
+    for a in analyses:
+        a.notes.extend(notes)
+    if merged:
+        analyses[0].notes.append(
+            f"{len(runs[0].paths)} inputs were read together as one stream (too large to keep "
+            "every event): they are one run here, its iterations and findings from the last "
+            "events; give each input on its own to see each run"
+        )
+    return analyses, runs
+
+
+def _marker_lines(log: ParsedLog, regex: str | None) -> tuple[dict[str, Any] | None, list[str]]:
+    """The line numbers of ``--iteration-marker`` in each input file, and notes for the
+    inputs it cannot be looked for in (standard input is read once: its passes are found
+    without the regex, and a note says so)."""
+    if regex is None:
+        return None, []
+    from dnnlens.analysis.iterations import marker_lines
+    from dnnlens.io.inputs import InputError
+
+    markers: dict[str, Any] = {}
+    notes = []
+    for scan in log.scans:
+        try:
+            markers[scan.path] = marker_lines(scan.path, regex)
+        except (ValueError, InputError) as exc:
+            notes.append(f"{scan.path}: --iteration-marker not applied ({exc})")
+    return markers, notes
+
+
+def reaches(findings: list[Any], severity: str) -> bool:
+    """Whether any finding is at or above ``severity`` (``--fail-on``)."""
+    from dnnlens.analysis.findings import severity_rank
+
+    threshold = severity_rank(severity)
+    return any(severity_rank(f.severity) >= threshold for f in findings)

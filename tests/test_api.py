@@ -1,0 +1,113 @@
+"""``dnnlens.analyze``, ``diff`` and ``project``: the commands' own reports, from Python."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dnnlens
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
+NCHW = SAMPLES / "convnet_nchw_infer.log"
+CL = SAMPLES / "convnet_cl_infer.log"
+
+
+def _cli_json(*args: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "dnnlens", *args, "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
+def _lines_with(path: Path, text: str) -> int:
+    return sum(text in line for line in path.read_text().splitlines())
+
+
+def test_the_package_lists_its_entry_points():
+    for name in ("analyze", "diff", "project", "capture", "Report", "Finding", "InputError"):
+        assert name in dir(dnnlens)
+
+
+def test_importing_dnnlens_loads_no_analysis():
+    code = (
+        "import sys, dnnlens\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pandas', 'dnnlens.'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "['dnnlens._version']"
+
+
+def test_analyze_is_the_json_report():
+    report = dnnlens.analyze(NCHW)
+    assert report.to_dict() == _cli_json("analyze", str(NCHW))
+
+
+def test_analyze_finds_what_the_command_finds():
+    report = dnnlens.analyze(str(NCHW))
+    # the terminal report of this log opens with these three verdicts, highest cost first
+    assert [f.rule for f in report.findings] == [
+        "reorder-overhead",
+        "layout-round-trip",
+        "weight-reorder-per-iteration",
+    ]
+    impacts = [f.impact_ms_per_iteration for f in report.findings]
+    assert impacts == sorted(impacts, reverse=True)
+    first = report.findings[0]
+    assert first.severity == "warning" and first.fix
+    assert 0 < first.share_of_iteration < 1
+    assert all(e.path == str(NCHW) and e.line > 0 for e in first.evidence)
+
+
+def test_tables_hold_the_logs_rows():
+    report = dnnlens.analyze(NCHW)
+    events = report.events
+    # every ``primitive,exec`` line of the log is one exec event (counted with grep)
+    assert int((events["operation"] == "exec").sum()) == _lines_with(NCHW, ",primitive,exec,")
+    assert len(report.primitives) == len(report.to_dict()["primitives"])
+    assert report.framework_ops.empty  # no profiler trace beside the log
+
+
+def test_several_runs_are_reports_of_their_own():
+    report = dnnlens.analyze([NCHW, CL])
+    assert report.to_dict() == _cli_json("analyze", str(NCHW), str(CL))
+    assert len(report.runs) == 2
+    assert sum(len(r.findings) for r in report.runs) == len(report.findings)
+    assert set(report.primitives["run"]) == {r.to_dict()["run_name"] for r in report.runs}
+
+
+def test_options_reach_the_analysis():
+    skipped = dnnlens.analyze(NCHW, skip_iterations=3)
+    assert skipped.to_dict() == _cli_json("analyze", str(NCHW), "--skip-iterations", "3")
+    only = dnnlens.analyze(NCHW, select=["reorder-overhead"])
+    assert [f.rule for f in only.findings] == ["reorder-overhead"]
+
+
+def test_the_html_report_shows_inline():
+    html = dnnlens.analyze(NCHW)._repr_html_()
+    assert html.startswith("<iframe srcdoc=") and "reorder" in html
+
+
+def test_input_errors_are_one_line(tmp_path):
+    with pytest.raises(dnnlens.InputError) as caught:
+        dnnlens.analyze(tmp_path / "missing.log")
+    assert "\n" not in str(caught.value)
+    with pytest.raises(dnnlens.InputError, match="skip-iterations 99"):
+        dnnlens.analyze(NCHW, skip_iterations=99)
+
+
+def test_diff_and_project_are_their_json_reports():
+    d = dnnlens.diff(NCHW, CL)
+    assert d.to_dict() == _cli_json("diff", str(NCHW), str(CL))
+    assert "|" in d._repr_markdown_()
+    p = dnnlens.project(NCHW)
+    assert p.to_dict() == _cli_json("project", str(NCHW))
+    with pytest.raises(dnnlens.InputError, match="unknown change"):
+        dnnlens.project(NCHW, changes=["remove:everything"])
