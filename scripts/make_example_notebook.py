@@ -59,7 +59,11 @@ def notebook() -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     make = {"markdown": nbformat.v4.new_markdown_cell, "code": nbformat.v4.new_code_cell}
     nb.cells = [make[kind](text) for kind, text in CELLS]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     return nb
 
 
