@@ -180,3 +180,35 @@ def test_the_page_does_not_move_when_another_rule_is_ignored(log: str, tmp_path:
     assert top not in pages
     for ignored, page in pages.items():
         assert page == pages[None], f"ignoring {ignored} changed the page"
+
+
+@pytest.mark.parametrize("skip", ["0", "3"])
+@pytest.mark.parametrize(
+    "log", ["sample_logs/convnet_nchw_infer.log", "sample_logs/convnet_cl_infer.log"]
+)
+def test_graph_and_analyze_count_the_same_passes(log: str, skip: str) -> None:
+    """``graph`` reads the analysis's passes and window: warm-up, steady, count agree."""
+    code, out = run("analyze", str(ROOT / log), "-f", "json", "-q", "--skip-iterations", skip)
+    assert code == 0, out
+    seen = json.loads(out)["iterations"]
+    code, out = run("graph", str(ROOT / log), "--skip-iterations", skip)
+    assert code == 0, out
+    drawn = json.loads(out)["iterations"]
+    for key in ("count", "warmup", "warmup_structural", "warmup_slow", "steady", "period_exec"):
+        assert drawn[key] == seen[key], key
+    steady = [p["time_ms"] for p in seen["passes"] if p["steady"]]
+    assert drawn["steady_time_ms"]["mean"] == pytest.approx(sum(steady) / len(steady))
+
+
+def test_graph_counts_the_nchw_warmup_by_hand() -> None:
+    # pass sums of convnet_nchw_infer.log's exec times: 102.97, 102.26, 102.30, 30.19 ms,
+    # then seven passes of 1.99 .. 4.26 ms (mean 2.62): four warm-up passes, seven steady
+    code, out = run("graph", str(ROOT / "sample_logs/convnet_nchw_infer.log"))
+    assert code == 0, out
+    it = json.loads(out)["iterations"]
+    assert (it["count"], it["warmup"], it["steady"]) == (11, 4, 7)
+    assert it["steady_time_ms"]["mean"] == pytest.approx(2.62, abs=0.01)
+    code, out = run("graph", str(ROOT / "sample_logs/convnet_nchw_infer.log"),
+                    "--skip-iterations", "3")  # fmt: skip
+    it = json.loads(out)["iterations"]
+    assert (it["count"], it["warmup"], it["steady"]) == (8, 1, 7)
