@@ -212,3 +212,12 @@ def test_graph_counts_the_nchw_warmup_by_hand() -> None:
                     "--skip-iterations", "3")  # fmt: skip
     it = json.loads(out)["iterations"]
     assert (it["count"], it["warmup"], it["steady"]) == (8, 1, 7)
+
+
+def test_framework_steps_and_onednn_passes_share_one_warmup_threshold() -> None:
+    from dnnlens.analysis.framework.steps import WARMUP_SLOWER
+    from dnnlens.analysis.framework.view import WARMUP_RULE
+    from dnnlens.analysis.steady import RULE, SLOW_WARMUP_FACTOR
+
+    assert WARMUP_SLOWER == SLOW_WARMUP_FACTOR == 3.0
+    assert "3x the median" in RULE and "3x the median" in WARMUP_RULE
