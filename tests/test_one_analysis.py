@@ -221,3 +221,27 @@ def test_framework_steps_and_onednn_passes_share_one_warmup_threshold() -> None:
 
     assert WARMUP_SLOWER == SLOW_WARMUP_FACTOR == 3.0
     assert "3x the median" in RULE and "3x the median" in WARMUP_RULE
+
+
+def test_diff_and_fleet_diff_share_one_primitive_identity() -> None:
+    """The first conv of the NCHW and the channels-last sample (sample_logs, line 11 of
+    each: same problem, abcd/aBcd8b against acdb layouts, jit:avx2 against brg_conv_fwd) is
+    one primitive whose layouts changed, for ``diff`` and ``fleet diff`` alike."""
+    from dnnlens.analysis.diff import primitive_identity
+    from dnnlens.fleet import diff as fleet_diff
+
+    problem = "mb4_ic3oc16_ih64oh64kh3sh1dh0ph1_iw64ow64kw3sw1dw0pw1"
+    nchw = "src:f32:a:blocked:abcd::f0 wei:f32:a:blocked:Acdb8a::f0 bia:undef::undef::: " \
+        "dst:f32:a:blocked:aBcd8b::f0"  # fmt: skip
+    cl = "src:f32::blocked:acdb::f0 wei:f32:a:blocked:Acdb16a::f0 bia:undef::undef::: " \
+        "dst:f32::blocked:acdb::f0"  # fmt: skip
+    conv = ("convolution", "forward_training", problem)
+    assert primitive_identity(*conv, nchw) == primitive_identity(*conv, cl)
+    # a reorder is its layouts: two flows are two primitives
+    one = "src:f32::blocked:abcd::f0 dst:f32::blocked:aBcd8b::f0"
+    other = "src:f32::blocked:aBcd8b::f0 dst:f32::blocked:abcd::f0"
+    reorder = ("reorder", "undef", "4x16x32x32")
+    assert primitive_identity(*reorder, one) != primitive_identity(*reorder, other)
+    assert primitive_identity(*reorder, one)[3] == "abcd->aBcd8b"
+    assert fleet_diff.primitive_identity is primitive_identity
+    assert "mds" not in fleet_diff.PRIMITIVE_KEY
