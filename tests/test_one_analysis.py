@@ -245,3 +245,20 @@ def test_diff_and_fleet_diff_share_one_primitive_identity() -> None:
     assert primitive_identity(*reorder, one)[3] == "abcd->aBcd8b"
     assert fleet_diff.primitive_identity is primitive_identity
     assert "mds" not in fleet_diff.PRIMITIVE_KEY
+
+
+def test_rule_variables_are_the_json_summary() -> None:
+    """Rule-file variables carry the JSON summary's names and values: on the NCHW sample
+    four warm-up passes (one with cache misses, three of 30-103 ms) and seven steady."""
+    from dnnlens.analysis.analysis import Analysis
+    from dnnlens.reading import load
+    from dnnlens.rules.context import RuleContext
+    from dnnlens.rules.tables import VARIABLES, variables
+
+    log = "sample_logs/convnet_nchw_infer.log"
+    values = variables(RuleContext(Analysis(load([str(ROOT / log)]))))
+    summary = analyzed(log)["summary"]
+    for name in ("warmup_iterations", "steady_iterations", "typical_iteration_ms"):
+        assert values[name] == summary[name], name
+    assert (values["warmup_iterations"], values["steady_iterations"]) == (4, 7)
+    assert {"warmup", "iteration_ms", "typical_total_ms"}.isdisjoint(VARIABLES)
