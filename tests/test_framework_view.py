@@ -106,7 +106,7 @@ def test_json_has_the_contract_keys(sgd):
     assert doc["steps"]["count"] == 4 and doc["steps"]["typical_step_ms"] == sgd.typical_step_ms
     assert {p["phase"] for p in doc["phases"]} == set(PHASES)
     assert doc["ops"][0]["name"] == sgd.ops.iloc[0]["name"]
-    assert "median" in doc["steps"]["statistic"] and "1.5x" in doc["steps"]["warmup_rule"]
+    assert "median" in doc["steps"]["statistic"] and "3x" in doc["steps"]["warmup_rule"]
 
 
 def test_a_spike_moves_the_mean_not_the_typical_step():
@@ -151,11 +151,11 @@ def test_without_profiler_steps_the_repeating_pattern_makes_the_steps():
 
 def test_older_traces_without_step_spans():
     """profile_bf16_train: 3 training passes (3 Optimizer.zero_grad# spans), each a step;
-    profile_nchw_infer: 5 passes (20 convs / 4 per pass); profile_lstm_infer: 5 passes, the
-    first one warm-up: ``python3 -c "import json; e=json.load(open('sample_logs/
+    profile_nchw_infer: 5 passes (20 convs / 4 per pass); profile_lstm_infer: 5 passes,
+    all steady: ``python3 -c "import json; e=json.load(open('sample_logs/
     profile_lstm_infer.trace.json'))['traceEvents']; print([x['dur'] for x in e if
     x.get('name')=='aten::lstm'])"`` gives 1598.978 us for the first lstm, 1064-1304 us
-    after; its step (2.26 ms) is more than 1.5x the median step (1.44 ms)."""
+    after; its step (2.26 ms) is 1.6x the median step (1.44 ms), under the 3x of warm-up."""
     bf16 = view("profile_bf16_train.trace.json")
     assert (bf16.step_method, bf16.steady_count) == ("pattern", 3)
     assert bf16.phases.set_index("phase").at["backward", "ms_per_step"] > 0
@@ -163,9 +163,9 @@ def test_older_traces_without_step_spans():
     assert (nchw.step_method, len(nchw.steps), nchw.steady_count) == ("pattern", 5, 5)
     assert nchw.ops.set_index("name").at["aten::mkldnn_convolution", "calls_per_step"] == 4
     lstm = view("profile_lstm_infer.trace.json")
-    assert list(lstm.steps["warmup"]) == [True, False, False, False, False]
-    assert "1.5x" in lstm.steps.at[0, "reason"]
-    assert lstm.steps.at[0, "dur_ms"] > 1.5 * np.median(lstm.steps["dur_ms"])
+    assert list(lstm.steps["warmup"]) == [False] * 5
+    ratio = lstm.steps.at[0, "dur_ms"] / np.median(lstm.steps["dur_ms"])
+    assert 1.5 < ratio < 3
 
 
 def test_a_profile_cut_short_leaves_its_last_step_out():

@@ -130,8 +130,8 @@ def test_pass_starts_and_rows() -> None:
     reorder = (ev["kind"].astype(str) == "reorder").to_numpy()
     assert it.times["time_ms"].sum() == pytest.approx(t[is_exec].sum())
     assert it.times["reorder_ms"].sum() == pytest.approx(t[is_exec & reorder].sum())
-    steady = it.steady_mask()
-    assert not steady[lines < 38].any() and steady[lines >= 38].all()
+    # pass 0 (lines 8..37) is the structural warm-up: it creates with cache misses
+    assert it.warmup == 1 and it.times["warmup"].tolist() == [True] + [False] * 10
 
 
 def test_other_pass_starts() -> None:

@@ -180,3 +180,85 @@ def test_the_page_does_not_move_when_another_rule_is_ignored(log: str, tmp_path:
     assert top not in pages
     for ignored, page in pages.items():
         assert page == pages[None], f"ignoring {ignored} changed the page"
+
+
+@pytest.mark.parametrize("skip", ["0", "3"])
+@pytest.mark.parametrize(
+    "log", ["sample_logs/convnet_nchw_infer.log", "sample_logs/convnet_cl_infer.log"]
+)
+def test_graph_and_analyze_count_the_same_passes(log: str, skip: str) -> None:
+    """``graph`` reads the analysis's passes and window: warm-up, steady, count agree."""
+    code, out = run("analyze", str(ROOT / log), "-f", "json", "-q", "--skip-iterations", skip)
+    assert code == 0, out
+    seen = json.loads(out)["iterations"]
+    code, out = run("graph", str(ROOT / log), "--skip-iterations", skip)
+    assert code == 0, out
+    drawn = json.loads(out)["iterations"]
+    for key in ("count", "warmup", "warmup_structural", "warmup_slow", "steady", "period_exec"):
+        assert drawn[key] == seen[key], key
+    steady = [p["time_ms"] for p in seen["passes"] if p["steady"]]
+    assert drawn["steady_time_ms"]["mean"] == pytest.approx(sum(steady) / len(steady))
+
+
+def test_graph_counts_the_nchw_warmup_by_hand() -> None:
+    # pass sums of convnet_nchw_infer.log's exec times: 102.97, 102.26, 102.30, 30.19 ms,
+    # then seven passes of 1.99 .. 4.26 ms (mean 2.62): four warm-up passes, seven steady
+    code, out = run("graph", str(ROOT / "sample_logs/convnet_nchw_infer.log"))
+    assert code == 0, out
+    it = json.loads(out)["iterations"]
+    assert (it["count"], it["warmup"], it["steady"]) == (11, 4, 7)
+    assert it["steady_time_ms"]["mean"] == pytest.approx(2.62, abs=0.01)
+    code, out = run("graph", str(ROOT / "sample_logs/convnet_nchw_infer.log"),
+                    "--skip-iterations", "3")  # fmt: skip
+    it = json.loads(out)["iterations"]
+    assert (it["count"], it["warmup"], it["steady"]) == (8, 1, 7)
+
+
+def test_framework_steps_and_onednn_passes_share_one_warmup_threshold() -> None:
+    from dnnlens.analysis.framework.steps import WARMUP_SLOWER
+    from dnnlens.analysis.framework.view import WARMUP_RULE
+    from dnnlens.analysis.steady import RULE, SLOW_WARMUP_FACTOR
+
+    assert WARMUP_SLOWER == SLOW_WARMUP_FACTOR == 3.0
+    assert "3x the median" in RULE and "3x the median" in WARMUP_RULE
+
+
+def test_diff_and_fleet_diff_share_one_primitive_identity() -> None:
+    """The first conv of the NCHW and the channels-last sample (sample_logs, line 11 of
+    each: same problem, abcd/aBcd8b against acdb layouts, jit:avx2 against brg_conv_fwd) is
+    one primitive whose layouts changed, for ``diff`` and ``fleet diff`` alike."""
+    from dnnlens.analysis.diff import primitive_identity
+    from dnnlens.fleet import diff as fleet_diff
+
+    problem = "mb4_ic3oc16_ih64oh64kh3sh1dh0ph1_iw64ow64kw3sw1dw0pw1"
+    nchw = "src:f32:a:blocked:abcd::f0 wei:f32:a:blocked:Acdb8a::f0 bia:undef::undef::: " \
+        "dst:f32:a:blocked:aBcd8b::f0"  # fmt: skip
+    cl = "src:f32::blocked:acdb::f0 wei:f32:a:blocked:Acdb16a::f0 bia:undef::undef::: " \
+        "dst:f32::blocked:acdb::f0"  # fmt: skip
+    conv = ("convolution", "forward_training", problem)
+    assert primitive_identity(*conv, nchw) == primitive_identity(*conv, cl)
+    # a reorder is its layouts: two flows are two primitives
+    one = "src:f32::blocked:abcd::f0 dst:f32::blocked:aBcd8b::f0"
+    other = "src:f32::blocked:aBcd8b::f0 dst:f32::blocked:abcd::f0"
+    reorder = ("reorder", "undef", "4x16x32x32")
+    assert primitive_identity(*reorder, one) != primitive_identity(*reorder, other)
+    assert primitive_identity(*reorder, one)[3] == "abcd->aBcd8b"
+    assert fleet_diff.primitive_identity is primitive_identity
+    assert "mds" not in fleet_diff.PRIMITIVE_KEY
+
+
+def test_rule_variables_are_the_json_summary() -> None:
+    """Rule-file variables carry the JSON summary's names and values: on the NCHW sample
+    four warm-up passes (one with cache misses, three of 30-103 ms) and seven steady."""
+    from dnnlens.analysis.analysis import Analysis
+    from dnnlens.reading import load
+    from dnnlens.rules.context import RuleContext
+    from dnnlens.rules.tables import VARIABLES, variables
+
+    log = "sample_logs/convnet_nchw_infer.log"
+    values = variables(RuleContext(Analysis(load([str(ROOT / log)]))))
+    summary = analyzed(log)["summary"]
+    for name in ("warmup_iterations", "steady_iterations", "typical_iteration_ms"):
+        assert values[name] == summary[name], name
+    assert (values["warmup_iterations"], values["steady_iterations"]) == (4, 7)
+    assert {"warmup", "iteration_ms", "typical_total_ms"}.isdisjoint(VARIABLES)

@@ -246,10 +246,17 @@ class Diff:
         return [p for p in self.primitives if p["status"] == status]
 
 
-def _primitive_key(analysis: Analysis, rid: int) -> tuple[str, str, str, str]:
+def primitive_identity(kind: str, prop_kind: str, problem: str, mds: str) -> tuple[str, ...]:
+    """What makes two primitives of two runs the same one (``diff`` and ``fleet diff``):
+    kind, prop_kind, problem, and a reorder's layout flow; other layouts and the
+    implementation are attributes, so a layout change is "changed", not a new primitive."""
+    flow = flow_label(mds) if kind == "reorder" else ""
+    return kind, prop_kind, problem, flow
+
+
+def _primitive_key(analysis: Analysis, rid: int) -> tuple[str, ...]:
     r = analysis.log.records[rid]
-    flow = flow_label(r.mds) if r.kind == "reorder" else ""
-    return r.kind, r.prop_kind, r.problem, flow
+    return primitive_identity(r.kind, r.prop_kind, r.problem, r.mds)
 
 
 def _empty_entry() -> dict[str, Any]:

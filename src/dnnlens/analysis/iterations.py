@@ -24,8 +24,8 @@ Definitions (these are the contract of :class:`Iterations`):
 * ``iteration`` (array aligned to the events rows) holds the 0-based global iteration index
   of every row, warm-up iterations included; ``-1`` marks rows outside every iteration (a
   trailing piece shorter than half a period, inputs without exec rows). Create rows belong
-  to the iteration of the next exec row of their input. :meth:`Iterations.steady_mask`
-  selects the rows of steady (non warm-up) iterations.
+  to the iteration of the next exec row of their input. Which rows are steady state is
+  :mod:`dnnlens.analysis.steady`'s answer (structural and slow warm-up), not this module's.
 * Several inputs are handled one by one; their iterations are numbered one after the other
   and ``count``/``warmup`` are sums. ``period_exec`` and ``template`` are those of the
   *main* input (the one with the most exec rows).
@@ -125,15 +125,6 @@ class Iterations:
     def warmup_iterations(self) -> np.ndarray:
         """Global indices of the warm-up iterations."""
         return self.times["iteration"].to_numpy()[self.times["warmup"].to_numpy(dtype=bool)]
-
-    def steady_mask(self) -> np.ndarray:
-        """Boolean mask over the events rows: rows of steady (non warm-up) iterations."""
-        warm = np.zeros(max(self.count, 1), dtype=bool)
-        warm[self.warmup_iterations] = True
-        inside = self.iteration >= 0
-        out = np.zeros(len(self.iteration), dtype=bool)
-        out[inside] = ~warm[self.iteration[inside]]
-        return out
 
     @property
     def main(self) -> InputIterations | None:

@@ -32,7 +32,11 @@ import pandas as pd
 
 from dnnlens.analysis.iterations import Iterations, max_warmup
 
-#: A leading pass slower than this many times the steady median is warm-up.
+#: A leading pass (or framework step) slower than this many times the steady median is
+#: warm-up. Why 3x: warm-up passes (first calls, page faults, a cold thread pool) run tens
+#: of times slower than steady ones (100 ms against 2.9 ms in the NCHW sample), while
+#: steady passes on a shared machine wander by up to about 2x; 3x separates the two with
+#: room on both sides. The framework's steps (:mod:`.framework.steps`) use this one value.
 SLOW_WARMUP_FACTOR = 3.0
 #: Structurally steady passes needed before timing can call a pass warm-up.
 MIN_PASSES_FOR_SLOW = 3

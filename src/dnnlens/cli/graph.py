@@ -2,7 +2,9 @@
 
 Formats: ``json`` (the contract of :mod:`dnnlens.report.graph_export`), ``graphml``,
 ``dot`` (Graphviz) and ``mermaid``. ``--marker REGEX`` makes the program's own marker lines
-(``step 3 done``) separate the iterations instead of detecting them.
+(``step 3 done``) separate the iterations instead of detecting them. ``--window`` and
+``--skip-iterations`` mean what they mean to ``analyze`` (same defaults), so both commands
+read one set of passes, warm-up and steady state off one log.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from pathlib import Path
 
 import typer
 
+from dnnlens.cli.pipeline import SkipOption, WindowOption
 from dnnlens.errors import EXIT_USAGE, UsageError, say
 from dnnlens.errors import fail as _fail
+from dnnlens.reading.stream import DEFAULT_WINDOW_EVENTS
 
 
 class GraphFormat(StrEnum):
@@ -40,6 +44,8 @@ def register(app: typer.Typer) -> None:
         marker: str | None = typer.Option(
             None, "--marker", help="Regex of the program's own lines that separate iterations."
         ),
+        window: WindowOption = DEFAULT_WINDOW_EVENTS,
+        skip: SkipOption = 0,
     ) -> None:
         """The op graph of one steady iteration, with stats from all of them."""
         import re
@@ -73,8 +79,11 @@ def register(app: typer.Typer) -> None:
             refuse_input(output, input_paths(log))
         except UsageError as exc:
             raise _fail(str(exc)) from None
-        analysis = Analysis(log, AnalysisOptions(window_events=None, marker_lines=markers))
-        text = render(analysis.graph, fmt.value)
+        options = AnalysisOptions(
+            window_events=window or None, skip_iterations=skip, marker_lines=markers
+        )
+        analysis = Analysis(log, options)
+        text = render(analysis.graph, fmt.value, analysis.steady)
         try:
             emit_text(text, output)
         except OSError as exc:

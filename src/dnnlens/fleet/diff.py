@@ -3,8 +3,9 @@
 A run is compared with the baseline by its typical iteration (``runs.typical_iteration_ms``,
 the figure ``analyze`` and ``diff --basis typical`` use); it is slower when that is more
 than ``threshold`` (a fraction) above the baseline's. A primitive is the same primitive in
-two runs when its kind, prop_kind, problem and memory descriptors are the same (the
-implementation may differ: a changed implementation is a common reason to be slower); it
+two runs when :func:`dnnlens.analysis.diff.primitive_identity` (the one ``diff`` uses) says
+so: kind, prop_kind, problem and a reorder's layout flow (the implementation and other
+layouts may differ: a changed implementation is a common reason to be slower); it
 is compared by its part of the typical iteration (``primitives.ms_per_iteration``, summed
 over implementations), and listed when that is more than ``threshold`` above the
 baseline's and adds at least ``min_share`` of the baseline's typical iteration (so noise
@@ -20,9 +21,13 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import asdict, dataclass, field
 
+from dnnlens.analysis.diff import primitive_identity
 from dnnlens.fleet.dataset import Dataset, DatasetError
 
-PRIMITIVE_KEY = ("kind", "prop_kind", "problem", "mds")
+#: Dataset columns a primitive's identity is made of (:func:`primitive_identity`).
+PRIMITIVE_COLUMNS = ("kind", "prop_kind", "problem", "mds")
+#: Columns of the identity itself, one per part of :func:`primitive_identity`.
+PRIMITIVE_KEY = ("kind", "prop_kind", "problem", "flow")
 
 
 @dataclass(frozen=True)
@@ -101,9 +106,16 @@ def diff_dataset(
 def _slower_primitives(
     dataset: Dataset, baseline: str, chosen: list[str], out: FleetDiff
 ) -> list[SlowerPrimitive]:
-    columns = ["run", *PRIMITIVE_KEY, "impl", "ms_per_iteration"]
+    columns = ["run", *PRIMITIVE_COLUMNS, "impl", "ms_per_iteration"]
     prims = dataset.read("primitives", columns, runs=[baseline, *chosen]).to_pandas()
-    prims = prims.fillna(dict.fromkeys(PRIMITIVE_KEY, ""))
+    prims = prims.fillna(dict.fromkeys(PRIMITIVE_COLUMNS, ""))
+    ids = [
+        primitive_identity(str(k), str(pk), str(pr), str(m))
+        for k, pk, pr, m in zip(
+            prims["kind"], prims["prop_kind"], prims["problem"], prims["mds"], strict=True
+        )
+    ]
+    prims["flow"] = [i[3] for i in ids]
     prims["ms_per_iteration"] = prims["ms_per_iteration"].fillna(0.0)
     summed = prims.groupby(["run", *PRIMITIVE_KEY], sort=True).agg(
         ms_per_iteration=("ms_per_iteration", "sum"),

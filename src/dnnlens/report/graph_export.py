@@ -2,7 +2,8 @@
 
 The JSON shape is a contract (keys may be added, never renamed)::
 
-    {"iterations": {"count": N, "warmup": N, "period_exec": N, ...},
+    {"iterations": {"count": N, "warmup": N, "warmup_structural": N, "warmup_slow": N,
+                    "steady": N, "period_exec": N, ...},
      "nodes": [{"id": str, "kind": str, "count": N, "time_ms": F,
                 "reorder": {"tensor": "activation|weight",
                             "converts": "layout|dtype|both|none", "round_trip": bool, ...}
@@ -19,6 +20,9 @@ first (:func:`dnnlens.textsafe.safe`: no control character, one line) and then e
 the format: ``\\`` and ``"`` in DOT strings (a label's lines are joined with DOT's own
 ``\\n``), entities in Mermaid labels (``#``, ``"``, ``<``, ``>``, ``&``), and node ids
 reduced to ``[A-Za-z0-9_]``.
+
+Warm-up and steady passes are the analysis's :class:`~dnnlens.analysis.steady.SteadyState`
+(structural and slow warm-up), so ``graph`` and ``analyze`` give one count for one log.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 import networkx as nx
 
 from dnnlens.analysis.graph import OpGraph
+from dnnlens.analysis.steady import SteadyState, steady_state
 from dnnlens.fmt import ms
 from dnnlens.textsafe import safe
 
@@ -74,13 +79,24 @@ def _ids(text: str) -> list[str]:
     return [s for s in text.split(",") if s]
 
 
-def graph_to_dict(g: OpGraph) -> dict[str, Any]:
-    """The JSON object of the op graph (see the module docstring)."""
+def _steady_of(g: OpGraph, steady: SteadyState | None) -> SteadyState:
+    """The passes' steady state: the analysis's, else the one definition applied to the
+    graph's own iterations (a graph built without an :class:`Analysis`)."""
+    return steady if steady is not None else steady_state(g.iterations)
+
+
+def _iterations_dict(g: OpGraph, st: SteadyState) -> dict[str, Any]:
     it = g.iterations
-    times = it.times
-    steady = times[~times["warmup"].to_numpy(dtype=bool)]["time_ms"]
-    iterations: dict[str, Any] = {
-        **it.as_dict(),
+    times = st.times
+    steady = times[times["steady"].to_numpy(dtype=bool)]["time_ms"]
+    warm_by_input = (~times["steady"].astype(bool)).groupby(times["input"].astype(str)).sum()
+    return {
+        "count": st.passes,
+        "warmup": st.warmup,
+        "warmup_structural": st.warmup_structural,
+        "warmup_slow": st.warmup_slow,
+        "steady": st.divisor,
+        "period_exec": st.period_exec,
         "main_input": it.main_input,
         "steady_time_ms": {
             "mean": _num(float(steady.mean())) if len(steady) else None,
@@ -92,7 +108,8 @@ def graph_to_dict(g: OpGraph) -> dict[str, Any]:
             {
                 "input": i.input,
                 "count": i.count,
-                "warmup": i.warmup,
+                "warmup": int(warm_by_input.get(i.input, 0)),
+                "warmup_structural": i.warmup,
                 "period_exec": i.period_exec,
                 "exec_rows": i.exec_rows,
                 "method": i.method,
@@ -102,6 +119,11 @@ def graph_to_dict(g: OpGraph) -> dict[str, Any]:
             for i in it.inputs
         ],  # fmt: skip
     }
+
+
+def graph_to_dict(g: OpGraph, steady: SteadyState | None = None) -> dict[str, Any]:
+    """The JSON object of the op graph (see the module docstring)."""
+    iterations = _iterations_dict(g, _steady_of(g, steady))
     reorders = {str(r["node"]): r for r in g.reorders.to_dict("records")}
     nodes: list[dict[str, Any]] = []
     for nid, attrs in g.graph.nodes(data=True):
@@ -133,17 +155,17 @@ def graph_to_dict(g: OpGraph) -> dict[str, Any]:
     return {"iterations": iterations, "nodes": nodes, "edges": edges}
 
 
-def render_json(g: OpGraph) -> str:
+def render_json(g: OpGraph, steady: SteadyState | None = None) -> str:
     """The op graph as JSON text."""
-    return json.dumps(graph_to_dict(g), indent=2)
+    return json.dumps(graph_to_dict(g, steady), indent=2)
 
 
-def render_graphml(g: OpGraph) -> str:
+def render_graphml(g: OpGraph, steady: SteadyState | None = None) -> str:
     """The op graph as GraphML (networkx), with the iteration numbers as graph attributes."""
+    st = _steady_of(g, steady)
     out = nx.DiGraph()
     out.graph.update(
-        {"iterations": g.iterations.count, "warmup": g.iterations.warmup,
-         "period_exec": g.iterations.period_exec}
+        {"iterations": st.passes, "warmup": st.warmup, "period_exec": st.period_exec}
     )  # fmt: skip
     for nid, attrs in g.graph.nodes(data=True):
         out.add_node(nid, **{k: _graphml_value(v) for k, v in attrs.items()})
@@ -202,13 +224,13 @@ def _dot_label(lines: list[str]) -> str:
     return '"' + "\\n".join(_dot_str(line)[1:-1] for line in lines) + '"'
 
 
-def render_dot(g: OpGraph) -> str:
+def render_dot(g: OpGraph, steady: SteadyState | None = None) -> str:
     """The op graph as Graphviz DOT text."""
     colours = _layout_colours(g)
-    it = g.iterations
+    st = _steady_of(g, steady)
     title = (
-        f"one iteration of {it.count} ({it.warmup} warm-up), "
-        f"{it.period_exec} primitive executions each"
+        f"one iteration of {st.passes} ({st.warmup} warm-up), "
+        f"{st.period_exec} primitive executions each"
     )
     out = [
         "digraph dnnlens {",
@@ -247,7 +269,7 @@ def _mermaid_id(nid: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", nid) or "node"
 
 
-def render_mermaid(g: OpGraph) -> str:
+def render_mermaid(g: OpGraph, steady: SteadyState | None = None) -> str:
     """The op graph as a Mermaid flowchart."""
     colours = _layout_colours(g)
     layout_class = {lay: f"layout{i}" for i, lay in enumerate(colours)}
@@ -282,10 +304,10 @@ def render_mermaid(g: OpGraph) -> str:
     return "\n".join(out) + "\n"
 
 
-def render(g: OpGraph, fmt: str) -> str:
-    """The op graph in one of :data:`FORMATS`."""
+def render(g: OpGraph, fmt: str, steady: SteadyState | None = None) -> str:
+    """The op graph in one of :data:`FORMATS`; ``steady`` is the analysis's steady state."""
     renderers = {"json": render_json, "graphml": render_graphml, "dot": render_dot,
                  "mermaid": render_mermaid}  # fmt: skip
     if fmt not in renderers:
         raise ValueError(f"unknown graph format {fmt!r} (expected one of {', '.join(FORMATS)})")
-    return renderers[fmt](g)
+    return renderers[fmt](g, steady)

@@ -138,13 +138,11 @@ TABLES.update(
 #: Variables every expression can use, with their types.
 VARIABLES: dict[str, str] = {
     "total_ms": NUM,
-    "typical_total_ms": NUM,
     "exec_count": NUM,
     "iterations": NUM,
     "steady_iterations": NUM,
     "iterations_found": BOOL,
-    "warmup": NUM,
-    "iteration_ms": NUM,
+    "warmup_iterations": NUM,
     "typical_iteration_ms": NUM,
     "steady_ms": NUM,
     "threads": NUM,
@@ -163,20 +161,19 @@ _FIRST = {
 
 
 def variables(ctx: RuleContext) -> dict[str, Any]:
-    """The values of :data:`VARIABLES` for this analysis."""
+    """The values of :data:`VARIABLES` for this analysis: the analysis's facts under the
+    names of the JSON report's ``summary`` (one figure for one fact in both)."""
     it = ctx.iterations
     steady_ms = float(ctx.steady_execs["time_ms"].sum())
     steady = it.steady_count if it.found else 1
     isas = [h["isa"] for h in ctx.headers if h["isa"]]
     return {
         "total_ms": ctx.total_ms,
-        "typical_total_ms": ctx.typical_total_ms,
         "exec_count": len(ctx.execs),
         "iterations": it.count,
         "steady_iterations": steady,
         "iterations_found": it.found,
-        "warmup": it.warmup,
-        "iteration_ms": steady_ms / steady,
+        "warmup_iterations": ctx.analysis.steady.warmup_left_out,
         "typical_iteration_ms": ctx.typical_iteration_ms,
         "steady_ms": steady_ms,
         "threads": ctx.threads or 0,

@@ -42,10 +42,12 @@ from dnnlens.analysis.framework.names import (
     STEP_PREFIX,
 )
 from dnnlens.analysis.framework.rows import OpRows
+from dnnlens.analysis.steady import SLOW_WARMUP_FACTOR
 from dnnlens.parsers.torch_table import ProfilerTable
 
-#: A leading step this many times slower than the median step is warm-up.
-WARMUP_SLOWER = 1.5
+#: A leading step this many times slower than the median step is warm-up: the oneDNN
+#: side's passes' threshold, one value for the same idea (its reason is given there).
+WARMUP_SLOWER = SLOW_WARMUP_FACTOR
 #: The repeating tail must cover at least this share of the segments to make steps.
 MIN_PATTERN_COVER = 0.5
 _STEP_NUMBER = re.compile(r"#(\d+)$")
