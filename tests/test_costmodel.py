@@ -17,13 +17,14 @@ from dnnlens.analysis.costmodel import (
     Cost,
     compute_dtype,
     conv_taps,
+    no_cost_reason,
     padded_elements,
     primitive_cost,
     primitive_flops,
 )
 from dnnlens.parsers.memdesc import parse_mds
 from dnnlens.parsers.records import LineRecord
-from dnnlens.reading import load
+from dnnlens.reading import load, load_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_logs"
@@ -815,3 +816,40 @@ def test_the_rules_count_flops_with_the_cost_model():
     assert ours == 13_862_400.0
     assert ours < 2 * 4 * 16 * 3 * 64 * 64 * 9
     assert primitive_flops("nothing", "1x1") is None
+
+
+# An exec line of sample_logs/all_timestamps_infer.log (line 1 of its convolutions) whose
+# minibatch is edited to 310 digits: more than a float can hold.
+_CONV_LINE = (
+    "onednn_verbose,v1,1796010103266.052979,primitive,exec,cpu,convolution,jit:avx2,"
+    "forward_training,src:f32:a:blocked:abcd::f0 wei:f32:a:blocked:Acdb8a::f0 "
+    "bia:undef::undef::: dst:f32:a:blocked:aBcd8b::f0,attr-scratchpad:user,"
+    "alg:convolution_direct,mb4_ic3oc16_ih64oh64kh3sh1dh0ph1_iw64ow64kw3sw1dw0pw1,1.06714"
+)
+_HUGE_MB = _CONV_LINE.replace("mb4_", "mb" + "9" * 310 + "_")
+
+
+def test_minibatch_too_large_has_no_cost_and_a_reason() -> None:
+    rec = next(r for r in load_lines([_HUGE_MB]).records if r.operation == "exec")
+    args = (rec.kind, rec.problem, rec.mds, rec.prop_kind, rec.aux, rec.attrs)
+    assert primitive_cost(*args) is None
+    assert no_cost_reason(*args) == "minibatch too large to count"
+
+
+def test_minibatch_too_large_is_a_note_and_the_rest_is_analysed(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from dnnlens.cli import app
+
+    log = tmp_path / "huge_mb.log"
+    log.write_text(_CONV_LINE + "\n" + _HUGE_MB + "\n")
+    result = CliRunner().invoke(app, ["analyze", str(log), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert "no cost for 1 primitives: minibatch too large to count" in report["notes"]
+    counted = [p for p in report["primitives"] if p.get("flops")]
+    # the unedited convolution keeps its cost: 2*mb*oc*ic * taps(h) * taps(w), where a
+    # 3-tap window over 64 outputs with one pixel of padding misses 2 taps: 64*3 - 2 = 190
+    assert [p["flops"] for p in counted] == [2 * 4 * 16 * 3 * 190 * 190]

@@ -440,6 +440,7 @@ class Analysis:
             p["steady_count"] = point.steady_count
             p["iter_ms"] = float(part.get(rid, 0.0))
             rows.append(p)
+        self.notes.extend(_no_cost_notes(self.log, points))
         return rows
 
     # -- parts of the typical iteration that several views show ----------------------------
@@ -606,3 +607,16 @@ class ReorderPart:
     def raw_share(self) -> float:
         """Reorders' share of the summed raw exec times."""
         return self.raw_ms / self.total_ms if self.total_ms > 0 else 0.0
+
+
+def _no_cost_notes(log: ParsedLog, points: list[Any]) -> list[str]:
+    """One note per reason some executed primitives have no cost (impossible sizes)."""
+    from dnnlens.analysis.costmodel import no_cost_reason
+
+    counts: dict[str, int] = {}
+    for point in points:
+        rec = log.records[point.record]
+        why = no_cost_reason(rec.kind, rec.problem, rec.mds, rec.prop_kind, rec.aux, rec.attrs)
+        if why is not None:
+            counts[why] = counts.get(why, 0) + 1
+    return [f"no cost for {n} primitives: {why}" for why, n in sorted(counts.items())]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -412,15 +413,42 @@ def _post_op_tensors(attrs: str, dst: TensorCost | None) -> tuple[list[TensorCos
     return extra, ops
 
 
+#: The largest count a cost may hold: every reader divides FLOPs and bytes as floats.
+MAX_COUNT = int(sys.float_info.max)
+
+
+class _Refused(Exception):
+    """A descriptor whose cost cannot be counted, with the reason the reader is told."""
+
+
 @lru_cache(maxsize=1 << 14)
+def cost_or_reason(
+    kind: str, problem: str, mds: str = "", prop_kind: str = "", aux: str = "", attrs: str = ""
+) -> Cost | str | None:
+    """The cost of one call, the reason it has none when a count is impossible, or
+    ``None`` (a kind or descriptor the model does not cover)."""
+    try:
+        return _cost(kind, problem, mds, prop_kind, aux, attrs)
+    except _Refused as refused:
+        return str(refused)
+
+
 def primitive_cost(
     kind: str, problem: str, mds: str = "", prop_kind: str = "", aux: str = "", attrs: str = ""
 ) -> Cost | None:
-    """The cost of one call of a primitive line, or ``None`` (unknown kind or descriptor)."""
-    try:
-        return _cost(kind, problem, mds, prop_kind, aux, attrs)
-    except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError, AttributeError):
-        return None
+    """The cost of one call of a primitive line, or ``None`` (no cost: see
+    :func:`no_cost_reason`)."""
+    cost = cost_or_reason(kind, problem, mds, prop_kind, aux, attrs)
+    return cost if isinstance(cost, Cost) else None
+
+
+def no_cost_reason(
+    kind: str, problem: str, mds: str = "", prop_kind: str = "", aux: str = "", attrs: str = ""
+) -> str | None:
+    """Why a primitive whose sizes were printed has no cost (``None``: it has one, or
+    the model does not cover its kind)."""
+    cost = cost_or_reason(kind, problem, mds, prop_kind, aux, attrs)
+    return cost if isinstance(cost, str) else None
 
 
 def primitive_flops(
@@ -586,10 +614,14 @@ def _cost(
         tensors.extend(extra)
         flops += po_ops
         formula += f" + post-ops {po_ops}"
+    moved = sum(t.bytes for t in tensors)
+    if flops > MAX_COUNT or moved > MAX_COUNT:
+        big = (d.get("mb") or 0) > MAX_COUNT
+        raise _Refused("minibatch too large to count" if big else "sizes too large to count")
     return Cost(
         kind=k,
         flops=int(flops),
-        bytes=int(sum(t.bytes for t in tensors)),
+        bytes=int(moved),
         dtype=compute_dtype(mdl, fpmath),
         formula=formula,
         tensors=tuple(tensors),
