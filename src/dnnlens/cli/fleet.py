@@ -169,6 +169,9 @@ def query(
     fmt: QueryFormat = typer.Option(QueryFormat.table, "--format", "-f", help="Output format."),
     views: bool = typer.Option(False, "--views", help="Print the views' SQL and exit."),
     width: int | None = typer.Option(None, "--width", min=40, help="Table: line width."),
+    allow_files: bool = typer.Option(
+        False, "--allow-files", help="Let the SQL read and write files (off: dataset only)."
+    ),
 ) -> None:
     """Run SQL on the dataset with DuckDB (tables and views defined; see docs/fleet.md)."""
     from dnnlens.fleet.dataset import Dataset, DatasetError
@@ -183,7 +186,7 @@ def query(
     if not sql:
         raise _fail("give the SQL to run (or --views)")
     try:
-        result = run_query(Dataset.open(dataset), sql)
+        result = run_query(Dataset.open(dataset), sql, allow_files=allow_files)
     except (DatasetError, QueryError) as exc:
         raise _fail(str(exc)) from None
     if fmt is QueryFormat.csv:
