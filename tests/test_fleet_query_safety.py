@@ -67,3 +67,21 @@ def test_allow_files_lets_a_query_write(evil, tmp_path) -> None:
     sql = f"COPY (SELECT count(*) AS n FROM runs) TO '{target}'"
     assert invoke("fleet", "query", str(evil), sql, "--allow-files").exit_code == 0
     assert target.read_text().splitlines() == ["n", "1"]
+
+
+def test_an_interrupted_query_is_exit_130_in_one_line(evil, monkeypatch) -> None:
+    """DuckDB turns Ctrl-C into its own exception; the command line must see an interrupt."""
+    from dnnlens.fleet import query
+
+    class Interrupted:
+        def execute(self, sql: str) -> None:
+            raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(query, "connect", lambda dataset, allow_files=False: Interrupted())
+    result = invoke("fleet", "query", str(evil), "SELECT 1")
+    assert result.exit_code == 130
+    assert "internal error" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) <= 1

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import typer
 
-from dnnlens.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, say
+from dnnlens.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, say
 
 fleet_app = typer.Typer(
     name="fleet",
@@ -189,6 +189,9 @@ def query(
         result = run_query(Dataset.open(dataset), sql, allow_files=allow_files)
     except (DatasetError, QueryError) as exc:
         raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        say("error", "query interrupted")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     if fmt is QueryFormat.csv:
         write_csv(result, sys.stdout)
     elif fmt is QueryFormat.json:

@@ -77,6 +77,8 @@ def run_query(dataset: Dataset, sql: str, *, allow_files: bool = False) -> Query
             return QueryResult([], [])
         columns = [str(d[0]) for d in cursor.description]
         return QueryResult(columns, cursor.fetchall())
+    except duckdb.InterruptException:
+        raise KeyboardInterrupt from None  # Ctrl-C, which DuckDB reports as its own error
     except duckdb.Error as exc:
         raise QueryError((str(exc).strip().splitlines() or ["query failed"])[0]) from None
     finally:
