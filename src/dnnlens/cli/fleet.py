@@ -17,7 +17,7 @@ from pathlib import Path
 import typer
 
 from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
-from dnnlens.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, say
+from dnnlens.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, say
 
 fleet_app = typer.Typer(
     name="fleet",
@@ -170,6 +170,9 @@ def query(
     fmt: QueryFormat = typer.Option(QueryFormat.table, "--format", "-f", help="Output format."),
     views: bool = typer.Option(False, "--views", help="Print the views' SQL and exit."),
     width: int | None = typer.Option(None, "--width", min=40, help="Table: line width."),
+    allow_files: bool = typer.Option(
+        False, "--allow-files", help="Let the SQL read and write files (off: dataset only)."
+    ),
 ) -> None:
     """Run SQL on the dataset with DuckDB (tables and views defined; see docs/fleet.md)."""
     from dnnlens.fleet.dataset import Dataset, DatasetError
@@ -184,9 +187,12 @@ def query(
     if not sql:
         raise _fail("give the SQL to run (or --views)")
     try:
-        result = run_query(Dataset.open(dataset), sql)
+        result = run_query(Dataset.open(dataset), sql, allow_files=allow_files)
     except (DatasetError, QueryError) as exc:
         raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        say("error", "query interrupted")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     if fmt is QueryFormat.csv:
         write_csv(result, sys.stdout)
     elif fmt is QueryFormat.json:

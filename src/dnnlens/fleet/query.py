@@ -23,6 +23,7 @@ from dnnlens.fleet.dataset import Dataset
 from dnnlens.fleet.views import VIEWS, view_sql
 from dnnlens.report.json_safe import json_safe
 from dnnlens.report.text_layout import Grid
+from dnnlens.textsafe import safe
 
 
 class QueryError(Exception):
@@ -45,8 +46,12 @@ def _duckdb() -> Any:
     return duckdb
 
 
-def connect(dataset: Dataset) -> Any:
-    """An in-memory DuckDB connection with the dataset's tables and views."""
+def connect(dataset: Dataset, *, allow_files: bool = False) -> Any:
+    """An in-memory DuckDB connection with the dataset's tables and views.
+
+    Unless ``allow_files``, the connection is read-only over the dataset: external access
+    (``read_csv``, ``COPY ... TO``, ``ATTACH``, ``INSTALL``) is turned off once the views
+    exist, and the setting is locked so that SQL cannot turn it back on."""
     import pyarrow.dataset as ds
 
     duckdb = _duckdb()
@@ -56,19 +61,24 @@ def connect(dataset: Dataset) -> Any:
         con.register(table, ds.dataset(files, format="parquet", schema=schema.arrow_schema(table)))
     for view in VIEWS:
         con.execute(view_sql(view))
+    if not allow_files:
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
     return con
 
 
-def run_query(dataset: Dataset, sql: str) -> QueryResult:
+def run_query(dataset: Dataset, sql: str, *, allow_files: bool = False) -> QueryResult:
     """The result of ``sql`` (the last statement's, for several) on ``dataset``."""
     duckdb = _duckdb()
-    con = connect(dataset)
+    con = connect(dataset, allow_files=allow_files)
     try:
         cursor = con.execute(sql)
         if cursor.description is None:
             return QueryResult([], [])
         columns = [str(d[0]) for d in cursor.description]
         return QueryResult(columns, cursor.fetchall())
+    except duckdb.InterruptException:
+        raise KeyboardInterrupt from None  # Ctrl-C, which DuckDB reports as its own error
     except duckdb.Error as exc:
         raise QueryError((str(exc).strip().splitlines() or ["query failed"])[0]) from None
     finally:
@@ -140,11 +150,20 @@ def write_csv(result: QueryResult, out: IO[str]) -> None:
 def _csv_value(value: Any) -> Any:
     """Lists and structs as JSON text; everything else as it is."""
     if isinstance(value, list | dict | tuple):
-        return json.dumps(plain(value), ensure_ascii=False)
+        return safe(json.dumps(plain(value), ensure_ascii=False))
+    if isinstance(value, str):
+        return safe(value)
     return value
 
 
 def write_json(result: QueryResult, out: IO[str]) -> None:
     """The result as a JSON array of objects, one per row."""
     rows = [dict(zip(result.columns, map(plain, r), strict=True)) for r in result.rows]
-    out.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+    out.write(_json_text(json.dumps(rows, indent=2, ensure_ascii=False)) + "\n")
+
+
+def _json_text(text: str) -> str:
+    """JSON text with every non-printable character but its own line ends as ``\\uXXXX``
+    (still the same JSON value), so that no control sequence or bidi override reaches a
+    terminal that shows it."""
+    return "".join(c if c.isprintable() or c == "\n" else json.dumps(c)[1:-1] for c in text)
