@@ -37,8 +37,8 @@ from dnnlens.errors import fail as _fail
 from dnnlens.errors import say as _say
 
 #: Set for this process by :func:`main` unless the user set it: Arrow's default allocator
-#: (mimalloc) keeps the pages it freed, about 19 MiB more at the peak of a 1M-line log than
-#: the system's, for the same time. Never passed on to a program dnnlens runs.
+#: (mimalloc) keeps the pages it freed, a higher peak than the system's for the same time
+#: (``docs/speed.md``). Never passed on to a program dnnlens runs.
 OWN_ENVIRONMENT = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
 _set_by_main: set[str] = set()
 
@@ -276,8 +276,8 @@ def main() -> None:
 def _end_process(code: object) -> NoReturn:
     """End the process once the command is done, without the interpreter's teardown.
 
-    Freeing every module and object of pandas, numpy and pyarrow at exit takes 0.25 to
-    0.45 s, longer than analysing a small log, and nothing a finished command needs
+    Freeing every module and object of pandas, numpy and pyarrow at exit takes longer than
+    analysing a small log (``docs/speed.md``), and nothing a finished command needs
     happens in it. What a normal exit does that matters still happens, in order: threads
     that are not daemons are waited for, exit handlers run (worker pools, clusters,
     temporary files), standard output and error are flushed. ``code`` is what

@@ -4,17 +4,13 @@ while inputs are read, given back once they are.
 Scanning a log makes and frees the same few arrays of a block's size for every block of
 about 1 MiB. By default glibc gives freed memory at the top of its heap back to the system
 as soon as a little is free there, so every block touches new pages, and a first touch is a
-page fault: on the virtual machines this project is measured on, a fault costs 3 to 4 us,
-and a 1M-line log took about 73,000 of them in one process (114,000 with two workers).
+page fault, and on virtual machines a fault is dear (the counts are in ``docs/speed.md``).
 While :func:`reading_pages` is open, the process keeps up to :data:`READING_TRIM_BYTES` of
 freed memory, grows the heap :data:`READING_PAD_BYTES` at a time and serves requests up to
 :data:`MMAP_BYTES` from the heap (larger ones, the event columns, get mappings of their own
 that are given back when freed). When it closes, what is free is given back and at most
 :data:`TRIM_BYTES` kept from then on, so that what reading left free does not raise the
-peak of the analysis. Measured (``/usr/bin/time``: minor faults, maximum resident size) on
-that log: 47,000 faults and 166 MiB with one process (glibc's default: 73,000, 167 MiB),
-87,000 and 188 MiB with two (114,000, 168 MiB); kept through the analysis, the settings
-had raised two processes' peak to 206-209 MiB. This only changes where the allocator puts
+peak of the analysis. This only changes where the allocator puts
 memory, never what the process computes.
 
 Nothing changes until :func:`allow` is called, which the command line's entry point does

@@ -53,9 +53,7 @@ WARM_BYTES = 2 << 20
 #: Plain files that add up to this are read in several processes when ``-j`` is not given.
 #: While the workers scan, this process imports what the report needs (pandas, the
 #: analysis), so even one range pays once the scan takes longer than that import and the
-#: workers' start. Measured on 2 cores, ``-j 2`` against ``-j 1``, medians of 5: 196 MB
-#: 2.45 s against 2.84 s, 98 MB 2.00 against 2.20, 49 MB 1.95 against 2.18, 19 MB 1.75
-#: against 1.88; 10 MB 1.62 against 1.47 and 5 MB 1.61 against 1.54 (slower).
+#: workers' start (the measurements are in ``docs/speed.md``).
 AUTO_MIN_BYTES = 32 << 20
 #: Bytes read at a time when looking for the line start after a cut.
 _SEARCH_BYTES = 1 << 20
