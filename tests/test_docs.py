@@ -282,3 +282,20 @@ def test_no_page_names_a_removed_option() -> None:
         for block in bash_blocks(page):
             assert "--statistic" not in block.text, block.id
         assert "[--statistic" not in text, page.name
+
+
+_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def test_readme_is_short_and_relative_links_resolve() -> None:
+    """The README stays a front page, and no relative link points at nothing."""
+    readme = ROOT / "README.md"
+    assert len(readme.read_text(encoding="utf-8").splitlines()) <= 200
+    broken = []
+    for page in [readme, *DOCS]:
+        for target in _LINK.findall(page.read_text(encoding="utf-8")):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            if not (page.parent / target).exists():
+                broken.append(f"{page.name}: {target}")
+    assert not broken
