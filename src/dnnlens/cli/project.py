@@ -90,7 +90,7 @@ def register(app: typer.Typer) -> None:
         result = run_projection(analysis, changes, [Analysis(o) for o in others])
         bench: list[Any] = []
         if benchdnn is not None:
-            from dnnlens.report.benchdnn_bridge import run_benchdnn
+            from dnnlens.tools.benchdnn_run import run_benchdnn
 
             try:
                 bench = run_benchdnn(str(benchdnn), parsed, top=benchdnn_top)
