@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from dnnlens.cli import app
 from dnnlens.reading import load
-from dnnlens.report.benchdnn_bridge import PERF_PREFIX, parse_perf_line, run_benchdnn
+from dnnlens.tools.benchdnn_run import PERF_PREFIX, parse_perf_line, run_benchdnn
 
 NCHW = Path(__file__).resolve().parent.parent / "sample_logs" / "convnet_nchw_infer.log"
 

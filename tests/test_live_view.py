@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from dnnlens.report import live_view
-from dnnlens.report.live_view import LiveView
+from dnnlens.cli import live_view
+from dnnlens.cli.live_view import LiveView
 
 
 class _Screen:

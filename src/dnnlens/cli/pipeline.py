@@ -327,7 +327,7 @@ class _Output:
         self.tee: Any = _Tee(sys.stdout.buffer) if tee else None
         self.on_snapshot: Callable[[Any], None] | None = None
         if show:
-            from dnnlens.report.live_view import LiveView
+            from dnnlens.cli.live_view import LiveView
 
             self.view = LiveView(sys.stdout.buffer, sys.stderr)
             self.tee = self.view.program if tee else None
@@ -335,7 +335,7 @@ class _Output:
 
     def _show(self, snapshot: Any) -> None:
         from dnnlens.analysis.analysis import Analysis
-        from dnnlens.report.live_view import live_panel
+        from dnnlens.cli.live_view import live_panel
 
         # the summary of the one analysis: of the snapshot's exact per-record statistics
         self.view.show(live_panel(snapshot, Analysis(snapshot).summary))
@@ -354,7 +354,7 @@ class _Output:
 
 
 def _live_view_possible() -> bool:
-    from dnnlens.report.live_view import live_view_possible  # rich: only for a live view
+    from dnnlens.cli.live_view import live_view_possible  # rich: only for a live view
 
     return live_view_possible()
 

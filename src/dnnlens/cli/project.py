@@ -84,7 +84,7 @@ def register(app: typer.Typer) -> None:
             raise fail(str(exc)) from None
         bench: list[Any] = []
         if benchdnn is not None:
-            from dnnlens.report.benchdnn_bridge import run_benchdnn
+            from dnnlens.tools.benchdnn_run import run_benchdnn
 
             try:
                 bench = run_benchdnn(str(benchdnn), parsed, top=benchdnn_top)

@@ -1,0 +1,1 @@
+"""Programs dnnlens starts on the user's behalf (benchdnn), kept out of the renderers."""
