@@ -15,9 +15,9 @@ from pathlib import Path
 import typer
 
 from dnnlens.cli.pipeline import SkipOption, WindowOption
+from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
 from dnnlens.errors import EXIT_USAGE, UsageError, say
 from dnnlens.errors import fail as _fail
-from dnnlens.reading.stream import DEFAULT_WINDOW_EVENTS
 
 
 class GraphFormat(StrEnum):
