@@ -63,6 +63,18 @@ def _specs(paths: Paths) -> list[str]:
     return [os.fspath(p) for p in paths]
 
 
+def _machine(path: str | os.PathLike[str] | None) -> Any:
+    """The machine profile of ``machine=`` (None: the log's own), as ``--machine`` reads it."""
+    if path is None:
+        return None
+    from dnnlens.analysis.machine import load_machine
+
+    try:
+        return load_machine(Path(path))
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
 class Report:
     """What ``dnnlens analyze`` reports on some inputs: findings first, then the tables.
 
@@ -230,14 +242,7 @@ def analyze(
     specs = _specs(paths)
     if "-" in specs:
         raise InputError("standard input ('-') is for the command line; pass file paths")
-    profile = None
-    if machine is not None:
-        from dnnlens.analysis.machine import load_machine
-
-        try:
-            profile = load_machine(Path(machine))
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
+    profile = _machine(machine)
     settings = Settings(
         skip_iterations=skip_iterations,
         window=window,
@@ -249,7 +254,7 @@ def analyze(
         ignore=list(ignore),
         config=os.fspath(config) if config is not None else None,
     )
-    log = read(specs, jobs=jobs, window_events=None if skip_iterations else (window or None))
+    log = read(specs, jobs=jobs, window_events=settings.reading_window())
     if not log.scans and log.framework is None:
         raise InputError("; ".join(log.input_errors) or "no input")
     try:
@@ -325,14 +330,7 @@ def project(
     unknown = [c for c in changes if c not in CHANGES]
     if unknown:
         raise InputError(f"unknown change {unknown[0]!r}: one of {', '.join(CHANGES)}")
-    profile = None
-    if machine is not None:
-        from dnnlens.analysis.machine import load_machine
-
-        try:
-            profile = load_machine(Path(machine))
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
+    profile = _machine(machine)
     try:
         result, _ = projection(os.fspath(log), changes, profile, [os.fspath(m) for m in measured])
     except SessionError as exc:

@@ -29,6 +29,11 @@ class Settings:
     #: JSON ``run`` key (``dnnlens run``: its command and exit code)
     run_info: dict[str, Any] | None = None
 
+    def reading_window(self) -> int | None:
+        """The events reading keeps: every one under ``--skip-iterations`` (the warm-up is
+        found in the whole exec stream), else the window (``--window 0``: the default)."""
+        return None if self.skip_iterations else (self.window or DEFAULT_WINDOW_EVENTS)
+
     def rule_options(self) -> Any:
         """The options of the rule engine."""
         from dnnlens.rules.engine import RuleOptions

@@ -171,14 +171,7 @@ class ReportOptions:
 
     def rule_options(self) -> Any:
         """The options of the rule engine."""
-        from dnnlens.rules.engine import RuleOptions
-
-        return RuleOptions(
-            rule_paths=list(self.rules),
-            select=list(self.select),
-            ignore=list(self.ignore),
-            config_path=str(self.config) if self.config else None,
-        )
+        return settings(self).rule_options()
 
 
 def machine_profile(path: Path | None) -> Any:
@@ -410,8 +403,7 @@ def read_and_report(
     piped = "-" in specs
     show = live and piped and not options.quiet and _live_view_possible()
     options.report_to_stderr = options.report_to_stderr or tee
-    # --skip-iterations needs every event (the warm-up is found in the whole exec stream)
-    window = None if options.skip else (options.window or DEFAULT_WINDOW_EVENTS)
+    window = settings(options).reading_window()
     bar = progress_enabled(options.quiet) and not piped
     sources = expand_inputs(specs)[0] if bar or jobs is None else []
     if jobs is None:  # chosen by the size of the inputs
