@@ -1,7 +1,8 @@
 """One-line messages on stderr and the exit codes every command uses.
 
 Light on purpose (typer only): command modules import it at start-up. Messages are never
-read as markup, never wrapped, and control characters are shown as escapes
+read as markup, are wrapped only on a terminal (between words), and control characters are
+shown as escapes
 (:func:`dnnlens.textsafe.safe`), so a path or command holding ``[/x]`` or a newline prints as
 it is.
 """
@@ -37,9 +38,43 @@ class OutputError(Exception):
 
 
 def say(kind: str, message: str) -> None:
-    """``dnnlens: <kind>: <message>`` as one line on stderr (kind: error, note, ...)."""
+    """``dnnlens: <kind>: <message>`` on stderr (kind: error, note, ...).
+
+    One line when stderr is a file or a pipe (what ``grep`` and CI logs want); on a terminal,
+    wrapped between words at its width with the rest indented, so that the terminal never
+    breaks a word in two."""
+    import sys
+
     color = "yellow" if kind == "note" else "red"
-    typer.echo(typer.style(f"dnnlens: {kind}:", fg=color) + f" {safe(message)}", err=True)
+    head = f"dnnlens: {kind}:"
+    lines = _wrapped(f"{head} {safe(message)}", _terminal_width(sys.stderr))
+    typer.echo(typer.style(head, fg=color) + lines[0][len(head) :], err=True)
+    for line in lines[1:]:
+        typer.echo(line, err=True)
+
+
+def _terminal_width(stream: object) -> int | None:
+    """The width of the terminal ``stream`` shows on (``COLUMNS`` first), or None."""
+    try:
+        if not stream.isatty():  # type: ignore[attr-defined]
+            return None
+    except (AttributeError, ValueError, OSError):
+        return None
+    import shutil
+
+    return max(shutil.get_terminal_size().columns, 20)
+
+
+def _wrapped(text: str, width: int | None) -> list[str]:
+    """``text`` as lines of at most ``width`` (a word longer than that on a line of its own,
+    whole: a path is never cut), or as one line when there is no width."""
+    if width is None or len(text) <= width:
+        return [text]
+    import textwrap
+
+    return textwrap.wrap(
+        text, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+    ) or [text]
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:

@@ -126,8 +126,10 @@ def table_lines(result: QueryResult, width: int) -> list[tuple[str, str]]:
     ]
     grid = Grid(
         title=f"{len(result.rows):,} row(s)",
+        # a row too wide for the terminal leaves out its rightmost columns, never the first
         columns=[
-            (c, "right" if n else "flex") for c, n in zip(result.columns, numeric, strict=True)
+            (c, "right" if n else "flex", i)
+            for i, (c, n) in enumerate(zip(result.columns, numeric, strict=True))
         ],
     )
     for row in result.rows:

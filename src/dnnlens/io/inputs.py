@@ -176,10 +176,45 @@ def _directory_files(spec: str) -> tuple[list[str], str | None]:
     return [], f"{shown}: directory holds no files"
 
 
-def expand_inputs(specs: list[str]) -> tuple[list[InputSource], list[str]]:
+def _listed(names: list[str]) -> str:
+    shown = [display_path(os.path.basename(n)) for n in names[:_SKIPPED_SHOWN]]
+    more = f" and {len(names) - _SKIPPED_SHOWN:,} more" if len(names) > _SKIPPED_SHOWN else ""
+    return ", ".join(shown) + more
+
+
+def _skipped_note(directory: str, names: list[str]) -> str:
+    from dnnlens.io.content import HEAD_BYTES
+
+    files = "1 file" if len(names) == 1 else f"{len(names):,} files"
+    return (
+        f"{display_path(directory)}: skipped {files} with no oneDNN verbose line, profiler "
+        f"trace or table in the first {HEAD_BYTES >> 20} MiB: {_listed(names)} "
+        "(name a file to read it anyway)"
+    )
+
+
+def _nothing_note(directory: str, names: list[str]) -> str:
+    from dnnlens.io.content import HEAD_BYTES
+
+    return (
+        f"{display_path(directory)}: none of its {len(names):,} files holds a oneDNN verbose "
+        f"line, profiler trace or table in the first {HEAD_BYTES >> 20} MiB ({_listed(names)}; "
+        "name a file to read it anyway)"
+    )
+
+
+#: Skipped files named in the note about a directory; the rest are counted.
+_SKIPPED_SHOWN = 6
+
+
+def expand_inputs(
+    specs: list[str], notes: list[str] | None = None
+) -> tuple[list[InputSource], list[str]]:
     """Expand paths, globs and directories into sources.
 
-    A directory stands for the regular, non-hidden files directly inside it; a pattern with
+    A directory stands for the regular, non-hidden files directly inside it that hold a
+    log, a trace or a table (:mod:`dnnlens.io.content`); the others are listed in one line
+    added to ``notes``. A pattern with
     ``*``, ``?`` or ``[`` that names no existing file is a glob (``**`` recurses). A file named
     twice (also through a link, a directory or a glob) is read once.
 
@@ -204,10 +239,17 @@ def expand_inputs(specs: list[str]) -> tuple[list[InputSource], list[str]]:
             errors.append("'': an empty path names no file")
             continue
         if os.path.isdir(spec):
+            from dnnlens.io.content import holds_run
+
             files, error = _directory_files(spec)
             if error:
                 errors.append(error)
-            for name in files:
+            runs = [name for name in files if holds_run(name)]
+            if files and not runs:
+                errors.append(_nothing_note(spec, files))
+            elif len(runs) < len(files) and notes is not None:
+                notes.append(_skipped_note(spec, [n for n in files if n not in set(runs)]))
+            for name in runs:
                 add(name)
             continue
         if os.path.lexists(spec):

@@ -64,6 +64,7 @@ def input_problems(log: Any) -> InputProblems:
 
     for message in getattr(log, "input_errors", []):
         error(message)
+    problems.notes.extend(getattr(log, "input_notes", []))
     framework = getattr(log, "framework", None)
     table_sources = {getattr(t, "source", None) for t in getattr(framework, "tables", [])}
     # An input without a single verbose line is an input error when it is all there is;

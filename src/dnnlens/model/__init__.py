@@ -213,6 +213,8 @@ class ParsedLog:
     input_errors: list[str]
     #: PyTorch profiler traces and key_averages tables found among the inputs
     framework: FrameworkData | None = None
+    #: what expanding the inputs left out, one line each (files of a directory that hold no run)
+    input_notes: list[str] = field(default_factory=list)
     record_stats: pd.DataFrame | None = None
     diagnostic_counts: dict[str, int] | None = None
     window: EventWindow | None = None

@@ -99,7 +99,8 @@ def read(
     worker processes scan, the first time a worker's part is asked for (the command imports
     what its report needs there); not called when no worker starts.
     """
-    sources, errors = expand_inputs(list(specs))
+    notes: list[str] = []
+    sources, errors = expand_inputs(list(specs), notes)
     reading = _Reading(
         window_events=window_events,
         progress=progress or NoProgress(),
@@ -128,7 +129,9 @@ def read(
                     reading.source(source, traces=False)
         finally:
             reading.progress.finish()
-        return reading.result(errors)
+        log = reading.result(errors)
+        log.input_notes = notes
+        return log
 
 
 def load(specs: list[str], progress: Progress | None = None, jobs: int = 1) -> ParsedLog:

@@ -303,6 +303,11 @@ def _names(names: list[str]) -> str:
     return ", ".join(names) or "-"
 
 
+def _pair(base: str, new: str) -> str:
+    """``base -> new``, or the one value when both sides have it."""
+    return base if base == new else f"{base} -> {new}"
+
+
 def _layouts(names: list[str]) -> str:
     return " | ".join(names) or "-"
 
@@ -457,14 +462,14 @@ def _onednn_sections(d: Diff, top: int) -> list[Section]:
         [
             p["kind"],
             p["shape"],
-            _names(p["base_impl"]) + " -> " + _names(p["new_impl"]),
-            _layouts(p["base_layouts"]) + " -> " + _layouts(p["new_layouts"]),
+            _pair(_names(p["base_impl"]), _names(p["new_impl"])),
+            _pair(_layouts(p["base_layouts"]), _layouts(p["new_layouts"])),
             f"{p['base_count']:,} -> {p['new_count']:,}",
             f"{ms_cell(p['base_ms'])} -> {ms_cell(p['new_ms'])}",
         ]
         for p in changes[:top]
     ]
-    cap = f"{len(changes)} primitive(s)" + (
+    cap = f"{len(changes)} primitive(s); one value where both sides have it" + (
         f"; {len(changes) - top} more in --format json" if len(changes) > top else ""
     )
     out.append(
@@ -593,6 +598,19 @@ def render_markdown(d: Diff, top: int = 15) -> str:
     return "\n".join(lines)
 
 
+#: Diff columns that hold numbers (never cut), text that shrinks first, and what may be left
+#: out of a row too narrow for it (highest first): shares and counts before times.
+_NUMERIC = {"count", "total ms", "change", "base ms", "new ms", "pass", "ms/step", "step",
+            "calls", "self ms", "share", "typical iteration ms"}  # fmt: skip
+_FLEX = {"shape", "layouts", "impl/layouts", "op"}  # ``impl`` gives up room after these
+_LEAVE = {"share": 3, "count": 2, "calls": 2, "total ms": 1}
+
+
+def _column(head: str) -> tuple[str, str, int]:
+    justify = "right" if head in _NUMERIC else "flex" if head in _FLEX else "left"
+    return head, justify, _LEAVE.get(head, 0)
+
+
 def render_terminal(d: Diff, console: Any, top: int = 15) -> None:
     """The verdict first, then the tables, laid out to the console width."""
     from dnnlens.report.text_layout import Grid, prose, unique_suffixes
@@ -608,15 +626,7 @@ def render_terminal(d: Diff, console: Any, top: int = 15) -> None:
     for title, head, rows, cap in sections(d, top):
         if not rows and title.startswith("Unchanged"):
             continue
-        numeric = {"count", "total ms", "change", "base ms", "new ms", "pass", "ms/step", "step",
-                   "calls", "self ms"}  # fmt: skip
-        FLEX = {"shape", "impl", "layouts", "impl/layouts", "op"}  # noqa: N806
-        grid = Grid(
-            title,
-            [(h, "right" if h in numeric else "flex" if h in FLEX else "left")
-             for h in head],
-            cap,
-        )  # fmt: skip
+        grid = Grid(title, [_column(h) for h in head], cap)
         for r in rows:
             grid.add_row(*(str(c) for c in r))
         if not rows:

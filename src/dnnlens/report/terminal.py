@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from dnnlens.analysis.analysis import Analysis
+from dnnlens.analysis.layouts import flow_label
 from dnnlens.fmt import ms, ms_cell, pct, pct_cell
 from dnnlens.report import framework_view, training_view, verdict_text
 from dnnlens.report.text_layout import Grid, prose, unique_suffixes
@@ -35,7 +36,7 @@ _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 # text that fits
 
 
-def _table(title: str, columns: list[tuple[str, str]], caption: str = "") -> Grid:
+def _table(title: str, columns: list[Any], caption: str = "") -> Grid:
     return Grid(title, columns, caption)
 
 
@@ -262,40 +263,69 @@ def _kind_table(title: str, rows: list[dict[str, Any]], keys: list[str], top: in
     return table
 
 
+def _variant(row: dict[str, Any]) -> str:
+    """What tells primitives of one kind, implementation and shape apart: a reorder's
+    layouts (``abcd->ABcd16b16a``), another primitive's propagation kind."""
+    if row["kind"] == "reorder":
+        return flow_label(str(row["mds"])) or "-"
+    prop = str(row["prop_kind"] or "-")
+    return _PROP_SHORT.get(prop, prop)
+
+
+#: Propagation kinds as short as benchdnn's ``--dir`` and still read as words.
+_PROP_SHORT = {
+    "forward_training": "fwd_train",
+    "forward_inference": "fwd_infer",
+    "forward_scoring": "fwd_infer",
+    "backward_data": "bwd_data",
+    "backward_weights": "bwd_weights",
+    "backward": "bwd",
+}
+
+
 def _top(console: Console, a: Analysis, names: dict[str, str], top: int) -> None:
     terms = a.steady_stats
+    rows = a.summary.top_primitives[:top]
+    paths = {r["example"]["path"] for r in rows}
+    # one file: its name once in the caption, the line numbers in the column
+    one = next(iter(paths)) if len(paths) == 1 else None
     table = _table(
         "Top primitives: steady median and p95 per run, raw totals",
         [
             ("kind", "left"),
             ("impl", "flex"),
             ("problem", "flex"),
-            ("/iter", "right"),
-            ("median", "right"),
-            ("p95", "right"),
-            ("ms/iter", "right"),
-            ("raw ms", "right"),
-            ("count", "right"),
-            ("first at", "flex"),
+            ("variant", "flex"),
+            # left out of a narrow row first: counts and raw sums; ms/iter last
+            ("/iter", "right", 3),
+            ("median", "right", 4),
+            ("p95", "right", 5),
+            ("ms/iter", "right", 1),
+            ("raw ms", "right", 6),
+            ("count", "right", 7),
+            ("line" if one is not None else "first at", "whole", 2),
         ],
+        f"first at: lines of {names.get(one, one)}" if one is not None else "",
     )
     part = a.typical.by_record
     steady = max(a.steady.divisor, 1)
-    for r in a.summary.top_primitives[:top]:
+    for r in rows:
         rid = r["record"]
         t = terms.loc[rid] if rid in terms.index else None
+        where = r["example"]
         table.add_row(
             str(r["kind"]),
             str(r["impl"] or "-"),
             str(r["problem"]),
+            _variant(r),
             f"{t['count'] / steady:g}" if t is not None else "0",
             ms_cell(t["median_ms"]) if t is not None else "-",
             ms_cell(t["p95_ms"]) if t is not None else "-",
             ms_cell(float(part.get(rid, 0.0))),
             ms_cell(r["time_ms"]),
             f"{r['count']:,}",
-            str(f"{names.get(r['example']['path'], r['example']['path'])}:"
-                  f"{r['example']['line']}"),
+            str(where["line"]) if one is not None
+            else f"{names.get(where['path'], where['path'])}:{where['line']}",
         )  # fmt: skip
     table.print(console)
 
@@ -429,7 +459,7 @@ def render_runs(
     names = unique_suffixes([r.name for r in runs])
     table = _table(
         f"{len(runs)} runs (each input is a run unless it is part of one; --combine joins them)",
-        [("run", "flex"), ("inputs", "right"), ("typical", "right"), ("fix first", "flex")],
+        [("run", "flex"), ("inputs", "right"), ("typical", "right"), ("fix first", "text")],
     )
     for a, run in zip(analyses, runs, strict=True):
         top_f = a.findings[0] if a.findings else None

@@ -70,7 +70,7 @@ def terminal_lines(analysis: Analysis, console: Console) -> None:
         return
     grid = Grid(
         f"{_title(analysis)}: the typical steady step by pass and reorder role",
-        [("part", "flex"), ("ms/step", "right"), ("share", "right"), ("per step", "right")],
+        [("part", "text"), ("ms/step", "right"), ("share", "right"), ("per step", "right")],
         "parts of the typical iteration: they add up to the step",
     )
     for p in _shown(step):
