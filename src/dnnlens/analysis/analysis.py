@@ -45,6 +45,7 @@ from dnnlens.model.stats import stats_from_events
 
 if TYPE_CHECKING:
     from dnnlens.analysis.creations import Creations
+    from dnnlens.analysis.dispatch import DispatchReason
     from dnnlens.analysis.framework import FrameworkAnalysis
     from dnnlens.analysis.framework.joined import ReportBasis
     from dnnlens.analysis.graph import OpGraph
@@ -508,6 +509,15 @@ class Analysis:
             self.typical_iteration_ms,
             execs,
         )
+
+    @fact
+    def dispatch(self) -> dict[str, list[DispatchReason]]:
+        """Per input with ``create:dispatch`` lines: why oneDNN skipped implementations,
+        counted (:mod:`dnnlens.analysis.dispatch`)."""
+        from dnnlens.analysis.dispatch import dispatch_reasons
+
+        out = {s.path: dispatch_reasons(self.log, s.path) for s in self.log.scans}
+        return {path: reasons for path, reasons in out.items() if reasons}
 
     def impact_per_basis(self, finding: Finding) -> float | None:
         """A finding's impact in ms per basis unit (a oneDNN finding's per-iteration

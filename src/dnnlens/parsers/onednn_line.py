@@ -123,6 +123,9 @@ def _diagnostic(family: str, component: str, operation: str, fields: list[str]) 
     if len(rest) >= 9 and _ENGINE.fullmatch(rest[0]):
         values = dict(zip(_PD_FIELDS_FULL, rest[:8], strict=True))
         rest = rest[8:]
+    elif component and operation == "create:dispatch" and subject:
+        # the short form names the primitive kind it refused (``convolution,unsupported ...``)
+        values = {"kind": subject}
     return LineRecord(
         LINE_DIAGNOSTIC,
         family,

@@ -76,6 +76,12 @@ def _about(a: Analysis, names: dict[str, str]) -> str:
             f"primitive executions, {passes}"
         )
     if not s.exec_count:
+        lines = sum(r.lines for reasons in a.dispatch.values() for r in reasons)
+        if lines:
+            return (
+                f"{logs}: only dispatch diagnostics ({lines:,} create:dispatch lines, no "
+                "times): set ONEDNN_VERBOSE=1 for times"
+            )
         return logs or "no input"
     about = (
         f"{logs}: {s.exec_count:,} primitive executions, {passes}, typical iteration "
@@ -180,10 +186,37 @@ def _findings(console: Console, a: Analysis, names: dict[str, str]) -> None:
             prose(console, f"evidence: {where}" + (f" (+{more})" if more > 0 else ""), indent=4)
 
 
+def _dispatch(console: Console, a: Analysis) -> None:
+    """Why oneDNN skipped implementations (``create:dispatch`` lines), counted."""
+    one = len(a.dispatch) == 1
+    table = _table(
+        "Implementations oneDNN skipped, and why (create:dispatch lines, no times)",
+        # the reason gives up room last: the source file and the implementation first
+        [("kind", "left"), ("impl", "left"), ("lines", "right"),
+         ("first at" if not one else "line", "whole", 1), ("source", "flex", 2),
+         ("reason", "left")],
+        "impl: named by the long form of the line; the source file says which otherwise",
+    )  # fmt: skip
+    for path, reasons in a.dispatch.items():
+        for r in reasons:
+            table.add_row(
+                r.kind or "-",
+                r.impl or "-",
+                f"{r.lines:,}",
+                str(r.first_line) if one else f"{path}:{r.first_line}",
+                r.location.rsplit("/", 1)[-1] or "-",
+                r.reason,
+            )
+    console.print()
+    table.print(console)
+
+
 def _breakdown(console: Console, a: Analysis) -> None:
     s = a.summary
     if not s.exec_count:
-        if a.framework is None:  # a profiler trace alone is reported in its own section
+        if a.dispatch:
+            _dispatch(console, a)
+        elif a.framework is None:  # a profiler trace alone is reported in its own section
             console.print("\n[bold]No oneDNN primitive events in the input.[/bold]")
         return
     typical = a.typical.by_kind()

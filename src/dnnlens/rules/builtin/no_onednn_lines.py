@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
+from typing import Any
 
 from dnnlens.analysis.columns import str_values
+from dnnlens.analysis.dispatch import DispatchReason
 from dnnlens.analysis.findings import Evidence, Finding
 from dnnlens.rules.builtin._util import Fix, FixedByProducer, producer_fix
 from dnnlens.rules.context import RuleContext
@@ -81,6 +84,10 @@ class NoOnednnLines(FixedByProducer):
                 if scan.malformed
                 else ""
             )
+            dispatch = ctx.analysis.dispatch.get(scan.path, [])
+            if dispatch:
+                yield self._dispatch_only(ctx, scan, dispatch)
+                continue
             if scan.path in diag_inputs:
                 why = (
                     "oneDNN printed only diagnostics (create:dispatch/create:check lines: why "
@@ -132,3 +139,44 @@ class NoOnednnLines(FixedByProducer):
                     "producer": ctx.producer.to_json(),
                 },
             )
+
+    def _dispatch_only(self, ctx: RuleContext, scan: Any, reasons: list[DispatchReason]) -> Finding:
+        """An input of only ``create:dispatch`` lines: titled for what it is, its reasons
+        counted (which implementations were skipped and why)."""
+        lines = sum(r.lines for r in reasons)
+        shown = "; ".join(_reason_text(r) for r in reasons[:DISPATCH_SHOWN])
+        more = f"; {len(reasons) - DISPATCH_SHOWN} more in --format json" if (
+            len(reasons) > DISPATCH_SHOWN
+        ) else ""  # fmt: skip
+        msg = (
+            f"{scan.path}: only dispatch diagnostics ({lines} create:dispatch lines in "
+            f"{scan.lines} lines, no primitive ran with a time): ONEDNN_VERBOSE=dispatch "
+            "says why oneDNN skipped implementations; set ONEDNN_VERBOSE=1 for exec lines "
+            f"with times, 2 for creations too. Skipped, most lines first: {shown}{more}"
+        )
+        finding = self.finding(
+            msg,
+            [Evidence(scan.path, r.first_line) for r in reasons[:3]],
+            fix=producer_fix(ctx, NO_LINES_FIX),
+            data={
+                "path": scan.path,
+                "lines": scan.lines,
+                "dispatch_only": True,
+                "dispatch_lines": lines,
+                "dispatch_reasons": [r.to_json() for r in reasons],
+                "producer": ctx.producer.to_json(),
+            },
+        )
+        return dataclasses.replace(finding, title=DISPATCH_TITLE)
+
+
+#: The title of a finding on a log of only dispatch lines (``ONEDNN_VERBOSE=dispatch``).
+DISPATCH_TITLE = "Only dispatch diagnostics: set ONEDNN_VERBOSE=1 for times"
+#: Reasons named in the message; the JSON's ``dispatch_reasons`` has them all.
+DISPATCH_SHOWN = 6
+
+
+def _reason_text(r: DispatchReason) -> str:
+    what = f"{r.kind} {r.impl}".strip() or "a primitive"
+    where = r.location.rsplit("/", 1)[-1]
+    return f"{what}: {r.reason!r} x{r.lines}" + (f" ({where})" if where else "")
