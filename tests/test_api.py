@@ -73,6 +73,20 @@ def test_tables_hold_the_logs_rows():
     assert int((events["operation"] == "exec").sum()) == _lines_with(NCHW, ",primitive,exec,")
     assert len(report.primitives) == len(report.to_dict()["primitives"])
     assert report.framework_ops.empty  # no profiler trace beside the log
+    # ... yet it has the columns a trace's table has, so code written for one runs on both
+    from dnnlens.app.api import FRAMEWORK_OP_COLUMNS
+
+    assert tuple(report.framework_ops.columns) == FRAMEWORK_OP_COLUMNS
+
+
+def test_framework_ops_of_a_trace_have_the_documented_columns():
+    samples = Path(__file__).resolve().parent.parent / "sample_logs"
+    report = dnnlens.analyze(
+        [samples / "profile_nchw_infer.log", samples / "profile_nchw_infer.trace.json"]
+    )
+    ops = report.framework_ops
+    assert len(ops) > 0
+    assert tuple(ops.columns) == tuple(report.to_dict()["framework_ops"][0])
 
 
 def test_several_runs_are_reports_of_their_own():

@@ -240,3 +240,26 @@ def test_tee_into_a_file_keeps_only_the_program_output(terminal: Terminal) -> No
     assert code == 0, screen
     assert (terminal.tmp / "out.log").read_text().splitlines() == _program_lines()
     assert "primitive executions" in screen and "dnnlens live:" not in screen
+
+
+@pytest.mark.parametrize("tee", ["", "--tee"])
+def test_ctrl_c_at_80_columns_leaves_no_live_line(tmp_path: Path, tee: str) -> None:
+    """At 80 columns the live region is cut to the width: Ctrl-C erases all of it (a line
+    that wrapped would leave its first half above the report), with the program's lines
+    scrolling above it too (``--tee``)."""
+    term = Terminal(tmp_path, width=80, height=30)
+    try:
+        (tmp_path / "train.py").write_text(TRAIN)
+        command = f"python3 -u train.py {shlex.quote(str(NCHW))} 30 | {DNNLENS} analyze - {tee}"
+        term.start(command)
+        term.wait_for(r"dnnlens live: 30 lines")
+        term.keys("C-c")
+        code = term.exit_code()
+        screen = term.screen()
+        assert code == 130, screen
+        assert "primitive executions" in screen
+        assert "dnnlens live:" not in screen, screen
+        report = screen[screen.index("primitive executions") :].splitlines()
+        assert all(len(line) <= 80 for line in report)
+    finally:
+        term.close()

@@ -75,6 +75,15 @@ def _machine(path: str | os.PathLike[str] | None) -> Any:
         raise InputError(str(exc)) from None
 
 
+#: The columns of :attr:`Report.framework_ops` (also when there is no trace or table: an
+#: empty frame that still has them, so that code written against a trace runs on a log).
+FRAMEWORK_OP_COLUMNS = (
+    "name", "calls", "time_ms", "self_ms", "onednn", "link", "onednn_time_ms",
+    "onednn_share", "calls_with_onednn", "primitive_count", "reorder_count",
+    "reorder_time_ms", "links", "source",
+)  # fmt: skip
+
+
 class Report:
     """What ``dnnlens analyze`` reports on some inputs: findings first, then the tables.
 
@@ -180,7 +189,11 @@ class Report:
         rows without one)."""
         import pandas as pd
 
-        return self._table(lambda _a, doc: pd.DataFrame(doc.get("framework_ops") or []))
+        return self._table(
+            lambda _a, doc: pd.DataFrame(
+                doc.get("framework_ops") or [], columns=list(FRAMEWORK_OP_COLUMNS)
+            )
+        )
 
     def html(self) -> str:
         """The self-contained HTML report (what ``--format html`` writes)."""
