@@ -292,13 +292,39 @@ class RawInput:
             self.stream.close()
 
 
+def _refuse_device_stdin(stdin: BinaryIO) -> None:
+    """``- < /dev/zero`` would be read forever: a character device on standard input that
+    is not a terminal is refused like the same device named as a path. ``/dev/null`` is
+    let through: it ends at once, as empty standard input."""
+    fd = _fileno(stdin)
+    if fd is None:
+        return
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISCHR(info.st_mode) and not stat.S_ISBLK(info.st_mode) or os.isatty(fd):
+            return
+        null = os.stat(os.devnull)
+    except OSError:
+        return  # reading says what is wrong with it
+    if stat.S_ISCHR(info.st_mode) and info.st_rdev == null.st_rdev:
+        return
+    try:
+        name = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        name = "a character device" if stat.S_ISCHR(info.st_mode) else "a block device"
+    shown = display_path(name)
+    raise InputError(f"standard input: is a device ({shown}), not a file, pipe or terminal")
+
+
 def open_input(source: InputSource, stream: BinaryIO | None = None) -> RawInput:
     """Open ``source`` for reading its raw bytes (``stream``: already open, e.g. a child's
     output). Raises :class:`InputError` when it cannot be opened or is a device."""
     if stream is not None:
         return RawInput(source, stream, close=False)
     if source.is_stdin:
-        return RawInput(source, _stdin_binary(), close=False)
+        stdin = _stdin_binary()
+        _refuse_device_stdin(stdin)
+        return RawInput(source, stdin, close=False)
     shown = display_path(source.path)
     try:
         raw = open(source.path, "rb")  # noqa: SIM115 - closed by RawInput.close
