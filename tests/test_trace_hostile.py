@@ -208,3 +208,21 @@ def test_a_utf16_trace_on_standard_input_is_a_trace() -> None:
     assert "Traceback" not in result.stderr, result.stderr
     assert result.exit_code == EXIT_OK, result.stderr
     assert json.loads(result.stdout)["framework"] is not None
+
+
+def test_a_trace_of_another_run_beside_a_log_is_analysed_with_a_note(tmp_path: Path) -> None:
+    """The trace's step (two ops, 0.005 ms) cannot hold the log's typical iteration (2.09
+    ms): the two are not of one run. That is the inputs' disagreement, not a bug of a rule
+    whose impact is a part of its own iteration: exit 0, the findings kept, one note."""
+    trace = tmp_path / "t.json"
+    trace.write_text(_trace(_op(), _op(ts=9, dur=3)))
+    code, out, err = run("-f", "json", str(NCHW), str(trace))
+    assert code == EXIT_OK, err
+    doc = json.loads(out)
+    assert doc["summary"]["exec_count"] == NCHW_EXECS
+    assert {"reorder-overhead", "layout-round-trip"} <= {f["rule"] for f in doc["findings"]}
+    assert all(
+        f["share_of_iteration"] is None or f["share_of_iteration"] <= 1 for f in doc["findings"]
+    )
+    notes = [n for n in doc["notes"] if "not of one run" in n]
+    assert len(notes) == 1 and "longer than" in notes[0], doc["notes"]

@@ -580,9 +580,12 @@ class Analysis:
         _ = self.summary, self.typical, self.primitives, self.framework_links
         if len(self.execs):
             _ = self.reorders
-        note = overflow_note(self.summary, self.typical.ms)
-        if note is not None and note not in self.notes:
-            self.notes.append(note)
+        for note in (
+            overflow_note(self.summary, self.typical.ms),
+            self.report_basis.mismatch_note(),
+        ):
+            if note is not None and note not in self.notes:
+                self.notes.append(note)
         return self
 
 
