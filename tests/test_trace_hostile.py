@@ -8,6 +8,7 @@ lines and 165 exec lines.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from pathlib import Path
@@ -195,6 +196,9 @@ def test_a_utf16_trace_is_decoded_before_it_is_recognised(tmp_path: Path, case: 
     parsed = read_trace(str(trace))
     assert parsed.error is None and len(parsed.ops) == 2
     assert list(parsed.ops["name"]) == ["aten::conv2d", "aten::conv2d"]
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(trace.read_bytes(), mtime=0))
+    assert len(read_trace(str(packed)).ops) == 2
     code, out, err = run("-f", "json", str(trace))
     assert code == EXIT_OK, err
     doc = json.loads(out)
@@ -202,8 +206,9 @@ def test_a_utf16_trace_is_decoded_before_it_is_recognised(tmp_path: Path, case: 
     assert any("read as UTF-16" in note for note in doc["framework"]["notes"]), doc["framework"]
 
 
-def test_a_utf16_trace_on_standard_input_is_a_trace() -> None:
-    text = _trace(_op(), _op(ts=9, dur=3)).encode("utf-16-le")
+@pytest.mark.parametrize("case", list(UTF16))
+def test_a_utf16_trace_on_standard_input_is_a_trace(case: str) -> None:
+    text = _trace(_op(), _op(ts=9, dur=3)).encode(UTF16[case])
     result = CliRunner().invoke(app, ["analyze", "-f", "json", "-"], input=text)
     assert "Traceback" not in result.stderr, result.stderr
     assert result.exit_code == EXIT_OK, result.stderr
