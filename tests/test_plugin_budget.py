@@ -21,6 +21,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 NCHW = ROOT / "sample_logs" / "convnet_nchw_infer.log"
 BUILTIN = {"reorder-overhead", "layout-round-trip", "weight-reorder-per-iteration"}
@@ -121,9 +123,14 @@ def _wait_for(mark: Path, proc: subprocess.Popen) -> None:
     raise AssertionError("the plugin never started")
 
 
-def test_sigterm_while_a_plugin_blocks_in_c_code_ends_with_143_and_the_report(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, signal.SIGHUP], ids=lambda n: signal.Signals(n).name
+)
+def test_a_stop_signal_while_a_plugin_blocks_in_c_code_ends_with_the_report(
+    tmp_path: Path, signum: int
 ) -> None:
+    """SIGTERM ends with 143, SIGHUP (treated as SIGTERM) with 129."""
+    name = signal.Signals(signum).name
     blocking, quiet, mark = tmp_path / "blocking.py", tmp_path / "quiet.py", tmp_path / "mark"
     blocking.write_text(BLOCKING)
     quiet.write_text(
@@ -139,17 +146,17 @@ def test_sigterm_while_a_plugin_blocks_in_c_code_ends_with_143_and_the_report(
     )
     try:
         _wait_for(mark, proc)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=WAIT)
     finally:
         proc.kill()
-    assert proc.returncode == 143, err
+    assert proc.returncode == 128 + signum, err
     doc = json.loads(out)
     rules = {f["rule"]: f for f in doc["findings"]}
     assert BUILTIN <= set(rules)
     assert rules["blocking-plugin"]["severity"] == "error"
-    assert rules["blocking-plugin"]["message"].endswith("stopped by SIGTERM before it finished")
-    assert rules["quiet-plugin"]["message"].endswith("not run: dnnlens was stopped by SIGTERM")
+    assert rules["blocking-plugin"]["message"].endswith(f"stopped by {name} before it finished")
+    assert rules["quiet-plugin"]["message"].endswith(f"not run: dnnlens was stopped by {name}")
     assert b"Traceback" not in err
     assert _gone(int(mark.read_text()))
 

@@ -37,9 +37,12 @@ def _json_in(text: bytes) -> dict:
     return json.loads(text[start:end])
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda n: signal.Signals(n).name
+)
 def test_a_signal_while_reading_a_pipe_gives_the_report_of_what_was_read(signum: int) -> None:
-    """The producer is still running (the pipe is open) when the signal comes."""
+    """The producer is still running (the pipe is open) when the signal comes. SIGHUP (a
+    closed terminal or ssh session) is a request to end like SIGTERM: exit 129."""
     proc = _analyze("-", "--tee", "--no-live", "-f", "json")
     assert proc.stdin is not None and proc.stdout is not None
     data = NCHW.read_bytes()

@@ -8,6 +8,7 @@ lines and 165 exec lines.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from pathlib import Path
@@ -127,14 +128,15 @@ def test_a_lone_surrogate_in_metadata_and_a_thread_name_is_replaced() -> None:
     assert parsed.metadata["deviceProperties"] == ["\ufffd"]
 
 
-def test_a_sparse_trace_is_read_as_a_trace_and_quickly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("jobs", [[], ["-j", "2"]], ids=["auto", "two processes"])
+def test_a_sparse_trace_is_read_as_a_trace_and_quickly(tmp_path: Path, jobs: list[str]) -> None:
     """``truncate -s 2G`` after a valid start: NUL bytes up to 2 GiB. The reader stops at
     the first of them (no refill of the buffer can make a value of a NUL), and the file is
-    a trace, not a large log to be read in several processes."""
+    a trace, not a large log to be read in several processes, even when two are asked for."""
     trace = tmp_path / "sparse.json"
     trace.write_text('{"traceEvents": [')
     os.truncate(trace, 2 << 30)
-    code, _, err = run(str(trace))
+    code, _, err = run(*jobs, str(trace))
     assert code == EXIT_USAGE, err
     assert not any("processes" in line for line in err), err
     errors = [line for line in err if line.startswith("dnnlens: error:")]
@@ -175,3 +177,57 @@ def test_a_trace_of_metadata_only_is_an_input_error(tmp_path: Path) -> None:
     code, _, err = run(str(trace))
     assert code == EXIT_USAGE, err
     assert any("no complete (X) event among its 1 events" in line for line in err), err
+
+
+UTF16 = {
+    "utf-16 with its byte order mark": "utf-16",
+    "utf-16-le without one": "utf-16-le",
+    "utf-16-be without one": "utf-16-be",
+}
+
+
+@pytest.mark.parametrize("case", list(UTF16))
+def test_a_utf16_trace_is_decoded_before_it_is_recognised(tmp_path: Path, case: str) -> None:
+    """PowerShell's ``>`` writes UTF-16: the trace is still a trace (RFC 8259 text starts
+    with an ASCII character, so the pattern of zero bytes tells the encoding), read like
+    its UTF-8 text, with a note."""
+    trace = tmp_path / "t.json"
+    trace.write_bytes(_trace(_op(), _op(ts=9, dur=3)).encode(UTF16[case]))
+    parsed = read_trace(str(trace))
+    assert parsed.error is None and len(parsed.ops) == 2
+    assert list(parsed.ops["name"]) == ["aten::conv2d", "aten::conv2d"]
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(trace.read_bytes(), mtime=0))
+    assert len(read_trace(str(packed)).ops) == 2
+    code, out, err = run("-f", "json", str(trace))
+    assert code == EXIT_OK, err
+    doc = json.loads(out)
+    assert doc["framework"] is not None and not doc["input_errors"], doc["input_errors"]
+    assert any("read as UTF-16" in note for note in doc["framework"]["notes"]), doc["framework"]
+
+
+@pytest.mark.parametrize("case", list(UTF16))
+def test_a_utf16_trace_on_standard_input_is_a_trace(case: str) -> None:
+    text = _trace(_op(), _op(ts=9, dur=3)).encode(UTF16[case])
+    result = CliRunner().invoke(app, ["analyze", "-f", "json", "-"], input=text)
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.exit_code == EXIT_OK, result.stderr
+    assert json.loads(result.stdout)["framework"] is not None
+
+
+def test_a_trace_of_another_run_beside_a_log_is_analysed_with_a_note(tmp_path: Path) -> None:
+    """The trace's step (two ops, 0.005 ms) cannot hold the log's typical iteration (2.09
+    ms): the two are not of one run. That is the inputs' disagreement, not a bug of a rule
+    whose impact is a part of its own iteration: exit 0, the findings kept, one note."""
+    trace = tmp_path / "t.json"
+    trace.write_text(_trace(_op(), _op(ts=9, dur=3)))
+    code, out, err = run("-f", "json", str(NCHW), str(trace))
+    assert code == EXIT_OK, err
+    doc = json.loads(out)
+    assert doc["summary"]["exec_count"] == NCHW_EXECS
+    assert {"reorder-overhead", "layout-round-trip"} <= {f["rule"] for f in doc["findings"]}
+    assert all(
+        f["share_of_iteration"] is None or f["share_of_iteration"] <= 1 for f in doc["findings"]
+    )
+    notes = [n for n in doc["notes"] if "not of one run" in n]
+    assert len(notes) == 1 and "longer than" in notes[0], doc["notes"]

@@ -37,7 +37,7 @@ from dnnlens.analysis.columns import str_values
 from dnnlens.analysis.findings import BASES, Finding
 from dnnlens.analysis.iterations import Iterations, find_iterations
 from dnnlens.analysis.steady import SteadyState, steady_state
-from dnnlens.analysis.summary import Summary, primitive_execs, summarize_stats
+from dnnlens.analysis.summary import Summary, overflow_note, primitive_execs, summarize_stats
 from dnnlens.analysis.timing import TypicalIteration, record_stats, typical_iteration
 from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
 from dnnlens.model import ParsedLog
@@ -590,6 +590,12 @@ class Analysis:
         _ = self.summary, self.typical, self.primitives, self.framework_links
         if len(self.execs):
             _ = self.reorders
+        for note in (
+            overflow_note(self.summary, self.typical.ms),
+            self.report_basis.mismatch_note(),
+        ):
+            if note is not None and note not in self.notes:
+                self.notes.append(note)
         return self
 
 

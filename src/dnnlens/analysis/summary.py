@@ -195,3 +195,42 @@ def summarize_stats(
         for k, v in sorted(diagnostics.items(), key=lambda kv: (-kv[1], kv[0]))
     ]
     return s
+
+
+def overflow_note(summary: Summary, typical_iteration_ms: float) -> str | None:
+    """The note naming the totals that passed the largest float, or ``None``.
+
+    Every exec time is finite (an infinite one makes its line malformed), so a total that
+    is not finite is a sum that overflowed: it is shown without a value, and the reader is
+    told which, instead of finding ``null`` unexplained.
+    """
+
+    def bad(value: float) -> bool:
+        return not math.isfinite(value)
+
+    names = [
+        name
+        for name, value in (
+            ("the summed exec time", summary.total_time_ms),
+            ("the summed graph partition time", summary.graph_time_ms),
+            ("the summed creation time", summary.create_time_ms),
+            ("the typical iteration", typical_iteration_ms),
+        )
+        if bad(value)
+    ]
+    rows = sum(
+        bad(row["time_ms"])
+        for rows_of in (summary.by_kind, summary.by_impl, summary.by_shape, summary.by_direction)
+        for row in rows_of
+    )
+    if rows:
+        names.append(f"{rows:,} rows of the breakdowns")
+    primitives = sum(bad(p["time_ms"]) for p in summary.top_primitives)
+    if primitives:
+        names.append(f"the summed time of {primitives:,} primitives")
+    if not names:
+        return None
+    return (
+        "sums of exec times past the largest float (1.8e308 ms), shown without a value: "
+        + ", ".join(names)
+    )

@@ -312,13 +312,41 @@ class RawInput:
         self.is_file = stat.S_ISREG(mode)
         self.size: int | None = os.fstat(fd).st_size if fd is not None and self.is_file else None
         self._fd = None if self.is_file else fd
+        self._stat_fd = fd if self.is_file else None
         self._read = getattr(stream, "read1", None) or stream.read
+        #: bytes read so far
+        self.consumed = 0
+        #: a regular file's size when it ended before the size it had when opened
+        self.shrunk_to: int | None = None
 
     def read(self, size: int) -> bytes:
         """Up to ``size`` bytes, as soon as some are there; ``b""`` at the end."""
-        if self._fd is not None:
-            return os.read(self._fd, size)
-        return self._read(size)
+        data = os.read(self._fd, size) if self._fd is not None else self._read(size)
+        self.consumed += len(data)
+        if not data and self.size is not None and self.consumed < self.size:
+            self._check_shrunk()
+        return data
+
+    def _check_shrunk(self) -> None:
+        """A file ended early: truncated in place while read (``copytruncate``)?"""
+        try:
+            now = os.fstat(self._stat_fd).st_size if self._stat_fd is not None else None
+        except OSError:
+            return
+        if now is not None and self.size is not None and now < self.size:
+            self.shrunk_to = now
+
+    def shrink_note(self) -> str | None:
+        """The note on a file that shrank while it was read, or ``None``: the lines read
+        before the cut are kept, and the cut is said, not silent."""
+        if self.shrunk_to is None or self.size is None:
+            return None
+        return (
+            f"{display_path(self.source.path)}: the file shrank while it was read, from "
+            f"{self.size:,} to {self.shrunk_to:,} bytes (truncated in place, as logrotate's "
+            f"copytruncate does): the {self.consumed:,} bytes read before are analysed, "
+            "the rest is gone"
+        )
 
     def wait(self, timeout: float) -> bool:
         """Whether :meth:`read` can return at once (bytes or the end), waiting at most
@@ -334,13 +362,39 @@ class RawInput:
             self.stream.close()
 
 
+def _refuse_device_stdin(stdin: BinaryIO) -> None:
+    """``- < /dev/zero`` would be read forever: a character device on standard input that
+    is not a terminal is refused like the same device named as a path. ``/dev/null`` is
+    let through: it ends at once, as empty standard input."""
+    fd = _fileno(stdin)
+    if fd is None:
+        return
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISCHR(info.st_mode) and not stat.S_ISBLK(info.st_mode) or os.isatty(fd):
+            return
+        null = os.stat(os.devnull)
+    except OSError:
+        return  # reading says what is wrong with it
+    if stat.S_ISCHR(info.st_mode) and info.st_rdev == null.st_rdev:
+        return
+    try:
+        name = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        name = "a character device" if stat.S_ISCHR(info.st_mode) else "a block device"
+    shown = display_path(name)
+    raise InputError(f"standard input: is a device ({shown}), not a file, pipe or terminal")
+
+
 def open_input(source: InputSource, stream: BinaryIO | None = None) -> RawInput:
     """Open ``source`` for reading its raw bytes (``stream``: already open, e.g. a child's
     output). Raises :class:`InputError` when it cannot be opened or is a device."""
     if stream is not None:
         return RawInput(source, stream, close=False)
     if source.is_stdin:
-        return RawInput(source, _stdin_binary(), close=False)
+        stdin = _stdin_binary()
+        _refuse_device_stdin(stdin)
+        return RawInput(source, stdin, close=False)
     shown = display_path(source.path)
     try:
         raw = open(source.path, "rb")  # noqa: SIM115 - closed by RawInput.close
@@ -811,6 +865,9 @@ def _pieces(raw: RawInput, decoder: Decoder) -> Iterator[bytes]:
             if not data:
                 break
             yield from decoder.push(data)
+        note = raw.shrink_note()
+        if note is not None:
+            decoder.stats.notes.append(note)
         yield from decoder.end()
     finally:
         raw.close()
@@ -904,12 +961,16 @@ class _RangeReader:
     def __init__(self, raw: BinaryIO, left: int) -> None:
         self._raw = raw
         self._left = left
+        #: the file ended inside the range: it shrank after the ranges were cut
+        self.short = False
 
     def read(self, size: int = -1) -> bytes:
         if self._left <= 0:
             return b""
         data = self._raw.read(self._left if size < 0 else min(size, self._left))
         self._left -= len(data)
+        if not data:
+            self.short = True
         return data
 
     def close(self) -> None:
@@ -937,8 +998,23 @@ def open_range_blocks(path: str, start: int, end: int, stats: ReadStats) -> Iter
         with open(path, "rb") as f:
             stats.encoding = _encoding(f.read(4))
     source = InputSource(path)
-    reader = RawInput(source, _RangeReader(raw, end - start), close=True)  # type: ignore[arg-type]
-    return _blocks_of(_pieces(reader, decoder))
+    ranged = _RangeReader(raw, end - start)
+    reader = RawInput(source, ranged, close=True)  # type: ignore[arg-type]
+    return _blocks_of(_noting_short_range(_pieces(reader, decoder), ranged, path, stats))
+
+
+def _noting_short_range(
+    pieces: Iterator[bytes], ranged: _RangeReader, path: str, stats: ReadStats
+) -> Iterator[bytes]:
+    """``pieces``, then the note of a range the file no longer reached (one text for every
+    range of the file, so the merged statistics hold it once)."""
+    yield from pieces
+    if ranged.short:
+        stats.notes.append(
+            f"{display_path(path)}: the file shrank while it was read (truncated in place, as "
+            "logrotate's copytruncate does): the lines read before the cut are analysed, "
+            "the rest is gone"
+        )
 
 
 def decode_line(data: bytes, stats: ReadStats) -> str:

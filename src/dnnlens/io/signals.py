@@ -1,9 +1,12 @@
-"""SIGINT and SIGTERM as a request to stop reading, so that what was read is still reported.
+"""SIGINT, SIGTERM and SIGHUP as a request to stop reading, so that what was read is still
+reported.
 
 While a :class:`StopRequest` is installed (``with StopRequest() as stop:``, in the main
-thread), the first SIGINT or SIGTERM only sets :attr:`StopRequest.signum`: the reading layer
-looks at it between blocks, stops, and the command reports what was read and exits with
-:attr:`StopRequest.exit_code` (130 or 143, as a shell reports a process ended by the signal).
+thread), the first SIGINT, SIGTERM or SIGHUP only sets :attr:`StopRequest.signum`: the
+reading layer looks at it between blocks, stops, and the command reports what was read and
+exits with :attr:`StopRequest.exit_code` (130, 143 or 129, as a shell reports a process ended
+by the signal). SIGHUP (the terminal closed, an ssh session dropped, ``kill -HUP``) is a
+request to end like SIGTERM: without a handler it would end dnnlens with no report.
 A second signal ends the command at once (``KeyboardInterrupt`` for SIGINT, ``SystemExit``
 with the same code for SIGTERM), unless ``on_signal`` handles every signal itself (``dnnlens
 run`` passes them on to its program).
@@ -17,7 +20,10 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, Protocol
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: SIGHUP is missing on Windows.
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 
 
 class StopCheck(Protocol):
@@ -27,7 +33,7 @@ class StopCheck(Protocol):
 
 
 class StopRequest:
-    """The first SIGINT or SIGTERM received while installed (see the module doc)."""
+    """The first SIGINT, SIGTERM or SIGHUP received while installed (see the module doc)."""
 
     def __init__(self, on_signal: Callable[[int, int], None] | None = None) -> None:
         #: the first signal received, None while there was none
@@ -42,7 +48,7 @@ class StopRequest:
 
     @property
     def exit_code(self) -> int:
-        """128 + the signal's number (130 for SIGINT, 143 for SIGTERM); 0 without one."""
+        """128 + the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP); 0 without one."""
         return 128 + self.signum if self.signum is not None else 0
 
     @property

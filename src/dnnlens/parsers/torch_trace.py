@@ -187,16 +187,22 @@ def has_trace_suffix(path: str) -> bool:
     return path.lower().endswith(TRACE_SUFFIXES)
 
 
+def json_encoding(head: bytes) -> str:
+    """The encoding of JSON text from its first bytes: a byte order mark, else the zero
+    bytes around the first (ASCII) character tell UTF-16 and UTF-32 from UTF-8 (RFC 4627,
+    section 3), so a trace PowerShell wrote is decoded before it is recognised."""
+    return json.detect_encoding(head)
+
+
 def starts_like_json(head: bytes) -> bool:
     """True if ``head`` (the first bytes, gunzipped if need be) opens a JSON object or an
-    array of objects (after blanks and a UTF-8 byte order mark); ``[rank0]: ...`` does not."""
-    text = head.lstrip(b" \t\r\n")
-    if text.startswith(b"\xef\xbb\xbf"):
-        text = text[3:].lstrip(b" \t\r\n")
-    if text[:1] == b"[":
-        rest = text[1:].lstrip(b" \t\r\n")
-        return rest[:1] in (b"{", b"]", b"")
-    return text[:1] == b"{"
+    array of objects (after blanks and a byte order mark, in UTF-8, UTF-16 or UTF-32);
+    ``[rank0]: ...`` does not."""
+    text = head.decode(json_encoding(head), errors="replace").lstrip(" \t\r\n\ufeff")
+    if text[:1] == "[":
+        rest = text[1:].lstrip(" \t\r\n")
+        return rest[:1] in ("{", "]", "")
+    return text[:1] == "{"
 
 
 def sniff(raw: BinaryIO) -> bool:
@@ -919,8 +925,14 @@ def parse_trace_stream(raw: BinaryIO, path: str = "<trace>") -> TraceData:
     if raw.peek(2)[:2] == GZIP_MAGIC:  # type: ignore[attr-defined]
         gunzip = _GunzipUntilError(raw)
         binary = io.BufferedReader(gunzip)
-    text = io.TextIOWrapper(binary, encoding="utf-8-sig", errors="replace")
+    encoding = json_encoding(binary.peek(4)[:4])
+    if encoding == "utf-8":
+        encoding = "utf-8-sig"  # a byte order mark is dropped
+    text = io.TextIOWrapper(binary, encoding=encoding, errors="replace")
     trace = parse_trace_text(text, path)
+    if encoding.startswith("utf-16") or encoding.startswith("utf-32"):
+        how = "no byte order mark" if encoding.endswith(("-le", "-be")) else "byte order mark"
+        trace.problems.insert(0, f"{path}: read as {encoding.upper()} ({how})")
     if gunzip is not None and gunzip.error is not None:
         trace.error = f"{path}: {gunzip.error}; {trace.events:,} events were read"
     return trace

@@ -515,6 +515,9 @@ class _InputReading:
 
     def _end(self, stopped: bool) -> None:
         """The input ended (or reading stopped): the last lines, then what reading learnt."""
+        note = self.raw.shrink_note()
+        if note is not None:
+            self.stats.notes.append(note)
         if not self._take(self.decoder.flush() if stopped else self.decoder.end()):
             return
         block = self.blocks.whole()

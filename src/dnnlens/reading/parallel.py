@@ -284,6 +284,8 @@ def scan_range(path: str, start: int, end: int) -> Part:
 def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "SIGHUP"):  # stops the main process like SIGTERM, ends a worker
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 class Workers:

@@ -177,7 +177,8 @@ def _within_basis(rule: Rule, found: list[Finding], analysis: Analysis) -> list[
     builtin = getattr(rule, "source", "builtin") == "builtin"
     out = []
     for f in found:
-        if _part_of_basis(f.impact_ms_per_iteration, analysis.share_of(f), builtin):
+        share = analysis.own_share(f) if builtin else analysis.share_of(f)
+        if _part_of_basis(f.impact_ms_per_iteration, share, builtin):
             out.append(f)
             continue
         impact = f.impact_ms_per_iteration

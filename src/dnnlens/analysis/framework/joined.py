@@ -19,6 +19,7 @@ from dnnlens.analysis.framework.names import PHASES
 from dnnlens.analysis.framework.rows import OpRows
 from dnnlens.analysis.framework.typical import compose, split, typical
 from dnnlens.analysis.linking import LinkResult, link_trace_events
+from dnnlens.fmt import ms
 
 PRIMITIVE_COLUMNS = ("name", "phase", "kind", "calls_per_step", "ms_per_step")
 
@@ -155,6 +156,21 @@ class ReportBasis:
         if finding_basis != "step":
             own = self.onednn_iteration_ms
         return impact_ms / own if own > 0 else None
+
+    def mismatch_note(self) -> str | None:
+        """The note when the oneDNN time of a step is longer than the step itself: the log
+        and the profiler recording are not of one run (or not of the same part of it), so
+        a oneDNN finding's share of the step exceeds 100%; ``None`` when the step holds it."""
+        if self.unit != "step" or not self.has_onednn:
+            return None
+        if self.onednn_ms_per_step <= self.ms * (1 + 1e-9):
+            return None
+        return (
+            f"the oneDNN typical iteration ({ms(self.onednn_iteration_ms)}, "
+            f"{self.iterations_per_step} per step) is longer than the profiler's typical step "
+            f"({ms(self.ms)}): the log and the profiler recording are not of one run, so "
+            "shares of the step above 100% say only that"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The report's ``basis`` key."""
