@@ -347,3 +347,17 @@ def test_primitive_rows_carry_their_part_of_the_typical_iteration(pair):
     new = sum(p["new_typical_ms"] for p in pair.primitives)
     assert base == pytest.approx(pair.base.typical_ms)
     assert new == pytest.approx(pair.new.typical_ms)
+
+
+def test_a_ratio_of_1e299_is_three_digits_and_an_exponent(tmp_path: Path) -> None:
+    """BASE: the NCHW sample with every time replaced by 1e-300 ms. Its typical iteration is
+    15 executions x 1e-300 = 1.5e-299 ms against NEW's 2.0857 ms: NEW is 1.39e+299x slower,
+    written so, never as 300 digits."""
+    real = LOGS / "convnet_nchw_infer.log"
+    tiny = tmp_path / "tiny.log"
+    tiny.write_text(re.sub(r",[0-9.]+$", ",1e-300", real.read_text(), flags=re.M))
+    result = CliRunner().invoke(app, ["diff", str(tiny), str(real)], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    assert "NEW is 1.39e+299x slower per typical steady iteration" in result.stdout
+    assert not re.search(r"\d{13}", result.stdout)
+    assert "+1.39e+301%" in result.stdout

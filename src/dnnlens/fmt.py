@@ -11,11 +11,20 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["ms", "ms_cell", "pct", "pct_cell", "speed"]
+__all__ = ["ms", "ms_cell", "pct", "pct_cell", "signed_pct", "speed"]
 
 
 def _bad(value: float | None) -> bool:
     return value is None or not math.isfinite(value)
+
+
+#: Past this a figure is written with three significant digits and an exponent
+#: (``1.00e+300``): the digits of a 1e300 ratio say nothing and fill a terminal.
+HUGE = 1e9
+
+
+def _huge(value: float) -> bool:
+    return abs(value) >= HUGE
 
 
 def ms(value: float | None) -> str:
@@ -24,6 +33,8 @@ def ms(value: float | None) -> str:
         return "-"
     assert value is not None
     size = abs(value)
+    if _huge(value):
+        return f"{value:.3g} ms"
     if size >= 1000:
         return f"{value:,.0f} ms"
     if size >= 10:
@@ -35,7 +46,10 @@ def ms(value: float | None) -> str:
 
 def ms_cell(value: float | None) -> str:
     """A time in a table cell (ms, no unit): three decimals and thousands separators."""
-    return "-" if _bad(value) else f"{value:,.3f}"
+    if _bad(value):
+        return "-"
+    assert value is not None
+    return f"{value:.3g}" if _huge(value) else f"{value:,.3f}"
 
 
 def pct(value: float | None) -> str:
@@ -43,12 +57,17 @@ def pct(value: float | None) -> str:
     if _bad(value):
         return "-"
     assert value is not None
+    if _huge(100 * value):
+        return f"{100 * value:.3g}%"
     return f"{value:.1%}" if abs(value) < 0.01 else f"{value:.0%}"
 
 
 def pct_cell(value: float | None) -> str:
     """A share in a table cell: one decimal, ``35.0%``."""
-    return "-" if _bad(value) else f"{100 * value:.1f}%"  # type: ignore[operator]
+    if _bad(value):
+        return "-"
+    assert value is not None
+    return f"{100 * value:.3g}%" if _huge(100 * value) else f"{100 * value:.1f}%"
 
 
 def speed(ratio: float | None) -> str:
@@ -56,4 +75,15 @@ def speed(ratio: float | None) -> str:
     if _bad(ratio) or not ratio:
         return "-"
     assert ratio is not None
-    return f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
+    times = ratio if ratio >= 1 else 1 / ratio
+    text = f"{times:.3g}" if _huge(times) or not math.isfinite(times) else f"{times:.2f}"
+    return f"{text}x faster" if ratio >= 1 else f"{text}x slower"
+
+
+def signed_pct(fraction: float | None) -> str:
+    """A change as a signed share in a table cell: ``+12.3%``, ``-4.0%``."""
+    if _bad(fraction):
+        return "-"
+    assert fraction is not None
+    value = 100 * fraction
+    return f"{value:+.3g}%" if _huge(value) else f"{value:+.1f}%"

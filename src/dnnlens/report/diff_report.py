@@ -13,7 +13,7 @@ from typing import Any
 from dnnlens._version import __version__
 from dnnlens.analysis.diff import Diff, Side, StepSide
 from dnnlens.analysis.training import TrainingStep
-from dnnlens.fmt import ms, ms_cell, pct_cell, speed
+from dnnlens.fmt import ms, ms_cell, pct_cell, signed_pct, speed
 from dnnlens.report.json_report import training_doc
 from dnnlens.report.schema import SCHEMA_VERSION, Row, TrainingDoc, to_plain
 
@@ -206,7 +206,7 @@ def _delta(base: float | None, new: float | None) -> str:
     q = _ratio(new, base)
     if q is None:
         return "new" if (new or 0) > 0 and not (base or 0) > 0 else "-"
-    return f"{100 * (q - 1):+.1f}%"
+    return signed_pct(q - 1)
 
 
 def verdict(d: Diff) -> str:
