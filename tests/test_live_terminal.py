@@ -71,7 +71,9 @@ class Terminal:
         self.config = str(config)
 
     def _tmux(self, *args: str) -> str:
-        env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "NO_COLOR")}
+        # the terminal's own size, not the one the test runner exported
+        drop = ("TMUX", "NO_COLOR", "COLUMNS", "LINES")
+        env = {k: v for k, v in os.environ.items() if k not in drop}
         proc = subprocess.run(
             ["tmux", "-L", self.server, "-f", self.config, *args],
             capture_output=True,

@@ -60,9 +60,15 @@ def _terminal_width(stream: object) -> int | None:
             return None
     except (AttributeError, ValueError, OSError):
         return None
-    import shutil
+    import os
 
-    return max(shutil.get_terminal_size().columns, 20)
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return max(int(columns), 20)
+    try:  # the terminal stderr shows on (standard output may be a pipe)
+        return max(os.get_terminal_size(stream.fileno()).columns, 20)  # type: ignore[attr-defined]
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def _wrapped(text: str, width: int | None) -> list[str]:

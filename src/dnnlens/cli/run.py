@@ -24,10 +24,6 @@ reading, live view, analysis options and report (:mod:`dnnlens.cli.pipeline`). B
 from __future__ import annotations
 
 import os
-import re
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Annotated, BinaryIO
@@ -36,61 +32,13 @@ import typer
 
 from dnnlens.cli import FailOn, OutputFormat, program_environment
 from dnnlens.cli import pipeline as p
+from dnnlens.cli.child import LEVEL_HELP, ChildError, ChildWatch, check_level, start
+from dnnlens.cli.child import verbose_environment as verbose_env
 from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
 from dnnlens.errors import fail, say
 
-#: Variables set for the program unless the user already set them: every release family's
-#: switch (MKLDNN_* for 0.x/1.0, DNNL_* for 1.1+, ONEDNN_* for 2.5+) and timestamps.
-VERBOSE_ENV = {
-    "ONEDNN_VERBOSE": "1",
-    "DNNL_VERBOSE": "1",
-    "MKLDNN_VERBOSE": "1",
-    "ONEDNN_VERBOSE_TIMESTAMP": "1",
-    "DNNL_VERBOSE_TIMESTAMP": "1",
-}
 #: Where run logs are kept (under the current directory) unless ``--log`` names one.
 RUNS_DIR = "dnnlens-runs"
-#: ``ONEDNN_VERBOSE`` values (docs/onednn-verbose-format.md): 0/1/2, and v3.2+ names.
-VERBOSE_LEVELS = (
-    "0",
-    "1",
-    "2",
-    "none",
-    "error",
-    "warn",
-    "check",
-    "profile_create",
-    "profile_exec",
-    "profile",
-    "dispatch",
-    "all",
-    "profile_externals",
-)
-_LEVEL_WITH_VALUE = re.compile(r"^(?:debuginfo=[0-9]+|filter=.+)$")
-#: How long reading goes on after the program exited while its pipe stays open (a process
-#: it started in the background holds it).
-_AFTER_EXIT_SECONDS = 1.0
-
-
-def verbose_environment(base: dict[str, str], level: str, timestamps: bool) -> dict[str, str]:
-    """``base`` plus the verbose switches the user has not set themselves."""
-    env = dict(base)
-    for name, value in VERBOSE_ENV.items():
-        if name.endswith("_TIMESTAMP") and not timestamps:
-            continue
-        env.setdefault(name, value if name.endswith("_TIMESTAMP") else level)
-    return env
-
-
-def check_level(value: str) -> str:
-    """A typer callback: ``value`` must be an ``ONEDNN_VERBOSE`` level (or a list of them)."""
-    items = value.split(",")
-    if value and all(i in VERBOSE_LEVELS or _LEVEL_WITH_VALUE.match(i) for i in items):
-        return value
-    raise typer.BadParameter(
-        f"{value!r} is not a verbose level: one of {', '.join(VERBOSE_LEVELS)}, "
-        "debuginfo=N or filter=REGEX (comma-separated)"
-    )
 
 
 def _new_log(directory: Path) -> tuple[Path, BinaryIO]:
@@ -117,101 +65,6 @@ def _open_log(log: Path | None) -> tuple[Path, BinaryIO, bool]:
         raise fail(f"{where}: cannot write the run log ({exc.strerror or exc})") from None
 
 
-def _from_terminal() -> bool:
-    """Whether a SIGINT came from the terminal: then it went to the program too (same
-    foreground process group)."""
-    for stream in (sys.stdin, sys.stderr, sys.stdout):
-        try:
-            if stream is not None and stream.isatty():
-                return os.tcgetpgrp(stream.fileno()) == os.getpgrp()
-        except (OSError, ValueError, AttributeError):
-            continue
-    return False
-
-
-class ChildWatch:
-    """The program's life while its output is read: signals passed on, then SIGTERM and
-    SIGKILL when it does not end; and, for the reading layer, when to stop reading (its
-    truth value: the program ended a while ago and its pipe is still open)."""
-
-    def __init__(self, proc: subprocess.Popen, grace: float) -> None:
-        self.proc = proc
-        self.grace = grace
-        self.signum: int | None = None
-        self._asked: float | None = None  # when the last signal was sent to the program
-        self._ladder = [signal.SIGTERM, signal.SIGKILL]
-        self._ended: float | None = None
-
-    # what the pipeline reads as the stop request
-    @property
-    def name(self) -> str:
-        return signal.Signals(self.signum).name if self.signum else ""
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum if self.signum else 0
-
-    def on_signal(self, signum: int, count: int) -> None:
-        """SIGINT or SIGTERM reached dnnlens: pass it on, or escalate on the next ones."""
-        if count == 1:
-            self.signum = signum
-            if signum == signal.SIGINT and _from_terminal():
-                self._asked = time.monotonic()  # the terminal sent it to the program too
-            else:
-                self._send(signum)
-        else:
-            self._escalate()
-
-    def _send(self, signum: int) -> None:
-        if signum in self._ladder:
-            self._ladder = self._ladder[self._ladder.index(signum) + 1 :]
-        self._asked = time.monotonic()
-        if self.proc.poll() is None:
-            try:
-                self.proc.send_signal(signum)
-            except ProcessLookupError:  # pragma: no cover - it ended just now
-                pass
-
-    def _escalate(self) -> None:
-        if self._ladder:
-            self._send(self._ladder[0])
-
-    def tick(self) -> None:
-        """Escalate when the program outlives its grace; note when it ended."""
-        now = time.monotonic()
-        if self._ended is None and self.proc.poll() is not None:
-            self._ended = now
-        if self._ended is None and self._asked is not None and now - self._asked >= self.grace:
-            self._escalate()
-
-    def __bool__(self) -> bool:
-        self.tick()
-        return self._ended is not None and time.monotonic() - self._ended > _AFTER_EXIT_SECONDS
-
-    def wait(self) -> int:
-        """Wait for the program (escalating as :meth:`tick` does); its exit code as a shell
-        reports it (128 + N for signal N)."""
-        while self.proc.poll() is None:
-            self.tick()
-            try:
-                self.proc.wait(0.1)
-            except subprocess.TimeoutExpired:
-                continue
-        code = self.proc.returncode
-        return 128 - code if code < 0 else code
-
-    def kill(self) -> None:
-        """Never leave the program running: SIGTERM, then SIGKILL after the grace."""
-        for signum in (signal.SIGTERM, signal.SIGKILL):
-            if self.proc.poll() is not None:
-                return
-            self.proc.send_signal(signum)
-            try:
-                self.proc.wait(self.grace)
-            except subprocess.TimeoutExpired:
-                continue
-
-
 def register(app: typer.Typer) -> None:
     """Add ``run`` to the command line."""
 
@@ -228,14 +81,8 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         level: Annotated[
-            str,
-            typer.Option(
-                "--level",
-                callback=check_level,
-                help="ONEDNN_VERBOSE for the program: 1 executions, 2 creations too, or a "
-                "v3.2+ name (profile_exec, all, ...).",
-            ),
-        ] = "1",
+            str | None, typer.Option("--level", callback=check_level, help=LEVEL_HELP)
+        ] = None,
         timestamps: Annotated[
             bool, typer.Option("--timestamps/--no-timestamps", help="Ask oneDNN for timestamps.")
         ] = True,
@@ -307,14 +154,11 @@ def register(app: typer.Typer) -> None:
         problem = p.check_options(options)
         if problem is not None:
             raise give_up(problem)
-        env = verbose_environment(program_environment(), level, timestamps)
-        env.setdefault("PYTHONUNBUFFERED", "1")  # a Python program's lines show as they come
+        env = verbose_env(program_environment(), level, timestamps)
         try:
-            proc = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
-            )
-        except OSError as exc:
-            raise give_up(f"cannot run {command[0]!r}: {exc.strerror or exc}") from None
+            proc = start(command, env, merge_stderr=True)
+        except ChildError as exc:
+            raise give_up(str(exc)) from None
         assert proc.stdout is not None
         if not quiet:
             say("note", f"keeping the program's output in {log_path}")
