@@ -60,9 +60,12 @@ def join(
     steady_steps: int,
     events: pd.DataFrame,
     markers: dict[str, list[tuple[int, str]]],
+    link: LinkResult | None = None,
 ) -> Joined:
-    """Link ``events`` to the trace of ``rows`` and sum the steady links per step."""
-    link = link_trace_events(events, rows.trace, markers)
+    """Sum the steady links of ``events`` to the trace of ``rows`` per step. ``link`` is
+    the linking already made of those events (the analysis's one); made here without."""
+    if link is None:
+        link = link_trace_events(events, rows.trace, markers)
     frame = link.links
     if frame.empty:
         empty = pd.DataFrame({c: [] for c in PRIMITIVE_COLUMNS})
