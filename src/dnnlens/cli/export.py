@@ -168,18 +168,20 @@ def benchdnn(
     quiet: bool = _QUIET,
 ) -> None:
     """benchdnn batch lines reproducing the primitives that cost the most time."""
+    from dnnlens.analysis.analysis import Analysis
     from dnnlens.report.benchdnn import batches, render_batch
     from dnnlens.report.console import note
     from dnnlens.report.output import emit_text
 
     log = _load(paths, quiet)
+    analysis = Analysis(log)  # the ranking analyze reports: the same primitives, same order
     try:
         if output is None:
-            emit_text(render_batch(log, top), None)
+            emit_text(render_batch(analysis, top), None)
         elif Path(output).is_dir() or output.endswith(("/", "\\")):
             target = Path(output)
             target.mkdir(parents=True, exist_ok=True)
-            files = batches(log, top)
+            files = batches(analysis, top)
             for driver, text in files.items():
                 _refuse_input(target / f"{driver}.batch", log)
                 emit_text(text, target / f"{driver}.batch")
@@ -190,7 +192,7 @@ def benchdnn(
             )
         else:
             _refuse_input(output, log)
-            emit_text(render_batch(log, top), Path(output))
+            emit_text(render_batch(analysis, top), Path(output))
             note(f"wrote {output}", quiet)
     except OSError as exc:
         raise _write_failed(output, exc) from None
