@@ -288,3 +288,14 @@ def test_framework_link_and_framework_view_are_one_linking(
     if profile == "trace.json":
         assert run_info["framework_ops_linked"] == ops
         assert run_info["window_lines"] == lines
+
+
+@pytest.mark.parametrize("log", ["sample_logs/dispatch_only_infer.log"])
+def test_no_iteration_is_no_share_in_every_view(log: str, tmp_path: Path) -> None:
+    """dispatch_only_infer.log has no exec line (grep -c ,exec,: 0): the reorders have no
+    share of a typical iteration that does not exist, in the JSON (null) and HTML (-)."""
+    assert analyzed(log)["summary"]["reorder_share_of_iteration"] is None
+    page = tmp_path / "report.html"
+    code, _ = run("analyze", str(ROOT / log), "-q", "-f", "html", "-o", str(page))
+    assert code == 0  # diagnostics are verbose lines: analysed (a finding says why)
+    assert '<div class="k">Reorders</div><div class="v">-</div>' in page.read_text("utf-8")

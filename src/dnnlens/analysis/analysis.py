@@ -36,6 +36,7 @@ import pandas as pd
 from dnnlens.analysis.columns import str_values
 from dnnlens.analysis.findings import BASES, Finding
 from dnnlens.analysis.iterations import Iterations, find_iterations
+from dnnlens.analysis.shares import share
 from dnnlens.analysis.steady import SteadyState, steady_state
 from dnnlens.analysis.summary import Summary, primitive_execs, summarize_stats
 from dnnlens.analysis.timing import TypicalIteration, record_stats, typical_iteration
@@ -565,7 +566,7 @@ class Analysis:
             whole = self.typical_iteration_ms + impact
         else:
             return self.report_basis.own_share(impact, finding.basis)
-        return impact / whole if whole > 0 else None
+        return share(impact, whole)
 
     def basis_label(self, finding: Finding) -> str:
         """The figure a finding's share is of, in words: ``the typical 2.09 ms``."""
@@ -589,8 +590,7 @@ class Analysis:
         impact = self.impact_per_basis(finding)
         if impact is None:
             return None
-        basis = self.share_basis_ms(finding)
-        return impact / basis if basis > 0 else None
+        return share(impact, self.share_basis_ms(finding))
 
     # -- everything at once ----------------------------------------------------------------
     def prepare(self) -> Analysis:
@@ -617,14 +617,14 @@ class ReorderPart:
     total_ms: float = 0.0
 
     @property
-    def share(self) -> float:
-        """Reorders' share of the typical iteration."""
-        return self.ms / self.iteration_ms if self.iteration_ms > 0 else 0.0
+    def share(self) -> float | None:
+        """Reorders' share of the typical iteration (``None`` without one)."""
+        return share(self.ms, self.iteration_ms)
 
     @property
-    def raw_share(self) -> float:
-        """Reorders' share of the summed raw exec times."""
-        return self.raw_ms / self.total_ms if self.total_ms > 0 else 0.0
+    def raw_share(self) -> float | None:
+        """Reorders' share of the summed raw exec times (``None`` when nothing is timed)."""
+        return share(self.raw_ms, self.total_ms)
 
 
 def _no_cost_notes(log: ParsedLog, points: list[Any]) -> list[str]:

@@ -11,10 +11,10 @@ import math
 
 def share(part: float | None, whole: float | None) -> float | None:
     """``part / whole``, or ``None`` when either is absent or the whole is not a positive
-    finite number (a part that is not finite is ``None`` too)."""
+    finite number."""
     if part is None or whole is None:
         return None
-    part, whole = float(part), float(whole)
-    if not (math.isfinite(whole) and whole > 0 and math.isfinite(part)):
+    whole = float(whole)
+    if not (math.isfinite(whole) and whole > 0):
         return None
-    return part / whole
+    return float(part) / whole

@@ -82,15 +82,16 @@ def _banner(a: Analysis) -> str:
     if not a.findings:
         return f'<div class="banner ok" id="verdict"><p class="head">{text}</p></div>'
     top = a.findings[0]
-    share = a.share_of(top) or 0.0
+    share = a.share_of(top)  # None: not about time, or no basis to be a part of
     bar = ""
-    if top.impact_ms_per_iteration is not None and a.share_basis_ms(top) > 0:
+    if share is not None:
         width = max(0.5, min(100.0, 100 * share))
         bar = (
             f'<div class="meter" title="{esc(pct(share))} of {esc(a.basis_label(top))}">'
             f'<i style="width:{width:.1f}%"></i></div>'
         )
-    cls = "banner" if top.severity != "info" or share >= ALERT_SHARE else "banner ok"
+    alert = share is not None and share >= ALERT_SHARE
+    cls = "banner" if top.severity != "info" or alert else "banner ok"
     links = "".join(
         f'<li><a href="#finding-{i}">{esc(verdict_text.title(f))}</a>'
         f'<span class="tag"> {esc(verdict_text.cost(f, a) or f.severity)}</span></li>'
@@ -159,7 +160,7 @@ def _cards(a: Analysis) -> str:
             pct(part.share),
             f"of the typical iteration ({ms(part.ms)}); raw sums {pct(part.raw_share)} "
             f"({ms(part.raw_ms)} in {part.raw_count:,} executions)",
-            part.share >= ALERT_SHARE,
+            part.share is not None and part.share >= ALERT_SHARE,
         ),
         ("Primitive time, raw", ms(s.total_time_ms), f"{s.exec_count:,} executions", False),
     ]

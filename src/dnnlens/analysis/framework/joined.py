@@ -19,6 +19,7 @@ from dnnlens.analysis.framework.names import PHASES
 from dnnlens.analysis.framework.rows import OpRows
 from dnnlens.analysis.framework.typical import compose, split, typical
 from dnnlens.analysis.linking import LinkResult, link_trace_events
+from dnnlens.analysis.shares import share
 
 PRIMITIVE_COLUMNS = ("name", "phase", "kind", "calls_per_step", "ms_per_step")
 
@@ -149,7 +150,7 @@ class ReportBasis:
 
     def share(self, impact_ms: float, finding_basis: str) -> float | None:
         """A finding's impact as a share of the basis (None without a basis)."""
-        return self.per_unit(impact_ms, finding_basis) / self.ms if self.ms > 0 else None
+        return share(self.per_unit(impact_ms, finding_basis), self.ms)
 
     def own_share(self, impact_ms: float, finding_basis: str) -> float | None:
         """A finding's impact as a share of its own unit (JSON ``share_of_iteration``): a
@@ -157,7 +158,7 @@ class ReportBasis:
         own = self.ms * self.iterations_per_step if self.unit != "step" else self.ms
         if finding_basis != "step":
             own = self.onednn_iteration_ms
-        return impact_ms / own if own > 0 else None
+        return share(impact_ms, own)
 
     def to_json(self) -> dict[str, Any]:
         """The report's ``basis`` key."""

@@ -23,6 +23,7 @@ from dnnlens.analysis.framework.rows import OpRows, op_rows
 from dnnlens.analysis.framework.steps import WARMUP_SLOWER, Steps, find_steps
 from dnnlens.analysis.framework.typical import typical_ms
 from dnnlens.analysis.linking import ANCHORS, LinkResult
+from dnnlens.analysis.shares import share
 from dnnlens.parsers.torch_table import ProfilerTable
 from dnnlens.parsers.torch_trace import FrameworkData, TraceData
 
@@ -158,9 +159,9 @@ class FrameworkAnalysis:
         hit = self.phases.loc[self.phases["phase"] == phase, "ms_per_step"]
         return float(hit.iloc[0]) if len(hit) else 0.0
 
-    def share(self, ms: float) -> float:
-        """``ms`` as a share of the typical step."""
-        return ms / self.typical_step_ms if self.typical_step_ms > 0 else 0.0
+    def share(self, ms: float) -> float | None:
+        """``ms`` as a share of the typical step (``None`` without one: :mod:`.shares`)."""
+        return share(ms, self.typical_step_ms)
 
     def steady_rows(self, mask: np.ndarray) -> np.ndarray:
         """``mask`` limited to main-thread rows of steady steps."""
