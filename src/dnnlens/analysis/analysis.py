@@ -592,6 +592,13 @@ class Analysis:
             return None
         return share(impact, self.share_basis_ms(finding))
 
+    def line_texts(self, wanted: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
+        """What each wanted ``(input, line)`` said, from what the reader kept (its parsed
+        fields and time; :mod:`dnnlens.analysis.line_texts`): inputs are never re-read."""
+        from dnnlens.analysis.line_texts import line_texts
+
+        return line_texts(self.log, wanted)
+
     # -- everything at once ----------------------------------------------------------------
     def prepare(self) -> Analysis:
         """Compute the facts every report shows, so that a failure surfaces before rules run."""
