@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from dnnlens.analysis.analysis import Analysis
 from dnnlens.cli import app
 from dnnlens.parsers.records import LineRecord
 from dnnlens.reading import load, load_text
@@ -57,7 +58,7 @@ def _lines(text: str) -> list[str]:
 
 
 def test_golden_nchw_top5():
-    files = batches(load([NCHW]), top=5)
+    files = batches(Analysis(load([NCHW])), top=5)
     assert list(files) == ["reorder", "conv"]  # drivers in order of their first primitive
     for driver, expected in GOLDEN_NCHW_TOP5.items():
         assert _lines(files[driver]) == expected
@@ -66,7 +67,7 @@ def test_golden_nchw_top5():
 
 
 def test_render_batch_sections():
-    text = render_batch(load([NCHW]), top=5)
+    text = render_batch(Analysis(load([NCHW])), top=5)
     assert text.startswith("# dnnlens: benchdnn reproducers for the top 5 primitives")
     assert "# ==== reorder ====" in text and "# ==== conv ====" in text
     assert _lines(text) == GOLDEN_NCHW_TOP5["reorder"] + GOLDEN_NCHW_TOP5["conv"]
@@ -81,7 +82,7 @@ _OPTION = re.compile(r"--[a-z][a-z0-9_-]*(=[^ ]+)?")
     + sorted("legacy/" + p.name for p in (LOGS / "legacy").glob("*.log")),
 )
 def test_every_sample_line_is_benchdnn_syntax(name):
-    for line in _lines(render_batch(load([str(LOGS / name)]), top=50)):
+    for line in _lines(render_batch(Analysis(load([str(LOGS / name)])), top=50)):
         tokens = line.split(" ")
         assert tokens[:3] == HEAD.split(" ")
         *options, problem = tokens
@@ -278,7 +279,7 @@ def test_other_drivers():
 
 
 def test_rnn_from_sample():
-    text = render_batch(load([str(LOGS / "lstm_infer.log")]), top=1)
+    text = render_batch(Analysis(load([str(LOGS / "lstm_infer.log")])), top=1)
     assert _lines(text) == [
         f"{HEAD} --prop=FWD_I --alg=VANILLA_LSTM --direction=left2right --cfg=f32 "
         "--tag=abc:any:abc --attr-scratchpad=user l1t20mb4sic64slc32dhc64dic64"
@@ -301,7 +302,7 @@ def test_unsupported_kinds_are_listed():
         "onednn_verbose,v1,primitive,exec,cpu,shuffle,simple:any,forward_inference,"
         "src:f32::blocked:abcd::f0 dst:f32::blocked:abcd::f0,,axis:1 group:4,2x16x8x8,1.5\n"
     )
-    text = render_batch(log)
+    text = render_batch(Analysis(log))
     assert "# ==== not reproduced ====" in text
     assert "no benchdnn conversion for primitive kind 'shuffle'" in text
 
@@ -318,3 +319,49 @@ def test_cli_stdout():
     result = CliRunner().invoke(app, ["export", "benchdnn", NCHW, "--top", "5"])
     assert result.exit_code == 0
     assert _lines(result.stdout) == GOLDEN_NCHW_TOP5["reorder"] + GOLDEN_NCHW_TOP5["conv"]
+
+
+def test_top_list_is_the_reports_ranking():
+    """The reproducers come in the order of the report's primitives (analyze's JSON), and
+    each driver's file keeps that order."""
+    import json
+
+    result = CliRunner().invoke(app, ["analyze", NCHW, "-f", "json", "-q"])
+    ranked = [p["example"] for p in json.loads(result.stdout)["primitives"]]
+    entries = top_entries_of(load([NCHW]))
+    assert [e.example for e in entries] == [e for e in ranked if e in {x.example for x in entries}]
+    assert entries[0].example == ranked[0]
+    for text in batches(Analysis(load([NCHW])), top=10).values():
+        firsts = re.findall(r"^# .* first at (\S+)$", text, flags=re.M)
+        assert firsts == [e for e in ranked if e in firsts]
+
+
+def test_top_list_reads_the_analysis_window():
+    """After three skipped passes (convnet_nchw_infer.log: 11 passes, the fourth starts at
+    line 98) the top primitive is the conv of line 109: by hand, 16 of its 22 executions
+    are at line 98 or later, 12.024 ms of the 48.551 ms summed there (24.8%)."""
+    from dnnlens.analysis.analysis import AnalysisOptions
+    from dnnlens.report.benchdnn import top_entries
+
+    analysis = Analysis(load([NCHW]), AnalysisOptions(skip_iterations=3))
+    top = top_entries(analysis, 1)[0]
+    assert top.example.endswith(":109")
+    assert (top.count, round(top.time_ms, 3)) == (16, 12.024)
+    assert top.share == pytest.approx(12.024 / 48.5513, abs=1e-4)
+    assert "12.024 ms (24.8%), 16 executions" in render_batch(analysis, top=1)
+
+
+def test_nothing_timed_is_no_share():
+    log = load_text(
+        "onednn_verbose,v1,primitive,exec,cpu,reorder,simple:any,undef,"
+        "src:f32::blocked:ab::f0 dst:f32::blocked:ba::f0,,,2x16\n"
+    )
+    (entry,) = top_entries_of(log)
+    assert entry.share is None
+    assert "0.000 ms (-), 1 executions" in render_batch(Analysis(log))
+
+
+def top_entries_of(log):
+    from dnnlens.report.benchdnn import top_entries
+
+    return top_entries(Analysis(log), 10)

@@ -161,3 +161,18 @@ def test_negative_dims_make_no_efficiency_and_html_is_written(tmp_path: Path) ->
     result = invoke("analyze", str(log), "-f", "html", "-o", str(html))
     assert result.exit_code == 0, result.stderr  # was "math domain error", exit 2
     assert html.stat().st_size > 0
+
+
+def test_negative_dims_are_a_reason_and_a_note(tmp_path: Path) -> None:
+    """The no-cost primitive is not silently unknown: the analysis notes why."""
+    from dnnlens.analysis.costmodel import no_cost_reason
+
+    bad = GOOD_CONV.replace("mb4", "mb-4")
+    assert no_cost_reason("convolution", bad, CONV_MDS, "forward_training") == (
+        "a size below zero (a damaged or hand-edited line)"
+    )
+    log = write(tmp_path, [CONV.format(problem=bad)] * 3)
+    result = invoke("analyze", str(log), "-f", "json")
+    assert result.exit_code == 0
+    notes = json.loads(result.stdout)["notes"]
+    assert "no cost for 1 primitives: a size below zero (a damaged or hand-edited line)" in notes

@@ -214,3 +214,18 @@ def test_md_columns_of_one_field():
         "diff_dst_dtype": None,
         "diff_dst_layout": None,
     }
+
+
+def test_ranks_that_cannot_be_read_again_are_a_note(tmp_path):
+    """A prefixed log whose file is gone after reading: rank 0, and the export says why."""
+    log_path = tmp_path / "ddp.log"
+    log_path.write_text("[rank1]:" + LINE.format(t="1.0") + "\n")
+    log = load([str(log_path)])
+    log_path.unlink()
+    result = export_tables(log, tmp_path / "out", "csv")
+    assert [str(p.relative_to(tmp_path / "out")) for p in result.files] == [
+        "events/run=ddp/rank=0/part-0.csv"
+    ]
+    (note,) = result.notes
+    assert note.startswith(f"{log_path}: cannot read it again for its [rankN] prefixes (")
+    assert note.endswith("; rank=0")

@@ -282,3 +282,33 @@ def test_the_strip_and_the_top_table_show_the_analysis_figures(nchw, nchw_html):
     first = nchw.summary.top_primitives[0]
     part = nchw.typical.by_record[first["record"]]
     assert f"<td class=n>{part:,.3f}</td>" in table.split("</tr>", 2)[1]
+
+
+def _evidence_blocks(html: str) -> list[tuple[str, str]]:
+    """(path:line, text shown) of every evidence line of the findings."""
+    return re.findall(r'<div class="tag">([^<]+:\d+)</div><pre>([^<]*)</pre>', html)
+
+
+def test_evidence_text_comes_from_the_analysis_not_a_second_read(tmp_path: Path) -> None:
+    """The page shows each evidence line as the file says it, also when the input was
+    standard input (which cannot be read twice) or the file is gone after reading."""
+    import html as html_lib
+
+    raw = Path(NCHW).read_text(encoding="utf-8").splitlines()
+    gone = tmp_path / "gone.log"
+    gone.write_text("\n".join(raw) + "\n", encoding="utf-8")
+    analysis = analysed(str(gone))
+    gone.unlink()
+    page = render_html(analysis)
+    shown = _evidence_blocks(page)
+    assert len(shown) >= 6
+    for where, text in shown:
+        line = int(where.rpartition(":")[2])
+        assert html_lib.unescape(text) == raw[line - 1], where
+    piped = tmp_path / "piped.html"
+    result = CliRunner().invoke(
+        app, ["analyze", "-", "-q", "-f", "html", "-o", str(piped)], input="\n".join(raw) + "\n"
+    )
+    assert result.exit_code == 0, result.output
+    from_pipe = _evidence_blocks(piped.read_text(encoding="utf-8"))
+    assert [t for _, t in from_pipe] == [t for _, t in shown]

@@ -262,3 +262,40 @@ def test_rule_variables_are_the_json_summary() -> None:
         assert values[name] == summary[name], name
     assert (values["warmup_iterations"], values["steady_iterations"]) == (4, 7)
     assert {"warmup", "iteration_ms", "typical_total_ms"}.isdisjoint(VARIABLES)
+
+
+@pytest.mark.parametrize("profile", ["trace.json", "table.txt"])
+@pytest.mark.parametrize(
+    "skip, linked, ops, outside, lines",
+    # profile_nchw_infer.log: 90 exec lines, six passes of 15; lines 8-22 ran before
+    # profiler_start (line 23), the other 75 (lines 24-98) inside it, four framework ops
+    # per profiled pass. Skipping three passes leaves lines 54-98: 45 execs, three passes.
+    [("0", 75, 20, 15, [24, 98]), ("3", 45, 12, 0, [54, 98])],
+)
+def test_framework_link_and_framework_view_are_one_linking(
+    profile: str, skip: str, linked: int, ops: int, outside: int, lines: list[int]
+) -> None:
+    log = SAMPLES / "profile_nchw_infer.log"
+    code, out = run(
+        "analyze", str(log), str(SAMPLES / f"profile_nchw_infer.{profile}"),
+        "-f", "json", "-q", "--skip-iterations", skip,
+    )  # fmt: skip
+    assert code == 0, out
+    doc = json.loads(out)
+    (run_info,) = doc["framework_link"]["runs"]
+    assert doc["framework"]["link"] == run_info
+    assert (run_info["primitives_linked"], run_info["outside_window"]) == (linked, outside)
+    if profile == "trace.json":
+        assert run_info["framework_ops_linked"] == ops
+        assert run_info["window_lines"] == lines
+
+
+@pytest.mark.parametrize("log", ["sample_logs/dispatch_only_infer.log"])
+def test_no_iteration_is_no_share_in_every_view(log: str, tmp_path: Path) -> None:
+    """dispatch_only_infer.log has no exec line (grep -c ,exec,: 0): the reorders have no
+    share of a typical iteration that does not exist, in the JSON (null) and HTML (-)."""
+    assert analyzed(log)["summary"]["reorder_share_of_iteration"] is None
+    page = tmp_path / "report.html"
+    code, _ = run("analyze", str(ROOT / log), "-q", "-f", "html", "-o", str(page))
+    assert code == 0  # diagnostics are verbose lines: analysed (a finding says why)
+    assert '<div class="k">Reorders</div><div class="v">-</div>' in page.read_text("utf-8")

@@ -36,6 +36,7 @@ import pandas as pd
 from dnnlens.analysis.columns import str_values
 from dnnlens.analysis.findings import BASES, Finding
 from dnnlens.analysis.iterations import Iterations, find_iterations
+from dnnlens.analysis.shares import share
 from dnnlens.analysis.steady import SteadyState, steady_state
 from dnnlens.analysis.summary import Summary, overflow_note, primitive_execs, summarize_stats
 from dnnlens.analysis.timing import TypicalIteration, record_stats, typical_iteration
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from dnnlens.analysis.framework import FrameworkAnalysis
     from dnnlens.analysis.framework.joined import ReportBasis
     from dnnlens.analysis.graph import OpGraph
+    from dnnlens.analysis.linking import LinkResult
     from dnnlens.analysis.machine import Machine
     from dnnlens.analysis.producer import Producer
     from dnnlens.analysis.training import TrainingStep
@@ -374,35 +376,52 @@ class Analysis:
 
     # -- framework, costs, machine ---------------------------------------------------------
     @fact
+    def link_results(self) -> list[LinkResult]:
+        """The one linking of framework ops to primitives, per trace (else per plain
+        table), made over :attr:`all_events`: the summary's scope (after
+        ``skip_iterations``, not cut to the window), which ``framework_link`` and the
+        framework view both show (:func:`dnnlens.analysis.linking.link_framework`)."""
+        if self.log.framework is None:
+            return []
+        from dnnlens.analysis.linking import link_framework
+
+        results = link_framework(self.log, self.all_events)
+        if self.log.window is not None:  # executions that left the reader's window
+            kept = int((self.all_events["operation"] == "exec").sum())
+            gone = self.summary.exec_count - kept
+            for result in results:
+                if "outside_window" in result.info:
+                    result.info["outside_window"] += gone
+        return results
+
+    @fact
     def framework_links(self) -> dict[str, Any]:
-        """Framework ops linked to their primitives (:mod:`dnnlens.analysis.linking`)."""
+        """Framework ops linked to their primitives, as the report's ``framework_ops`` and
+        ``framework_link`` (:attr:`link_results`)."""
         notes = list(self.log.window.notes) if self.log.window is not None else []
         if self.log.framework is None:  # no table left to link, maybe a note why
             return {"framework_link": {"runs": [], "notes": notes}} if notes else {}
         from dnnlens.analysis.linking import framework_extras
 
-        links = framework_extras(self.log)
+        links = framework_extras(self.log, self.link_results)
         if not links and (self.log.framework.errors or notes):  # nothing linked: say why
             links = {"framework_link": {"runs": [], "notes": list(self.log.framework.errors)}}
         if notes:  # tables whose profiled region left the reader's window
             links["framework_link"]["notes"] = notes + links["framework_link"]["notes"]
-        if self.log.window is not None:  # executions that left the reader's window
-            kept = int((self.log.events["operation"] == "exec").sum())
-            gone = self.summary.exec_count - kept
-            for run in links.get("framework_link", {}).get("runs", []):
-                if "outside_window" in run:
-                    run["outside_window"] += gone
         return links
 
     @fact
     def framework(self) -> FrameworkAnalysis | None:
         """The framework view of a profiler trace or table, joined with every event
-        (:mod:`dnnlens.analysis.framework`); ``None`` without one."""
+        (:mod:`dnnlens.analysis.framework`) through :attr:`link_results`; ``None``
+        without one."""
         if self.log.framework is None:
             return None
         from dnnlens.analysis.framework import analyze_framework
 
-        return analyze_framework(self.log.framework, self.all_events, self.log.records)
+        return analyze_framework(
+            self.log.framework, self.all_events, self.log.records, links=self.link_results
+        )
 
     @fact
     def machine(self) -> Machine:
@@ -557,7 +576,7 @@ class Analysis:
             whole = self.typical_iteration_ms + impact
         else:
             return self.report_basis.own_share(impact, finding.basis)
-        return impact / whole if whole > 0 else None
+        return share(impact, whole)
 
     def basis_label(self, finding: Finding) -> str:
         """The figure a finding's share is of, in words: ``the typical 2.09 ms``."""
@@ -581,8 +600,14 @@ class Analysis:
         impact = self.impact_per_basis(finding)
         if impact is None:
             return None
-        basis = self.share_basis_ms(finding)
-        return impact / basis if basis > 0 else None
+        return share(impact, self.share_basis_ms(finding))
+
+    def line_texts(self, wanted: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
+        """What each wanted ``(input, line)`` said, from what the reader kept (its parsed
+        fields and time; :mod:`dnnlens.analysis.line_texts`): inputs are never re-read."""
+        from dnnlens.analysis.line_texts import line_texts
+
+        return line_texts(self.log, wanted)
 
     # -- everything at once ----------------------------------------------------------------
     def prepare(self) -> Analysis:
@@ -615,14 +640,14 @@ class ReorderPart:
     total_ms: float = 0.0
 
     @property
-    def share(self) -> float:
-        """Reorders' share of the typical iteration."""
-        return self.ms / self.iteration_ms if self.iteration_ms > 0 else 0.0
+    def share(self) -> float | None:
+        """Reorders' share of the typical iteration (``None`` without one)."""
+        return share(self.ms, self.iteration_ms)
 
     @property
-    def raw_share(self) -> float:
-        """Reorders' share of the summed raw exec times."""
-        return self.raw_ms / self.total_ms if self.total_ms > 0 else 0.0
+    def raw_share(self) -> float | None:
+        """Reorders' share of the summed raw exec times (``None`` when nothing is timed)."""
+        return share(self.raw_ms, self.total_ms)
 
 
 def _no_cost_notes(log: ParsedLog, points: list[Any]) -> list[str]:

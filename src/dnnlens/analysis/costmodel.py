@@ -465,12 +465,15 @@ def _cost(
     k = (kind or "").strip().lower().removesuffix("_v2")
     if not k or k == "graph_partition" or k == "zero_pad":
         return None
-    prob = parse_problem(k, problem)
-    if prob.overflow or not (problem or "").strip():
+    if not (problem or "").strip():
         return None
+    prob = parse_problem(k, problem)
+    if prob.overflow:  # oneDNN's "#": its print buffer was too small for the sizes
+        raise _Refused("sizes not printed (oneDNN's '#': its buffer overflowed)")
     d = dict(prob.dims)
     if _negative_sizes(d, prob.tensors):
-        return None  # no tensor has a negative size: a damaged or hand-made line
+        # no tensor has a negative size: a damaged or hand-made line
+        raise _Refused("a size below zero (a damaged or hand-edited line)")
     aux = parse_aux(aux_text)
     mdl = [md for md in parse_mds(mds_text) if not md.is_absent and md.arg not in _NO_TENSOR]
     fpmath = parse_attrs(attrs).fpmath if attrs else None

@@ -127,7 +127,7 @@ class Side:
     iteration_ms: list[float]
     steady_flags: list[bool]
     typical_by_kind: dict[str, float] = field(default_factory=dict)
-    reorder_share: float = 0.0
+    reorder_share: float | None = None
     #: The typical training step by part (``None`` for a log without a backward pass).
     training: TrainingStep | None = None
     #: The framework step (``None`` without a profiler trace or table with steps).

@@ -772,10 +772,11 @@ def _without_onednn(ops: pd.DataFrame, linked: set[int], have_log: bool) -> list
 # entry points
 
 
-def link_trace(log: ParsedLog, trace: TraceData) -> LinkResult:
-    """Link the exec events of ``log`` to the ops of ``trace``."""
+def link_trace(log: ParsedLog, trace: TraceData, events: pd.DataFrame | None = None) -> LinkResult:
+    """Link the exec events of ``log`` (or ``events``, some of them) to the ops of ``trace``."""
     markers = log.framework.markers if log.framework is not None else {}
-    return link_trace_events(log.events, trace, markers, have_log=bool(log.scans))
+    rows = log.events if events is None else events
+    return link_trace_events(rows, trace, markers, have_log=bool(log.scans))
 
 
 def link_trace_events(
@@ -894,16 +895,22 @@ def _table_window(
 
 
 def link_table(
-    log: ParsedLog, table: ProfilerTable, execs: _Execs | None = None, since: int = 0
+    log: ParsedLog,
+    table: ProfilerTable,
+    execs: _Execs | None = None,
+    since: int = 0,
+    events: pd.DataFrame | None = None,
 ) -> LinkResult:
     """Link a key_averages table (no per-call data) to the primitives of its profiled window.
 
     Each primitive kind goes to the innermost table op that calls it (the one with the least
     CPU total among the matching names); helpers go to the op before or after them.
-    ``since`` is the line of the previous table of the same log (see :func:`_table_window`).
+    ``since`` is the line of the previous table of the same log (see :func:`_table_window`);
+    ``events`` the events to link (all of ``log``'s by default).
     """
     markers = log.framework.markers if log.framework is not None else {}
-    return link_table_events(log.events, table, markers, execs, since)
+    rows = log.events if events is None else events
+    return link_table_events(rows, table, markers, execs, since)
 
 
 def _table_column(table: ProfilerTable, name: str) -> list[Any]:
@@ -1052,15 +1059,18 @@ def _table_op_rows(
     return out
 
 
-def link_framework(log: ParsedLog) -> list[LinkResult]:
-    """Link every trace of ``log`` (or, without traces, every table) to its primitives."""
+def link_framework(log: ParsedLog, events: pd.DataFrame | None = None) -> list[LinkResult]:
+    """Link every trace of ``log`` (or, without traces, every table) to its primitives:
+    to ``events`` when given (the analysis passes the events after ``skip_iterations``),
+    else to all of the log's events."""
     fw = log.framework
     if fw is None:
         return []
+    rows = log.events if events is None else events
     if fw.traces:
-        return [link_trace(log, t) for t in fw.traces]
+        return [link_trace(log, t, rows) for t in fw.traces]
     plain = [t for t in fw.tables if not t.by_input_shape] or fw.tables
-    execs = _Execs.of(log)  # once for every table: each then costs what its window holds
+    execs = _Execs.of_events(rows)  # once for every table: each then costs what its window holds
     lines: dict[str, list[int]] = defaultdict(list)
     for t in plain:
         lines[t.source].append(t.line)
@@ -1069,13 +1079,15 @@ def link_framework(log: ParsedLog) -> list[LinkResult]:
     results = []
     for t in plain:
         before = lines[t.source][: bisect_left(lines[t.source], t.line)]
-        results.append(link_table(log, t, execs, before[-1] if before else 0))
+        results.append(link_table(log, t, execs, before[-1] if before else 0, rows))
     return results
 
 
-def framework_extras(log: ParsedLog) -> dict[str, Any]:
-    """The JSON keys of the linking: ``framework_ops`` and its companions."""
-    results = link_framework(log)
+def framework_extras(log: ParsedLog, results: list[LinkResult] | None = None) -> dict[str, Any]:
+    """The JSON keys of the linking: ``framework_ops`` and its companions, of ``results``
+    (the links already made, one per trace or table; made here over all events without)."""
+    if results is None:
+        results = link_framework(log)
     if not results:
         return {}
     fw = log.framework

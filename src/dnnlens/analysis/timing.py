@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dnnlens.analysis.shares import share
 from dnnlens.model import ParsedLog
 from dnnlens.model.stats import first_rows
 
@@ -109,9 +110,10 @@ class TypicalIteration:
         at = self.by_record.reindex(pd.Index(ids).unique())
         return float(np.nansum(at.to_numpy()))
 
-    def share(self, part_ms: float | None) -> float:
-        """``part_ms`` as a share of the typical iteration (0 without one)."""
-        return float(part_ms or 0.0) / self.ms if self.ms > 0 else 0.0
+    def share(self, part_ms: float | None) -> float | None:
+        """``part_ms`` as a share of the typical iteration (``None`` without one or
+        without a part: :mod:`.shares`)."""
+        return share(part_ms, self.ms)
 
     def by_kind(self) -> dict[str, float]:
         """The typical iteration per primitive kind, largest first."""

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from dnnlens.analysis.shares import share
+
 __all__ = ["PARTS", "StepPart", "TrainingStep", "training_step"]
 
 #: ``(name, group, label)`` of every part of a step, in the order views show them.
@@ -78,9 +80,9 @@ class TrainingStep:
         """The part called ``name`` (one of :data:`PARTS`)."""
         return next(p for p in self.parts if p.name == name)
 
-    def share(self, ms: float) -> float:
-        """``ms`` as a share of the step (0 for an empty step)."""
-        return ms / self.step_ms if self.step_ms > 0 else 0.0
+    def share(self, ms: float) -> float | None:
+        """``ms`` as a share of the step (``None`` for an empty step: :mod:`.shares`)."""
+        return share(ms, self.step_ms)
 
     @property
     def forward_ms(self) -> float:

@@ -108,7 +108,8 @@ def perfetto(
     """Chrome trace-event JSON for ui.perfetto.dev: one slice per primitive execution."""
     from dnnlens.analysis.analysis import Analysis, AnalysisOptions
     from dnnlens.report.console import note
-    from dnnlens.report.perfetto import TraceOptions, parse_window, write_trace
+    from dnnlens.report.perfetto import TraceOptions, parse_window
+    from dnnlens.report.renderers import ALL_RENDERERS, RenderOptions
 
     try:
         window = parse_window(iterations) if iterations else None
@@ -120,8 +121,7 @@ def perfetto(
     analysis.findings = _findings(analysis, quiet)
     options = TraceOptions(window=window, include_creates=not no_creates, max_events=max_events)
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        stats = write_trace(analysis, output, options)
+        stats = ALL_RENDERERS["perfetto"].write(analysis, output, RenderOptions(trace=options))
     except OSError as exc:
         raise _write_failed(output, exc) from None
     where = f", iterations {stats.window[0]}:{stats.window[1]}" if stats.window else ""
@@ -168,29 +168,31 @@ def benchdnn(
     quiet: bool = _QUIET,
 ) -> None:
     """benchdnn batch lines reproducing the primitives that cost the most time."""
-    from dnnlens.report.benchdnn import batches, render_batch
+    from dnnlens.analysis.analysis import Analysis
     from dnnlens.report.console import note
-    from dnnlens.report.output import emit_text
+    from dnnlens.report.renderers import ALL_RENDERERS, RenderOptions
 
     log = _load(paths, quiet)
+    analysis = Analysis(log)  # the ranking analyze reports: the same primitives, same order
+    chosen, options = ALL_RENDERERS["benchdnn"], RenderOptions(top=top)
     try:
         if output is None:
-            emit_text(render_batch(log, top), None)
+            chosen.write(analysis, None, options)
         elif Path(output).is_dir() or output.endswith(("/", "\\")):
             target = Path(output)
             target.mkdir(parents=True, exist_ok=True)
-            files = batches(log, top)
-            for driver, text in files.items():
-                _refuse_input(target / f"{driver}.batch", log)
-                emit_text(text, target / f"{driver}.batch")
+            try:
+                files = chosen.write(analysis, target, options)
+            except UsageError as exc:  # a batch file would overwrite an input
+                raise _fail(str(exc)) from None
             note(
                 f"wrote {len(files)} batch file(s) to {target}: "
-                + ", ".join(f"{d}.batch" for d in files),
+                + ", ".join(f.name for f in files),
                 quiet,
             )
         else:
             _refuse_input(output, log)
-            emit_text(render_batch(log, top), Path(output))
+            chosen.write(analysis, Path(output), options)
             note(f"wrote {output}", quiet)
     except OSError as exc:
         raise _write_failed(output, exc) from None
@@ -198,12 +200,14 @@ def benchdnn(
 
 
 def _tables(fmt: str, paths: list[str], output: Path, quiet: bool) -> None:
+    from dnnlens.analysis.analysis import Analysis
     from dnnlens.report.console import note
-    from dnnlens.report.tables_export import ExportError, export_tables
+    from dnnlens.report.renderers import ALL_RENDERERS, RenderOptions
+    from dnnlens.report.tables_export import ExportError
 
     log = _load(paths, quiet)
     try:
-        result = export_tables(log, output, fmt)
+        result = ALL_RENDERERS[fmt].write(Analysis(log), output, RenderOptions())
     except ExportError as exc:
         raise _fail(str(exc)) from None
     for message in result.notes:

@@ -66,8 +66,8 @@ def register(app: typer.Typer) -> None:
         from dnnlens.analysis.analysis import Analysis, AnalysisOptions
         from dnnlens.analysis.iterations import marker_lines
         from dnnlens.io.problems import input_problems
-        from dnnlens.report.graph_export import render
-        from dnnlens.report.output import emit_text, input_paths, refuse_input
+        from dnnlens.report.output import input_paths, refuse_input
+        from dnnlens.report.renderers import ALL_RENDERERS, RenderOptions
 
         markers = None
         if pattern is not None:
@@ -83,9 +83,8 @@ def register(app: typer.Typer) -> None:
             window_events=window or None, skip_iterations=skip, marker_lines=markers
         )
         analysis = Analysis(log, options)
-        text = render(analysis.graph, fmt.value, analysis.steady)
         try:
-            emit_text(text, output)
+            ALL_RENDERERS["graph"].write(analysis, output, RenderOptions(graph_format=fmt.value))
         except OSError as exc:
             if exc.filename is None:
                 raise

@@ -23,8 +23,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from dnnlens.analysis.summary import primitive_execs
-from dnnlens.model import ParsedLog
+from dnnlens.analysis.analysis import Analysis
+from dnnlens.analysis.shares import share
+from dnnlens.fmt import pct_cell
 from dnnlens.parsers.attrs import Attrs, parse_attrs, parse_aux
 from dnnlens.parsers.common import DATA_TYPES
 from dnnlens.parsers.memdesc import MdList, MemDesc, parse_mds
@@ -588,46 +589,41 @@ class Entry:
     record: LineRecord
     count: int
     time_ms: float
-    share: float
+    #: of the summed exec time (``None``: nothing timed)
+    share: float | None
     example: str
     case: Case | None
     reason: str = ""
 
 
-def top_entries(log: ParsedLog, top: int) -> list[Entry]:
-    """The ``top`` primitives by total exec time, each with its benchdnn case.
+def top_entries(analysis: Analysis, top: int) -> list[Entry]:
+    """The ``top`` primitives of the analysis's ranking (``Analysis.primitives``: total exec
+    time over all events, the report's order), each with its benchdnn case.
 
     Distinct log lines that give the same benchdnn line (same problem, two
     implementations) are merged.
     """
-    execs = primitive_execs(log.events)
-    total = float(execs["time_ms"].sum())
-    if execs.empty:
-        return []
-    g = execs.groupby("record", sort=False)["time_ms"].agg(["size", "sum"])
-    g = g.sort_values(["sum", "size"], ascending=False, kind="stable")
-    first = execs.drop_duplicates("record").set_index("record")[["input", "line"]]
+    total = analysis.summary.total_time_ms
     out: list[Entry] = []
     by_line: dict[tuple[str, str], Entry] = {}
-    for rid, row in g.iterrows():
-        r = log.records[int(rid)]
-        where = first.loc[rid]
-        example = f"{where['input']}:{int(where['line'])}"
+    for p in analysis.primitives:
+        r = analysis.log.records[int(p["record"])]
         try:
             case: Case | None = benchdnn_case(r)
             reason = ""
         except Unsupported as exc:
             case, reason = None, str(exc)
-        count, ms = int(row["size"]), float(row["sum"])
+        # an untimed primitive (no time field on its lines) adds no time, as in the summary
+        count, ms = int(p["count"]), float(p["time_ms"]) if p["time_ms"] == p["time_ms"] else 0.0
         if case is not None and (case.driver, case.line) in by_line:
             e = by_line[(case.driver, case.line)]
             e.count += count
             e.time_ms += ms
-            e.share = e.time_ms / total if total > 0 else 0.0
+            e.share = share(e.time_ms, total)
             continue
         if len(out) >= top:
             continue
-        e = Entry(r, count, ms, ms / total if total > 0 else 0.0, example, case, reason)
+        e = Entry(r, count, ms, share(ms, total), str(p["example"]), case, reason)
         out.append(e)
         if case is not None:
             by_line[(case.driver, case.line)] = e
@@ -638,7 +634,7 @@ def _entry_comment(e: Entry) -> list[str]:
     """Comment lines about one entry; log text in them is terminal-safe and one line."""
     r = e.record
     lines = [
-        f"# {e.time_ms:.3f} ms ({100 * e.share:.1f}%), {e.count} executions, "
+        f"# {e.time_ms:.3f} ms ({pct_cell(e.share)}), {e.count} executions, "
         f"{safe(r.kind)} {safe(r.impl or '-')} {safe(r.prop_kind)}, first at {safe(e.example)}"
     ]
     if e.case is not None:
@@ -646,10 +642,10 @@ def _entry_comment(e: Entry) -> list[str]:
     return lines
 
 
-def batches(log: ParsedLog, top: int = 10) -> dict[str, str]:
+def batches(analysis: Analysis, top: int = 10) -> dict[str, str]:
     """One batch file text per driver (``{"conv": "...", "reorder": "..."}``)."""
     groups: dict[str, list[Entry]] = {}
-    for e in top_entries(log, top):
+    for e in top_entries(analysis, top):
         if e.case is not None:
             groups.setdefault(e.case.driver, []).append(e)
     out = {}
@@ -667,10 +663,10 @@ def batches(log: ParsedLog, top: int = 10) -> dict[str, str]:
     return out
 
 
-def render_batch(log: ParsedLog, top: int = 10) -> str:
+def render_batch(analysis: Analysis, top: int = 10) -> str:
     """All reproducers as text, grouped per driver, with the ones that could not be made."""
-    entries = top_entries(log, top)
-    inputs = ", ".join(safe(s.path) for s in log.scans)
+    entries = top_entries(analysis, top)
+    inputs = ", ".join(safe(s.path) for s in analysis.log.scans)
     out = [
         f"# dnnlens: benchdnn reproducers for the top {len(entries)} primitives of "
         f"{inputs} (by total exec time)",
@@ -678,7 +674,7 @@ def render_batch(log: ParsedLog, top: int = 10) -> str:
         "#   benchdnn --mode=P --<driver> --batch=<driver>.batch",
         "# (dnnlens export benchdnn LOG -o DIR writes those files for you)",
     ]
-    for driver, text in batches(log, top).items():
+    for driver, text in batches(analysis, top).items():
         out += ["", f"# ==== {driver} ====", text.rstrip("\n")]
     skipped = [e for e in entries if e.case is None]
     if skipped:

@@ -49,7 +49,7 @@ class DiffSideDoc:
     typical_iteration_ms: float
     mean_iteration_ms: float | None
     steady_median_ms: float | None
-    reorder_share_of_iteration: float
+    reorder_share_of_iteration: float | None
     training: TrainingDoc | None = None
     step: DiffStepDoc | None = None
 

@@ -55,10 +55,16 @@ def _facts(doc: dict[str, Any]) -> list[str]:
         top = convs[0]
         lines.append(
             f"Convolutions outside oneDNN: {len(convs)} kind(s), {ms(total)} per step "
-            f"({pct(sum(c['share'] for c in convs))}); the costliest, {top['op']} "
+            f"({pct(_total_share(convs))}); the costliest, {top['op']} "
             f"{top.get('input_dims') or ''} {top.get('dtype') or ''}: {top['reason']}"
         )
     return lines
+
+
+def _total_share(rows: list[dict[str, Any]]) -> float | None:
+    """The summed share of some rows (``None`` when theirs are: no typical step)."""
+    shares = [r["share"] for r in rows]
+    return None if any(x is None for x in shares) else sum(shares)
 
 
 def terminal_lines(analysis: Analysis, console: Any, top: int = 5) -> None:

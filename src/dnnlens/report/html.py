@@ -30,8 +30,8 @@ from dnnlens.analysis.analysis import Analysis
 from dnnlens.analysis.columns import str_values
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.layouts import flow_label, md_layouts
+from dnnlens.analysis.line_texts import NOT_KEPT
 from dnnlens.fmt import ms, ms_cell, pct, pct_cell
-from dnnlens.io.inputs import InputSource, ReadStats, iter_lines
 from dnnlens.report import framework_view, training_view, verdict_text
 from dnnlens.report.svg_charts import (
     Bar,
@@ -82,15 +82,16 @@ def _banner(a: Analysis) -> str:
     if not a.findings:
         return f'<div class="banner ok" id="verdict"><p class="head">{text}</p></div>'
     top = a.findings[0]
-    share = a.share_of(top) or 0.0
+    share = a.share_of(top)  # None: not about time, or no basis to be a part of
     bar = ""
-    if top.impact_ms_per_iteration is not None and a.share_basis_ms(top) > 0:
+    if share is not None:
         width = max(0.5, min(100.0, 100 * share))
         bar = (
             f'<div class="meter" title="{esc(pct(share))} of {esc(a.basis_label(top))}">'
             f'<i style="width:{width:.1f}%"></i></div>'
         )
-    cls = "banner" if top.severity != "info" or share >= ALERT_SHARE else "banner ok"
+    alert = share is not None and share >= ALERT_SHARE
+    cls = "banner" if top.severity != "info" or alert else "banner ok"
     links = "".join(
         f'<li><a href="#finding-{i}">{esc(verdict_text.title(f))}</a>'
         f'<span class="tag"> {esc(verdict_text.cost(f, a) or f.severity)}</span></li>'
@@ -159,7 +160,7 @@ def _cards(a: Analysis) -> str:
             pct(part.share),
             f"of the typical iteration ({ms(part.ms)}); raw sums {pct(part.raw_share)} "
             f"({ms(part.raw_ms)} in {part.raw_count:,} executions)",
-            part.share >= ALERT_SHARE,
+            part.share is not None and part.share >= ALERT_SHARE,
         ),
         ("Primitive time, raw", ms(s.total_time_ms), f"{s.exec_count:,} executions", False),
     ]
@@ -186,27 +187,12 @@ def _cards(a: Analysis) -> str:
 
 
 def evidence_text(
-    findings: list[Finding], per_finding: int = EVIDENCE_SHOWN
+    a: Analysis, findings: list[Finding], per_finding: int = EVIDENCE_SHOWN
 ) -> dict[tuple[str, int], str]:
-    """The text of the evidence lines shown in the report, read back from the inputs."""
-    wanted: dict[str, set[int]] = {}
-    for f in findings:
-        for e in f.evidence[:per_finding]:
-            wanted.setdefault(e.path, set()).add(int(e.line))
-    out: dict[tuple[str, int], str] = {}
-    for path, lines in wanted.items():
-        if path == "-" or not Path(path).is_file():
-            continue
-        last = max(lines)
-        try:
-            for n, text in enumerate(iter_lines(InputSource(path), ReadStats()), 1):
-                if n in lines:
-                    out[(path, n)] = text[:EVIDENCE_TEXT]
-                if n >= last:
-                    break
-        except OSError:
-            continue
-    return out
+    """The text of the evidence lines shown in the report, as the analysis carries it
+    (:meth:`Analysis.line_texts`: what the reader kept; inputs are not read again)."""
+    wanted = [(e.path, int(e.line)) for f in findings for e in f.evidence[:per_finding]]
+    return {k: v[:EVIDENCE_TEXT] for k, v in a.line_texts(wanted).items()}
 
 
 def _findings(a: Analysis) -> str:
@@ -215,7 +201,7 @@ def _findings(a: Analysis) -> str:
         return _section(
             "findings", "Findings", '<p class="note">No findings: no rule fired on this input.</p>'
         )
-    texts = evidence_text(findings)
+    texts = evidence_text(a, findings)
     out = [
         f'<p class="note">Most costly first: by the time per typical {a.report_basis.unit} '
         "each one accounts for; findings that are not about time follow, most severe first.</p>"
@@ -237,10 +223,12 @@ def _findings(a: Analysis) -> str:
             text = texts.get((e.path, int(e.line)))
             if e.op is not None:  # a trace event: its op, step and start say more than "{"
                 text = f"{e.op} in {e.step or 'the trace'} at {e.ts_us or 0:,.0f} us"
-            out.append(
-                f'<div class="tag">{esc(e.path)}:{int(e.line)}</div>'
-                + (f"<pre>{esc(text)}</pre>" if text is not None else "")
+            shown = (
+                f"<pre>{esc(text)}</pre>"
+                if text is not None
+                else (f'<p class="note">{esc(NOT_KEPT)}</p>')
             )
+            out.append(f'<div class="tag">{esc(e.path)}:{int(e.line)}</div>' + shown)
         if len(x.evidence) > EVIDENCE_SHOWN:
             out.append(
                 f'<p class="note">and {len(x.evidence) - EVIDENCE_SHOWN} more '

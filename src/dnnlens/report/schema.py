@@ -77,7 +77,8 @@ class SummaryDoc:
     pass) of steady executions per steady pass x typical run of that node
     (:mod:`dnnlens.analysis.timing`); ``steady_iterations`` and
     ``warmup_iterations`` as :mod:`dnnlens.analysis.steady` defines them;
-    ``reorder_ms_per_iteration`` / ``reorder_share_of_iteration``: the reorders' part of it.
+    ``reorder_ms_per_iteration`` / ``reorder_share_of_iteration``: the reorders' part of it
+    (the share is ``null`` without a typical iteration to be a part of).
     """
 
     exec_count: int
@@ -99,7 +100,7 @@ class SummaryDoc:
     warmup_iterations: int
     typical_iteration_ms: float
     reorder_ms_per_iteration: float
-    reorder_share_of_iteration: float
+    reorder_share_of_iteration: float | None
 
 
 @dataclass
@@ -294,7 +295,7 @@ class TrainingPartDoc:
     group: str
     label: str
     ms: float
-    share: float
+    share: float | None
     per_step: float
 
 
@@ -315,7 +316,7 @@ class TrainingDoc:
     forward_ms: float
     backward_ms: float
     weight_reorder_ms: float
-    weight_reorder_share: float
+    weight_reorder_share: float | None
     backward_forward_ratio: float | None
     parts: list[TrainingPartDoc]
 

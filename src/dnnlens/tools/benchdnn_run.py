@@ -16,6 +16,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
+from dnnlens.analysis.analysis import Analysis
 from dnnlens.model import ParsedLog
 from dnnlens.report.benchdnn import top_entries
 
@@ -90,7 +91,7 @@ def run_benchdnn(
     ``FileNotFoundError``/``PermissionError`` only when ``binary`` cannot be started at all.
     """
     results: list[BenchResult] = []
-    for entry in top_entries(log, top):
+    for entry in top_entries(Analysis(log), top):  # the report's ranking
         r = entry.record
         mean = entry.time_ms / entry.count if entry.count else float("nan")
         if entry.case is None:

@@ -19,6 +19,7 @@ from dnnlens.analysis.framework.names import PHASES
 from dnnlens.analysis.framework.rows import OpRows
 from dnnlens.analysis.framework.typical import compose, split, typical
 from dnnlens.analysis.linking import LinkResult, link_trace_events
+from dnnlens.analysis.shares import share
 from dnnlens.fmt import ms
 
 PRIMITIVE_COLUMNS = ("name", "phase", "kind", "calls_per_step", "ms_per_step")
@@ -61,9 +62,12 @@ def join(
     steady_steps: int,
     events: pd.DataFrame,
     markers: dict[str, list[tuple[int, str]]],
+    link: LinkResult | None = None,
 ) -> Joined:
-    """Link ``events`` to the trace of ``rows`` and sum the steady links per step."""
-    link = link_trace_events(events, rows.trace, markers)
+    """Sum the steady links of ``events`` to the trace of ``rows`` per step. ``link`` is
+    the linking already made of those events (the analysis's one); made here without."""
+    if link is None:
+        link = link_trace_events(events, rows.trace, markers)
     frame = link.links
     if frame.empty:
         empty = pd.DataFrame({c: [] for c in PRIMITIVE_COLUMNS})
@@ -147,7 +151,7 @@ class ReportBasis:
 
     def share(self, impact_ms: float, finding_basis: str) -> float | None:
         """A finding's impact as a share of the basis (None without a basis)."""
-        return self.per_unit(impact_ms, finding_basis) / self.ms if self.ms > 0 else None
+        return share(self.per_unit(impact_ms, finding_basis), self.ms)
 
     def own_share(self, impact_ms: float, finding_basis: str) -> float | None:
         """A finding's impact as a share of its own unit (JSON ``share_of_iteration``): a
@@ -155,7 +159,7 @@ class ReportBasis:
         own = self.ms * self.iterations_per_step if self.unit != "step" else self.ms
         if finding_basis != "step":
             own = self.onednn_iteration_ms
-        return impact_ms / own if own > 0 else None
+        return share(impact_ms, own)
 
     def mismatch_note(self) -> str | None:
         """The note when the oneDNN time of a step is longer than the step itself: the log

@@ -22,7 +22,8 @@ from dnnlens.analysis.framework.names import NATIVE_NORMALIZATION, PHASES
 from dnnlens.analysis.framework.rows import OpRows, op_rows
 from dnnlens.analysis.framework.steps import WARMUP_SLOWER, Steps, find_steps
 from dnnlens.analysis.framework.typical import typical_ms
-from dnnlens.analysis.linking import ANCHORS
+from dnnlens.analysis.linking import ANCHORS, LinkResult
+from dnnlens.analysis.shares import share
 from dnnlens.parsers.torch_table import ProfilerTable
 from dnnlens.parsers.torch_trace import FrameworkData, TraceData
 
@@ -158,9 +159,9 @@ class FrameworkAnalysis:
         hit = self.phases.loc[self.phases["phase"] == phase, "ms_per_step"]
         return float(hit.iloc[0]) if len(hit) else 0.0
 
-    def share(self, ms: float) -> float:
-        """``ms`` as a share of the typical step."""
-        return ms / self.typical_step_ms if self.typical_step_ms > 0 else 0.0
+    def share(self, ms: float) -> float | None:
+        """``ms`` as a share of the typical step (``None`` without one: :mod:`.shares`)."""
+        return share(ms, self.typical_step_ms)
 
     def steady_rows(self, mask: np.ndarray) -> np.ndarray:
         """``mask`` limited to main-thread rows of steady steps."""
@@ -314,13 +315,17 @@ def analyze_framework(
     events: pd.DataFrame | None = None,
     records: list[Any] | None = None,
     markers: dict[str, list[tuple[int, str]]] | None = None,
+    links: list[LinkResult] | None = None,
 ) -> FrameworkAnalysis:
     """The framework view of ``data``: its first trace, else its last key_averages table.
 
     ``events`` is the oneDNN event table of a verbose log of the same run (for the joined
     view: per op and per phase its oneDNN share); ``records`` the log's records (unused by
     the view itself: accepted so callers pass what they have); ``markers`` the
-    profiler_start/stop lines per log (``data.markers`` by default).
+    profiler_start/stop lines per log (``data.markers`` by default). ``links`` is the
+    linking of ``events`` already made (:func:`dnnlens.analysis.linking.link_framework`:
+    one per trace, else one per plain table), so that the view and the report's
+    ``framework_link`` are one linking; without it the view links ``events`` itself.
     """
     del records  # the event table carries what the join needs
     marks = data.markers if markers is None else markers
@@ -333,10 +338,13 @@ def analyze_framework(
                 f"{len(data.traces)} traces among the inputs; the framework view is made of "
                 f"the first ({trace.path})"
             )
-        return _from_trace(trace, events if have_execs else None, marks, notes)
+        link = links[0] if links else None
+        return _from_trace(trace, events if have_execs else None, marks, notes, link)
     if data.tables:
         table, notes = keyaverages.pick_table(data.tables)
-        return _from_table(table, events if have_execs else None, data, notes)
+        # link_framework links the same plain tables in order: the picked one is the last
+        link = links[-1] if links else None
+        return _from_table(table, events if have_execs else None, data, notes, link)
     raise ValueError("no framework data: neither a trace nor a key_averages table")
 
 
@@ -345,6 +353,7 @@ def _from_trace(
     events: pd.DataFrame | None,
     markers: dict[str, list[tuple[int, str]]],
     notes: list[str],
+    link_made: LinkResult | None = None,
 ) -> FrameworkAnalysis:
     rows = op_rows(trace)
     steps = find_steps(rows)
@@ -362,8 +371,8 @@ def _from_trace(
     link = None
     joined: Joined | None = None
     if events is not None:
-        joined = join(rows, steady, count, events, markers)
-        primitives, link = joined.primitives, dict(joined.link.info)
+        joined = join(rows, steady, count, events, markers, link_made)
+        primitives, link = joined.primitives, joined.link.info
         notes += joined.notes
         _add_onednn(ops, phases, joined)
     other = [t for t in range(len(rows.threads)) if t != rows.main_thread]
@@ -460,6 +469,7 @@ def _from_table(
     events: pd.DataFrame | None,
     data: FrameworkData,
     notes: list[str],
+    link_made: LinkResult | None = None,
 ) -> FrameworkAnalysis:
     parts = keyaverages.table_view(table)
     ops = parts["ops"]
@@ -469,7 +479,7 @@ def _from_table(
     if events is not None:
         from dnnlens.analysis.linking import link_table_events
 
-        result = link_table_events(events, table, data.markers)
+        result = link_made or link_table_events(events, table, data.markers)
         count = parts["steady_count"]
         rows = [
             {
@@ -485,7 +495,7 @@ def _from_table(
         primitives = pd.DataFrame(
             rows, columns=["name", "phase", "kind", "calls_per_step", "ms_per_step"]
         )
-        link = dict(result.info)
+        link = result.info
         notes += result.notes
         by_name = primitives.groupby("name")["ms_per_step"].sum()
         ops["onednn_ms_per_step"] = [float(by_name.get(n, 0.0)) for n in ops["name"]]

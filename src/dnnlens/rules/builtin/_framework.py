@@ -68,7 +68,7 @@ def step_finding(
     """The finding, graded, when ``impact_ms`` reaches the rule's ``min_share`` of the step
     (nothing otherwise)."""
     share = fw.share(impact_ms)
-    if not impact_ms or share < rule.options["min_share"]:
+    if not impact_ms or share is None or share < rule.options["min_share"]:
         return
     yield rule.finding(
         message,

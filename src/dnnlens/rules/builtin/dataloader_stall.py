@@ -37,7 +37,8 @@ class DataloaderStall(Rule):
         if fw is None or not fw.steady_count:
             return
         data_ms = fw.phase_ms("data loading")
-        if fw.share(data_ms) < self.options["min_share"]:
+        data_share = fw.share(data_ms)
+        if data_share is None or data_share < self.options["min_share"]:
             return  # (before the evidence is looked up)
         idle = None
         if fw.rows is not None:

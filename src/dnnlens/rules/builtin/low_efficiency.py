@@ -7,8 +7,9 @@ from typing import Any
 
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.machine import CLOCK_ASSUMED
+from dnnlens.analysis.shares import share as share_of
 from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._util import pct, ratio
+from dnnlens.rules.builtin._util import pct
 from dnnlens.rules.context import RuleContext
 
 #: The kinds the rule judges: where a FLOP rate against the peak means something.
@@ -59,8 +60,10 @@ class LowEfficiency(Rule):
         if not known:
             return
         time_total = sum(p["iter_ms"] for p in rows)
-        share = ratio(time_total, a.typical_iteration_ms)
-        eff = ratio(sum(p["efficiency"] * p["iter_ms"] for p in known), sum_iter(known))
+        share = a.typical.share(time_total)
+        eff = share_of(sum(p["efficiency"] * p["iter_ms"] for p in known), sum_iter(known))
+        if share is None or eff is None:  # no typical iteration, no time: nothing to weigh
+            return
         if eff >= self.options["efficiency"] or share < self.options["min_share"]:
             return
         passes = max(a.steady.divisor, 1)

@@ -45,7 +45,7 @@ class ReorderOverhead(FixedByProducer):
         iters = ctx.steady_iterations
         part = ctx.analysis.reorder_part
         per_iter, iteration, share = part.ms, part.iteration_ms, part.share
-        if reo.empty or share < self.options["share"]:
+        if reo.empty or share is None or share < self.options["share"]:
             return
         raw_ms, raw_share, total_ms = part.raw_ms, part.raw_share, part.total_ms
         by_tensor = part.by_tensor

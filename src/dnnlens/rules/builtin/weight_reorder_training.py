@@ -77,7 +77,7 @@ class WeightReorderTraining(FixedByProducer):
             return
         per_step = step.weight_reorder_ms
         share = step.share(per_step)
-        if per_step <= 0 or share < self.options["min_share"]:
+        if per_step <= 0 or share is None or share < self.options["min_share"]:
             return
         parts = [(role, step.part(part), words) for role, part, words in ROLES]
         present = [(role, p, words) for role, p, words in parts if p.per_step > 0]
