@@ -16,13 +16,16 @@ def projection(
     measured: Sequence[str] = (),
 ) -> tuple[Any, Any]:
     """The :class:`~dnnlens.analysis.projection.Projection` of ``log`` and the log read
-    (``changes`` already normalised; empty: every change); :class:`SessionError` when an
-    input cannot be read."""
+    (``changes``: change ids, see ``CHANGES``; empty: every change); :class:`SessionError`
+    when a change is unknown or an input cannot be read."""
     from dnnlens.analysis.analysis import Analysis, AnalysisOptions
     from dnnlens.analysis.projection import CHANGES
     from dnnlens.analysis.projection import project as run_projection
     from dnnlens.reading import load
 
+    unknown = [c for c in changes if c not in CHANGES]
+    if unknown:
+        raise SessionError(f"unknown change {unknown[0]!r}: one of {', '.join(CHANGES)}")
     parsed = load([log])
     others = [load([m]) for m in measured]
     errors = [e for p in (parsed, *others) for e in p.input_errors] + [
