@@ -7,7 +7,6 @@ two analyses; this module only lays them out.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from dnnlens._version import __version__
@@ -15,94 +14,14 @@ from dnnlens.analysis.diff import Diff, Side, StepSide
 from dnnlens.analysis.training import TrainingStep
 from dnnlens.fmt import ms, ms_cell, pct_cell, signed_pct, speed
 from dnnlens.report.json_report import training_doc
-from dnnlens.report.schema import SCHEMA_VERSION, Row, TrainingDoc, to_plain
-
-
-@dataclass
-class DiffStepDoc:
-    """One run's framework step (a profiler trace or table), as ``analyze`` shows it."""
-
-    path: str
-    method: str
-    steps: int
-    steady_steps: int
-    warmup_steps: int
-    typical_step_ms: float
-    median_step_ms: float
-    mean_step_ms: float | None
-    untracked_ms_per_step: float
-    phases: dict[str, float]
-    onednn_ms_per_step: float | None = None
-    iterations_per_step: int | None = None
-
-
-@dataclass
-class DiffSideDoc:
-    """One run, with the figures ``analyze`` prints for it."""
-
-    path: str
-    exec_count: int
-    total_ms: float
-    iterations: int
-    steady_iterations: int
-    warmup_iterations: int
-    typical_iteration_ms: float
-    mean_iteration_ms: float | None
-    steady_median_ms: float | None
-    reorder_share_of_iteration: float | None
-    training: TrainingDoc | None = None
-    step: DiffStepDoc | None = None
-
-
-@dataclass
-class DiffTotalDoc:
-    """The totals and the verdict's comparison."""
-
-    base_ms: float
-    new_ms: float
-    speedup: float | None
-    base_count: int
-    new_count: int
-    base_iterations: int
-    new_iterations: int
-    per_iteration: bool
-    base_typical_iteration_ms: float
-    new_typical_iteration_ms: float
-    typical_speedup: float | None
-    base_mean_iteration_ms: float | None
-    new_mean_iteration_ms: float | None
-    basis: str
-    compared_base_ms: float
-    compared_new_ms: float
-    compared_speedup: float | None
-    slower_pct: float | None
-
-
-@dataclass
-class DiffDoc:
-    """The ``dnnlens diff --format json`` document."""
-
-    schema_version: str
-    dnnlens_version: str
-    verdict: str
-    basis: str
-    base: DiffSideDoc
-    new: DiffSideDoc
-    total: DiffTotalDoc
-    kinds: list[Row]
-    primitives: list[Row]
-    appeared: list[Row]
-    vanished: list[Row]
-    implementation_changes: list[Row]
-    iterations: list[Row]
-    fail_if_slower_pct: float | None = None
-    #: ``step`` when both sides have a framework step (the verdict compares steps), else
-    #: ``iteration``; then ``phases``, ``ops`` and ``steps`` side by side
-    unit: str = "iteration"
-    phases: list[Row] | None = None
-    ops: list[Row] | None = None
-    steps: list[Row] | None = None
-    notes: list[str] | None = None
+from dnnlens.report.schema import (
+    SCHEMA_VERSION,
+    DiffDoc,
+    DiffSideDoc,
+    DiffStepDoc,
+    DiffTotalDoc,
+    to_plain,
+)
 
 
 def _step_doc(step: StepSide | None) -> DiffStepDoc | None:

@@ -9,71 +9,22 @@ clock or bandwidth), then every change, measured ones first.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from dnnlens._version import __version__
 from dnnlens.analysis.machine import CLOCK_ASSUMED
 from dnnlens.analysis.projection import ChangeResult, Projection
 from dnnlens.fmt import ms, ms_cell
-from dnnlens.report.schema import SCHEMA_VERSION, Row, to_plain
+from dnnlens.report.schema import (
+    SCHEMA_VERSION,
+    BaselineDoc,
+    HeadlineDoc,
+    ProjectionDoc,
+    to_plain,
+)
 
 #: Adjustments listed per change in the terminal report.
 SHOWN_ADJUSTMENTS = 12
-
-
-@dataclass
-class BaselineDoc:
-    """The iteration the changes are projected from: the typical iteration of ``analyze``.
-
-    ``creation_ms`` is what the steady passes spend per iteration creating primitives that
-    miss the primitive cache (``creation_misses`` lines): not in the typical iteration,
-    which holds executions only.
-    """
-
-    log: str
-    typical_iteration_ms: float
-    steady_iterations: int
-    pass_shown: int
-    other_ms: float
-    statistic: str
-    creation_ms: float
-    creation_misses: int
-
-
-@dataclass
-class HeadlineDoc:
-    """The change a report leads with: the measured one that saves the most (``basis``
-    ``measured``), or, in ``estimate``, the estimate that saves the most."""
-
-    change: str
-    basis: str
-    baseline_ms: float
-    projected_ms: float
-    saving_ms: float
-
-
-@dataclass
-class ProjectionDoc:
-    """The ``dnnlens project --format json`` document."""
-
-    schema_version: str
-    dnnlens_version: str
-    log: str
-    baseline: BaselineDoc
-    baseline_ms: float
-    iterations_used: int
-    statistic: str
-    notes: list[str]
-    steps: list[Row]
-    machine: dict[str, Any]
-    measured_logs: list[Row]
-    #: measured changes first, then estimates, then the changes that found nothing to change
-    changes: list[Row]
-    combined: Row | None
-    headline: HeadlineDoc | None
-    estimate: HeadlineDoc | None
-    benchdnn: list[Row] | None = None
 
 
 def projection_doc(p: Projection, bench: list[Any] | None = None) -> ProjectionDoc:

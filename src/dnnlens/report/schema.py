@@ -470,9 +470,6 @@ def json_schema(doc_type: type, title: str) -> dict[str, Any]:
 #: The shipped schemas: file name in ``docs/schema/`` -> (document class, title).
 def documents() -> dict[str, tuple[type, str]]:
     """Every document with a shipped schema."""
-    from dnnlens.report.diff_report import DiffDoc
-    from dnnlens.report.projection_report import ProjectionDoc
-
     return {
         "analyze.schema.json": (ReportDoc, "dnnlens analyze --format json"),
         "analyze-runs.schema.json": (RunsDoc, "dnnlens analyze --format json, several runs"),
@@ -502,3 +499,147 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# -- the documents of diff and project ------------------------------------------------
+
+
+@dataclass
+class DiffStepDoc:
+    """One run's framework step (a profiler trace or table), as ``analyze`` shows it."""
+
+    path: str
+    method: str
+    steps: int
+    steady_steps: int
+    warmup_steps: int
+    typical_step_ms: float
+    median_step_ms: float
+    mean_step_ms: float | None
+    untracked_ms_per_step: float
+    phases: dict[str, float]
+    onednn_ms_per_step: float | None = None
+    iterations_per_step: int | None = None
+
+
+@dataclass
+class DiffSideDoc:
+    """One run, with the figures ``analyze`` prints for it."""
+
+    path: str
+    exec_count: int
+    total_ms: float
+    iterations: int
+    steady_iterations: int
+    warmup_iterations: int
+    typical_iteration_ms: float
+    mean_iteration_ms: float | None
+    steady_median_ms: float | None
+    reorder_share_of_iteration: float | None
+    training: TrainingDoc | None = None
+    step: DiffStepDoc | None = None
+
+
+@dataclass
+class DiffTotalDoc:
+    """The totals and the verdict's comparison."""
+
+    base_ms: float
+    new_ms: float
+    speedup: float | None
+    base_count: int
+    new_count: int
+    base_iterations: int
+    new_iterations: int
+    per_iteration: bool
+    base_typical_iteration_ms: float
+    new_typical_iteration_ms: float
+    typical_speedup: float | None
+    base_mean_iteration_ms: float | None
+    new_mean_iteration_ms: float | None
+    basis: str
+    compared_base_ms: float
+    compared_new_ms: float
+    compared_speedup: float | None
+    slower_pct: float | None
+
+
+@dataclass
+class DiffDoc:
+    """The ``dnnlens diff --format json`` document."""
+
+    schema_version: str
+    dnnlens_version: str
+    verdict: str
+    basis: str
+    base: DiffSideDoc
+    new: DiffSideDoc
+    total: DiffTotalDoc
+    kinds: list[Row]
+    primitives: list[Row]
+    appeared: list[Row]
+    vanished: list[Row]
+    implementation_changes: list[Row]
+    iterations: list[Row]
+    fail_if_slower_pct: float | None = None
+    #: ``step`` when both sides have a framework step (the verdict compares steps), else
+    #: ``iteration``; then ``phases``, ``ops`` and ``steps`` side by side
+    unit: str = "iteration"
+    phases: list[Row] | None = None
+    ops: list[Row] | None = None
+    steps: list[Row] | None = None
+    notes: list[str] | None = None
+
+
+@dataclass
+class BaselineDoc:
+    """The iteration the changes are projected from: the typical iteration of ``analyze``.
+
+    ``creation_ms`` is what the steady passes spend per iteration creating primitives that
+    miss the primitive cache (``creation_misses`` lines): not in the typical iteration,
+    which holds executions only.
+    """
+
+    log: str
+    typical_iteration_ms: float
+    steady_iterations: int
+    pass_shown: int
+    other_ms: float
+    statistic: str
+    creation_ms: float
+    creation_misses: int
+
+
+@dataclass
+class HeadlineDoc:
+    """The change a report leads with: the measured one that saves the most (``basis``
+    ``measured``), or, in ``estimate``, the estimate that saves the most."""
+
+    change: str
+    basis: str
+    baseline_ms: float
+    projected_ms: float
+    saving_ms: float
+
+
+@dataclass
+class ProjectionDoc:
+    """The ``dnnlens project --format json`` document."""
+
+    schema_version: str
+    dnnlens_version: str
+    log: str
+    baseline: BaselineDoc
+    baseline_ms: float
+    iterations_used: int
+    statistic: str
+    notes: list[str]
+    steps: list[Row]
+    machine: dict[str, Any]
+    measured_logs: list[Row]
+    #: measured changes first, then estimates, then the changes that found nothing to change
+    changes: list[Row]
+    combined: Row | None
+    headline: HeadlineDoc | None
+    estimate: HeadlineDoc | None
+    benchdnn: list[Row] | None = None
