@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.analysis.framework.names import DATALOADER_PREFIX
 from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._framework import QUIET_BELOW_SHARE, cost, impact, step_finding
 from dnnlens.rules.context import RuleContext
@@ -39,6 +38,9 @@ class DataloaderStall(Rule):
         data_ms = fw.phase_ms("data loading")
         if fw.share(data_ms) < self.options["min_share"]:
             return  # (before the evidence is looked up)
+        # imported here, not at the top: a log without a trace or table never needs it
+        from dnnlens.analysis.framework.names import DATALOADER_PREFIX
+
         idle = None
         if fw.rows is not None:
             evidence = fw.evidence(fw.rows.mask_prefix(DATALOADER_PREFIX), 1)
