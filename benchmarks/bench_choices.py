@@ -2,6 +2,7 @@
 
     python benchmarks/bench_choices.py                 # 10 lines, 100k, 1M; 5 paired rounds
     python benchmarks/bench_choices.py --repeat 7 --sizes 100000,1000000
+    python benchmarks/bench_choices.py --variants j1,j2,default --busy 1   # one CPU kept busy
 
 Variants of ``dnnlens analyze LOG --format json -o /dev/null`` (the training log of
 ``sample_logs/`` repeated), all started the same way (``python -c``) so only the choice
@@ -15,18 +16,24 @@ differs:
 
 Each round runs every variant once, one right after the other (a pair is measured under the
 same load); the table gives the median wall time and the median of the per-round ratios to
-``j1``, with the load average beside it, and is written to ``benchmarks/results/choices.md``.
+``j1``, with the load average beside it and, for ``default``, the ``-j`` dnnlens chose in
+each round (its note on stderr), and is written to ``benchmarks/results/choices.md``.
+``--busy N`` keeps N CPUs busy with spinning processes through the rounds: the default
+must then choose fewer workers, and never be slower than ``-j 1``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -50,8 +57,12 @@ VARIANTS: dict[str, tuple[list[str], str, dict[str, str]]] = {
 }
 
 
-def run(log: Path, name: str) -> float:
-    """Wall time of one whole command."""
+_CHOSEN = re.compile(rb"reading with (\d+) processes")
+SPIN = "while True:\n    pass\n"
+
+
+def run(log: Path, name: str) -> tuple[float, int]:
+    """Wall time of one whole command, and the processes it read with."""
     args, prelude, extra = VARIANTS[name]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), **extra}
     cmd = [sys.executable, "-c", LAUNCH.format(prelude=prelude), "analyze", str(log)]
@@ -61,41 +72,75 @@ def run(log: Path, name: str) -> float:
     spent = time.perf_counter() - t
     if done.returncode not in (0, 1):
         sys.exit(f"{name} on {log.name}: exit {done.returncode}: {done.stderr[-400:]!r}")
-    return spent
+    chosen = _CHOSEN.search(done.stderr)
+    jobs = int(args[1]) if args else int(chosen.group(1)) if chosen else 1
+    return spent, jobs
+
+
+@contextlib.contextmanager
+def busy(cpus: int) -> Iterator[None]:
+    """``cpus`` spinning processes while the block runs (other work on a shared machine)."""
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(cpus)]
+    try:
+        time.sleep(0.5 if cpus else 0)  # running before the first command starts
+        yield
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--sizes", default="10,100000,1000000", help="lines of each log")
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="j1 always runs first")
+    ap.add_argument("--busy", type=int, default=0, help="CPUs kept busy by spinning processes")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/dnnlens-choices"))
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
+    names = ["j1", *(n for n in args.variants.split(",") if n != "j1")]
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        ap.error(f"unknown variant(s) {', '.join(unknown)}: one of {', '.join(VARIANTS)}")
     args.workdir.mkdir(parents=True, exist_ok=True)
     rows = []
     for lines in (int(s) for s in args.sizes.split(",")):
         log = args.workdir / f"train_{lines}.log"
         if not log.exists():
             build_log(TRAIN, lines, log)
-        times: dict[str, list[float]] = {name: [] for name in VARIANTS}
+        mib = log.stat().st_size / (1 << 20)
+        times: dict[str, list[float]] = {name: [] for name in names}
+        chosen: dict[str, list[int]] = {name: [] for name in names}
         loads = []
-        for _ in range(args.repeat):
-            loads.append(os.getloadavg()[0])
-            for name in VARIANTS:
-                times[name].append(run(log, name))
+        with busy(args.busy):
+            for _ in range(args.repeat):
+                loads.append(os.getloadavg()[0])
+                for name in names:
+                    spent, jobs = run(log, name)
+                    times[name].append(spent)
+                    chosen[name].append(jobs)
         base = times["j1"]
         for name, spent in times.items():
             ratio = statistics.median(s / b for s, b in zip(spent, base, strict=True))
-            rows.append((lines, name, statistics.median(spent), ratio, statistics.median(loads)))
-            print(f"{lines:>9} {name:<16} {rows[-1][2]:6.2f} s  x{ratio:.2f}", flush=True)
+            js = "/".join(map(str, chosen[name]))
+            rows.append(
+                (lines, mib, name, js, statistics.median(spent), ratio, statistics.median(loads))
+            )
+            line = f"{lines:>9} {name:<16} -j {js:<10} {rows[-1][4]:6.2f} s  x{ratio:.2f}"
+            print(line, flush=True)
     table = [
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {_cpu()}, "
-        f"{os.cpu_count()} CPUs, medians of {args.repeat} paired rounds.",
+        f"{os.cpu_count()} CPUs, medians of {args.repeat} paired rounds, "
+        f"{args.busy} CPU(s) kept busy by spinning processes.",
         "",
-        "| lines | variant | median s | ratio to j1 | load (1 min) |",
-        "|---:|---|---:|---:|---:|",
+        "| lines | MiB | variant | -j per round | median s | ratio to j1 | load (1 min) |",
+        "|---:|---:|---|---|---:|---:|---:|",
     ]
-    table += [f"| {n:,} | {v} | {s:.2f} | {r:.2f} | {ld:.1f} |" for n, v, s, r, ld in rows]
+    table += [
+        f"| {n:,} | {m:.0f} | {v} | {js} | {s:.2f} | {r:.2f} | {ld:.1f} |"
+        for n, m, v, js, s, r, ld in rows
+    ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("# Speed choices\n\n" + "\n".join(table) + "\n", encoding="utf-8")
     print("\n".join(table))

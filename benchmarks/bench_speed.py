@@ -86,7 +86,7 @@ import io, json, os, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
 import dnnlens.cli  # noqa: F401 - what the command imports first
-from dnnlens.cli.pipeline import ReportOptions, _analyses
+from dnnlens.app.session import Settings, _analyses
 from dnnlens.io import inputs
 from dnnlens.reading import front, read, stream
 import dnnlens.model as model
@@ -112,13 +112,13 @@ timed(stream, "build_diagnostics", "events")
 t1 = time.perf_counter()
 log = read([sys.argv[1]])
 t2 = time.perf_counter()
-options = ReportOptions()
-analyses, _ = _analyses(log, options)
+settings = Settings()
+analyses, _ = _analyses(log, settings)
 for a in analyses:
     a.prepare()
 t3 = time.perf_counter()
 for a in analyses:
-    apply_rules(a, options.rule_options())
+    apply_rules(a, settings.rule_options())
 t4 = time.perf_counter()
 for a in analyses:
     render_analysis(a, "json", Path(os.devnull))

@@ -277,9 +277,20 @@ def test_jobs_are_chosen_by_size_and_idle_cpus(monkeypatch, big_log: Path) -> No
     assert parallel.choose_jobs(sources) == 1
 
 
-def test_idle_cores_leave_out_the_cpus_other_processes_keep_busy(monkeypatch) -> None:
-    """Two processes running besides this one on 4 CPUs leave 2 (Linux /proc/loadavg: the
-    fourth field counts the running processes, this one included)."""
+@pytest.mark.parametrize(
+    ("loadavg", "idle"),
+    [
+        ("0.20 0.50 2.10 3/412 12345", 2),  # two running besides this one, a quiet minute
+        ("2.95 2.50 2.10 1/412 12345", 1),  # none running this instant, a minute of 3 busy
+        ("4.60 4.10 3.90 6/412 12345", 1),  # more than the CPUs: still one, this one
+    ],
+)
+def test_idle_cores_leave_out_the_cpus_other_processes_keep_busy(
+    monkeypatch, loadavg: str, idle: int
+) -> None:
+    """On 4 CPUs, the CPUs other work keeps busy are the larger of the processes running
+    now besides this one (Linux /proc/loadavg's fourth field counts this one too) and the
+    last minute's load average (its first field), rounded."""
     import builtins
     import io
 
@@ -288,11 +299,11 @@ def test_idle_cores_leave_out_the_cpus_other_processes_keep_busy(monkeypatch) ->
 
     def fake_open(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         if path == "/proc/loadavg":
-            return io.StringIO("2.95 2.50 2.10 3/412 12345\n")
+            return io.StringIO(loadavg + "\n")
         return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "open", fake_open)
-    assert parallel.idle_cores() == 2
+    assert parallel.idle_cores() == idle
 
 
 def test_parts_scanned_elsewhere_merge_as_workers_parts(tmp_path) -> None:

@@ -64,6 +64,7 @@ import json
 import re
 import statistics
 from collections import Counter
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -323,9 +324,11 @@ FROZENBN_RUNS = {"baseline", "fused_sgd", "channels_last", "bf16_autocast", "com
                  "slow_loader"}  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def counted() -> dict:
-    return {name: hand_count(RUNS, name) for name in NAMES}
+@cache
+def counted(name: str) -> dict:
+    """One recording's hand count, made once per process and only for the recordings its
+    tests ask for (a worker that runs one scenario's tests counts that one)."""
+    return hand_count(RUNS, name)
 
 
 def test_every_scenario_is_recorded() -> None:
@@ -341,19 +344,19 @@ def test_directory_is_small() -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_manifest_holds_the_hand_count(name: str, counted: dict) -> None:
-    assert counted[name] == _manifest()["scenarios"][name]["hand_count"]
+def test_manifest_holds_the_hand_count(name: str) -> None:
+    assert counted(name) == _manifest()["scenarios"][name]["hand_count"]
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_frozenbn_ops_follow_the_model(name: str, counted: dict) -> None:
+def test_frozenbn_ops_follow_the_model(name: str) -> None:
     """ResNeXt50 has 53 norms (stem 1, 16 blocks x 3, 4 downsamples), 7 ops each: 371.
 
     With trainable_layers=3 the stem and layer1 (1 + 3 x 3 + 1 = 11 norms) get no gradient;
     each of the other 42 has a MulBackward0 (``x * scale``) and an AddBackward0 (``+ bias``):
     84 nodes. Folded or replaced by nn.BatchNorm2d, there are none.
     """
-    fbn = counted[name]["frozenbn"]
+    fbn = counted(name)["frozenbn"]
     if name in FROZENBN_RUNS:
         assert (fbn["forward_ops"], fbn["backward_nodes"]) == (371, 84)
     else:
@@ -361,21 +364,21 @@ def test_frozenbn_ops_follow_the_model(name: str, counted: dict) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_optimizer_ops_follow_the_parameters(name: str, counted: dict) -> None:
+def test_optimizer_ops_follow_the_parameters(name: str) -> None:
     """78 trainable tensors (layer2-4: 42 conv weights; FPN: 8 convs with bias, 16; the two
     heads: 5 convs with bias each, 20). The per-parameter loop of SGD(momentum) runs
     ``buf.mul_(momentum).add_(grad)`` and ``param.add_(buf, alpha=-lr)`` a tensor:
     3 x 78 = 234 direct children; fused, one ``aten::_fused_sgd_``.
     """
     fused = _manifest()["scenarios"][name]["fused_sgd"]
-    assert counted[name]["optimizer"]["ops"] == (1 if fused else 234)
+    assert counted(name)["optimizer"]["ops"] == (1 if fused else 234)
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_focal_loss_ops_follow_the_loss(name: str, counted: dict) -> None:
+def test_focal_loss_ops_follow_the_loss(name: str) -> None:
     """16 forward ops an image (torchvision's sigmoid_focal_loss), 2 images a step; when
     compiled, a cache lookup and a compiled region an image, and one backward node each."""
-    focal = counted[name]["focal_loss"]
+    focal = counted(name)["focal_loss"]
     if name == "compiled_loss":
         assert (focal["forward_ops"], focal["backward_nodes"]) == (4, 2)
     else:
@@ -384,14 +387,14 @@ def test_focal_loss_ops_follow_the_loss(name: str, counted: dict) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_log_steps_follow_the_model(name: str, counted: dict) -> None:
+def test_log_steps_follow_the_model(name: str) -> None:
     """The convolutions of a step: forward 111 (backbone 53, FPN 8, two heads x 5 convs x
     5 levels); backward-weights 100 (the trainable ones: layer2-4 42, FPN 8, heads 50);
     backward-data 98 (layer2's first conv and downsample read layer1's output, which needs
     no gradient). One bias gradient copied back per backward-weights call of a conv with a
     trainable bias (FPN 8 + heads 50 = 58). Every traced step has the same lines. bf16 under
     autocast on AVX2 runs no oneDNN at all (PyTorch's slow_conv2d): no verbose line."""
-    log = counted[name]["log"]
+    log = counted(name)["log"]
     if name == "bf16_autocast":
         assert log["exec_lines_each"] == [0, 0, 0]
         return

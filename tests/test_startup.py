@@ -52,10 +52,13 @@ def test_help_and_version_import_nothing_heavy() -> None:
 
 def test_a_small_log_to_json_imports_only_what_it_needs(tmp_path: Path) -> None:
     """``sample_logs/convnet_nchw_infer.log`` (338 lines) analysed to JSON: no torch, no
-    worker pool, no rich console (nothing goes to a terminal), no YAML parser."""
+    worker pool, no rich console (nothing goes to a terminal), no YAML parser, and no
+    framework view nor linking (there is no trace or table: every rule ran, the framework
+    rules found nothing to look at)."""
     log = ROOT / "sample_logs" / "convnet_nchw_infer.log"
     out = tmp_path / "report.json"
-    names = (*HEAVY, "rich.console", "rich.progress", "dnnlens.report.terminal")
+    framework = ("dnnlens.analysis.framework", "dnnlens.analysis.linking")
+    names = (*HEAVY, "rich.console", "rich.progress", "dnnlens.report.terminal", *framework)
     code = _command("analyze", str(log), "--format", "json", "-o", str(out))
     assert _imported_after(code, names) == ["lark", "numpy", "pandas", "pyarrow"]
     assert json.loads(out.read_text())["summary"]["exec_count"] == 165  # grep -c ',exec,'

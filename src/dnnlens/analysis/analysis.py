@@ -45,10 +45,10 @@ from dnnlens.model import ParsedLog
 from dnnlens.model.stats import stats_from_events
 
 if TYPE_CHECKING:
+    from dnnlens.analysis.basis import ReportBasis
     from dnnlens.analysis.creations import Creations
     from dnnlens.analysis.dispatch import DispatchReason
     from dnnlens.analysis.framework import FrameworkAnalysis
-    from dnnlens.analysis.framework.joined import ReportBasis
     from dnnlens.analysis.graph import OpGraph
     from dnnlens.analysis.linking import LinkResult
     from dnnlens.analysis.machine import Machine
@@ -515,8 +515,8 @@ class Analysis:
         """The one basis of every share in this analysis's report: the framework view's
         typical step when it has steps (a trace, a table with step rows) or there is no
         oneDNN execution, its oneDNN part the typical iteration(s) of a step; else the
-        typical iteration (:class:`~dnnlens.analysis.framework.joined.ReportBasis`)."""
-        from dnnlens.analysis.framework.joined import report_basis
+        typical iteration (:class:`~dnnlens.analysis.basis.ReportBasis`)."""
+        from dnnlens.analysis.basis import report_basis
 
         fw = self.framework
         terms = self.typical.terms

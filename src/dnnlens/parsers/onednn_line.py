@@ -214,10 +214,14 @@ def line_parser() -> Lark:
     return lalr_parser("onednn_line.lark", _LineTransformer())
 
 
+@lru_cache(maxsize=4096)
 def parse_line(text: str) -> LineRecord:
     """Parse ``text`` (from the marker on, without the trailing time field).
 
     Raises :class:`MalformedLine` with a one-line reason when the text does not parse.
+    Remembered for the process (a record is immutable): a notebook, a fleet build or a
+    test session that reads the same program's lines again does not parse them again
+    (lark's parse is most of a small log's reading); what does not parse is not kept.
     """
     try:
         return line_parser().parse(text)

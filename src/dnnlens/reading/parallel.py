@@ -107,13 +107,18 @@ def bounded_jobs(jobs: int) -> int:
 
 def idle_cores() -> int:
     """CPUs this process may use that other work does not keep busy: a worker on a busy
-    CPU only adds the cost of parallel reading. Other work is the processes running now
-    besides this one (Linux ``/proc/loadavg``; elsewhere the load average of the last
-    minute, which also counts this process's own recent past)."""
+    CPU only adds the cost of parallel reading. Other work is the larger of the processes
+    running now besides this one and the load average of the last minute, rounded (Linux
+    ``/proc/loadavg``, its fourth and first fields; elsewhere the load average alone). A
+    look at one instant misses work that pauses (a test runner between tests, a build
+    between files) and the minute's average lags work that just started: either one
+    alone chose ``-j 2`` where it was slower than ``-j 1`` (``docs/speed.md``)."""
     cores = default_jobs()
     try:
         with open("/proc/loadavg") as f:
-            busy = int(f.read().split()[3].split("/")[0]) - 1  # this process is running
+            fields = f.read().split()
+        running = int(fields[3].split("/")[0]) - 1  # this process is running
+        busy = max(running, round(float(fields[0])))
     except (OSError, ValueError, IndexError):
         try:
             busy = round(os.getloadavg()[0])

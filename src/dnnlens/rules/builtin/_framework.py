@@ -31,16 +31,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.analysis.framework import FrameworkAnalysis
-from dnnlens.analysis.framework.table_patterns import TableEstimate
 from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._util import ms, pct
 from dnnlens.rules.context import RuleContext
+
+if TYPE_CHECKING:  # the framework view is imported where a trace or table is analysed
+    from dnnlens.analysis.framework import FrameworkAnalysis
+    from dnnlens.analysis.framework.table_patterns import TableEstimate
 
 #: A framework finding under this share of the typical step is not reported (module doc).
 QUIET_BELOW_SHARE = 0.02

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.analysis.framework import table_patterns
-from dnnlens.analysis.framework.patterns import callers, layout_changes
 from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._framework import (
     QUIET_BELOW_SHARE,
@@ -53,6 +51,9 @@ class AtenLayoutCopies(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         table = table_view(ctx)
         if table is not None:
+            # imported here, not at the top: a log without a trace or table never needs it
+            from dnnlens.analysis.framework import table_patterns
+
             found = table_patterns.layout_copies(table)
             count = sum(found.calls_per_step.values())
             calls = counted(list(found.calls_per_step), list(found.calls_per_step.values()))
@@ -67,6 +68,8 @@ class AtenLayoutCopies(Rule):
         fw = trace_view(ctx)
         if fw is None:
             return
+        from dnnlens.analysis.framework.patterns import callers, layout_changes
+
         mask = layout_changes(fw)
         total = fw.typical_ms(mask)
         calls = fw.calls_by_name(mask)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.analysis.framework import FrameworkAnalysis, table_patterns
-from dnnlens.analysis.framework.table_patterns import TableEstimate
 from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._framework import (
     QUIET_BELOW_SHARE,
@@ -18,6 +17,9 @@ from dnnlens.rules.builtin._framework import (
 )
 from dnnlens.rules.builtin._util import ms
 from dnnlens.rules.context import RuleContext
+
+if TYPE_CHECKING:  # the framework view is imported where a trace or table is analysed
+    from dnnlens.analysis.framework import FrameworkAnalysis
 
 #: The fix in training: only the program can fold (the norm sits between trained layers).
 _FIX_TRAINING = (
@@ -132,6 +134,10 @@ class AtenNormalization(Rule):
         )
 
     def _from_table(self, fw: FrameworkAnalysis) -> Iterator[Finding]:
+        # imported here, not at the top: a log without a trace or table never needs it
+        from dnnlens.analysis.framework import table_patterns
+        from dnnlens.analysis.framework.table_patterns import TableEstimate
+
         found = table_patterns.normalization(fw)
         # in training ATen's kernels run trained and frozen norms alike: a table has no
         # arguments to tell (module doc); norm modules made of elementwise ops are frozen

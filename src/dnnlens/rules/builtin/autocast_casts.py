@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.analysis.framework import table_patterns
-from dnnlens.analysis.framework.patterns import casts
 from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._framework import (
     QUIET_BELOW_SHARE,
@@ -46,6 +44,9 @@ class AutocastCasts(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         table = table_view(ctx)
         if table is not None:
+            # imported here, not at the top: a log without a trace or table never needs it
+            from dnnlens.analysis.framework import table_patterns
+
             found = table_patterns.casts(table)
             calls = found.calls_per_step
             yield from table_finding(
@@ -59,6 +60,8 @@ class AutocastCasts(Rule):
         fw = trace_view(ctx)
         if fw is None:
             return
+        from dnnlens.analysis.framework.patterns import casts
+
         yield from masked_finding(
             self, fw, casts(fw), "casts to or from low precision", "casts_per_step"
         )

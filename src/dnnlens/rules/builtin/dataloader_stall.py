@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.analysis.framework.names import DATALOADER_PREFIX
 from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._framework import QUIET_BELOW_SHARE, cost, impact, step_finding
 from dnnlens.rules.context import RuleContext
@@ -40,6 +39,9 @@ class DataloaderStall(Rule):
         data_share = fw.share(data_ms)
         if data_share is None or data_share < self.options["min_share"]:
             return  # (before the evidence is looked up)
+        # imported here, not at the top: a log without a trace or table never needs it
+        from dnnlens.analysis.framework.names import DATALOADER_PREFIX
+
         idle = None
         if fw.rows is not None:
             evidence = fw.evidence(fw.rows.mask_prefix(DATALOADER_PREFIX), 1)

@@ -7,8 +7,6 @@ from collections.abc import Iterator
 import numpy as np
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.analysis.framework import table_patterns
-from dnnlens.analysis.framework.patterns import elementwise_chains
 from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._framework import (
     QUIET_BELOW_SHARE,
@@ -60,6 +58,9 @@ class ElementwiseChain(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         table = table_view(ctx)
         if table is not None:
+            # imported here, not at the top: a log without a trace or table never needs it
+            from dnnlens.analysis.framework import table_patterns
+
             found = table_patterns.elementwise(table, int(self.options["min_ops"]))
             calls = found.calls_per_step
             count = sum(calls.values())
@@ -74,6 +75,8 @@ class ElementwiseChain(Rule):
         fw = trace_view(ctx)
         if fw is None:
             return
+        from dnnlens.analysis.framework.patterns import elementwise_chains
+
         norms = fw.norms  # frozen norms made of elementwise ops: aten-normalization's
         exclude = None if norms is None else norms.inside | norms.per_channel | norms.backward
         chains, mask = elementwise_chains(fw, int(self.options["min_ops"]), exclude=exclude)

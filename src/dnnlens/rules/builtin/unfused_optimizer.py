@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.analysis.framework import FrameworkAnalysis, table_patterns
-from dnnlens.analysis.framework.patterns import optimizer_ops
 from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._framework import (
     QUIET_BELOW_SHARE,
@@ -22,6 +21,9 @@ from dnnlens.rules.builtin._framework import (
     trace_view,
 )
 from dnnlens.rules.context import RuleContext
+
+if TYPE_CHECKING:  # the framework view is imported where a trace or table is analysed
+    from dnnlens.analysis.framework import FrameworkAnalysis
 
 #: Per-parameter ops per step below which there is no loop to blame: a loop over at least
 #: four parameter tensors (two layers' weight and bias) with two ops each. A fused
@@ -65,6 +67,9 @@ class UnfusedOptimizer(Rule):
         fw = trace_view(ctx)
         if fw is None:
             return
+        # imported here, not at the top: a log without a trace or table never needs it
+        from dnnlens.analysis.framework.patterns import optimizer_ops
+
         found = optimizer_ops(fw)
         calls = fw.calls_by_name(found.per_parameter)
         per_step = sum(calls.values())
@@ -103,6 +108,8 @@ class UnfusedOptimizer(Rule):
         )
 
     def _from_table(self, fw: FrameworkAnalysis) -> Iterator[Finding]:
+        from dnnlens.analysis.framework import table_patterns
+
         found = table_patterns.optimizer(fw)
         least = found.per_parameter_low
         if not found.kind or found.kind == "fused" or least < self.options["min_ops"]:
