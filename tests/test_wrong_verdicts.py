@@ -44,7 +44,7 @@ def test_a_dispatch_only_log_is_named_for_what_it_is() -> None:
     log = load([str(SAMPLES / "dispatch_only_infer.log")])
     assert len(log.diagnostics) == 26 and len(log.events) == 0
     f = findings(SAMPLES / "dispatch_only_infer.log")["no-onednn-lines"]
-    assert "only diagnostics" in f.message and "ONEDNN_VERBOSE=1" in f.message
+    assert "only dispatch diagnostics" in f.message and "ONEDNN_VERBOSE=1" in f.message
     assert "its own kernels" not in f.message
     assert f.data["diagnostic_only"] is True
     line = (SAMPLES / "dispatch_only_infer.log").read_text().splitlines()[f.evidence[0].line - 1]

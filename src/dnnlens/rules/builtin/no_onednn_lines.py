@@ -161,6 +161,11 @@ class NoOnednnLines(FixedByProducer):
             data={
                 "path": scan.path,
                 "lines": scan.lines,
+                "header": bool(scan.header.version),
+                "onednn_version": scan.header.version,
+                "malformed_lines": scan.malformed,
+                "diagnostic_only": True,
+                "foreign_lines": scan.foreign,
                 "dispatch_only": True,
                 "dispatch_lines": lines,
                 "dispatch_reasons": [r.to_json() for r in reasons],
