@@ -2,9 +2,11 @@
 
 Exit codes: 0 done; 1 ``fleet diff`` found runs or primitives slower than the baseline by
 more than ``--fail-if-slower``; 2 usage or input error (no input, a dataset built with other
-settings, an unknown baseline, SQL that fails, Dask or DuckDB missing, a run whose inputs
-cannot be analysed: the other runs are built first); 3 a run failed inside dnnlens (a bug;
-the other runs are built first); 4 the dataset could not be written.
+settings or damaged, an unknown baseline, SQL that fails, Dask or DuckDB missing, a run
+whose inputs cannot be analysed or whose name is too long for a file name, runs left
+unfinished by a lost Dask scheduler: the other runs are built first); 3 a run failed inside
+dnnlens (a bug; the other runs are built first); 4 a run's files could not be written (the
+other runs are built first).
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from pathlib import Path
 import typer
 
 from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
-from dnnlens.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, say
+from dnnlens.errors import (
+    EXIT_FINDINGS,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OUTPUT,
+    EXIT_USAGE,
+    say,
+)
 
 fleet_app = typer.Typer(
     name="fleet",
@@ -143,20 +152,23 @@ def build(
     for message in input_errors:
         say("error", message)
     for run in result.runs:
-        if run.status == "failed":
+        if run.status in ("failed", "unfinished"):
             say("error", f"run {run.name or ', '.join(run.files)}: {run.message}")
     if not quiet:
-        failed = result.count("failed")
+        unfinished = result.count("unfinished")
         say(
             "note",
             f"{result.count('written'):,} run(s) written, {result.count('skipped'):,} "
-            f"skipped (already in the dataset), {failed:,} failed, to {output} in "
-            f"{result.seconds:.1f} s ({rate(result.input_bytes, result.seconds)}; "
-            f"{result.engine})",
+            f"skipped (already in the dataset), {result.count('failed'):,} failed"
+            + (f", {unfinished:,} not finished" if unfinished else "")
+            + f", to {output} in {result.seconds:.1f} s "
+            f"({rate(result.input_bytes, result.seconds)}; {result.engine})",
         )
     if any(r.internal for r in result.runs):
         raise typer.Exit(EXIT_INTERNAL)
-    if input_errors or result.count("failed"):
+    if any(r.output for r in result.runs):
+        raise typer.Exit(EXIT_OUTPUT)
+    if input_errors or result.count("failed") or result.count("unfinished"):
         raise typer.Exit(EXIT_USAGE)
 
 

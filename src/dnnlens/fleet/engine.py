@@ -11,6 +11,11 @@ finish, tasks submitted meanwhile included. A task that raises gives its excepti
   this machine's cores (one single-threaded worker process per core: the analysis is
   Python that holds the GIL), or of an existing cluster (``--scheduler ADDRESS``). The
   input files must be readable at the same paths on the workers.
+
+A scheduler that goes away mid-build (killed, its machine gone) cancels every task this
+client has on it: each comes back as :class:`EngineLost` (one line, no Dask traceback:
+Dask's own log is kept below CRITICAL while the engine runs), and tasks submitted after
+that come back the same way at once, without waiting for the scheduler.
 """
 
 from __future__ import annotations
@@ -30,6 +35,11 @@ Outcome = tuple[str, Any, BaseException | None]
 
 class EngineError(Exception):
     """The engine cannot be used: Dask missing, a scheduler that does not answer."""
+
+
+class EngineLost(Exception):
+    """The engine went away before the task finished (the Dask scheduler was lost): the
+    task's run is not finished, through no fault of its inputs or of dnnlens."""
 
 
 class SerialEngine:
@@ -90,6 +100,11 @@ class DaskEngine:
         # results come with the futures (gathered in batches), errors as results
         self._done = as_completed([], with_results=True, raise_errors=False)
         self._keys: dict[str, str] = {}
+        self._lost: EngineLost | None = None  # set once the scheduler is gone
+        self._unsent: deque[str] = deque()  # tasks submitted after that
+        self._log = logging.getLogger("distributed")
+        self._log_level = self._log.level
+        self._log.setLevel(logging.CRITICAL)  # its reconnection tracebacks are ours to say
         try:
             client.wait_for_workers(1, timeout=worker_wait_s)
             client.run(_import_tasks)  # each worker imports the analysis now, not in a run
@@ -108,6 +123,9 @@ class DaskEngine:
         parts: dict[str, list[Task]] | None = None,
     ) -> None:
         """Run ``fn(*args)`` on the cluster; ``parts`` run first, as tasks of their own."""
+        if self._lost is not None:
+            self._unsent.append(key)
+            return
         kwargs: dict[str, Any] = {}
         if parts is not None:
             kwargs["parts"] = {
@@ -119,20 +137,35 @@ class DaskEngine:
         self._done.add(future)
 
     def completed(self) -> Iterator[Outcome]:
-        """Outcomes as tasks finish on the cluster."""
-        for future, result in self._done:
+        """Outcomes as tasks finish on the cluster (or are lost with it)."""
+        while True:
+            while self._unsent:
+                yield self._unsent.popleft(), None, self._lost
+            try:
+                future, result = next(self._done)
+            except StopIteration:
+                if self._unsent:
+                    continue
+                return
             key = self._keys.pop(future.key)
             failed = future.status != "finished"
             future.release()
-            if failed:
-                yield key, None, _task_error(result)
-            else:
+            if not failed:
                 yield key, result, None
+                continue
+            error = _task_error(result)
+            if self._lost is None and _scheduler_lost(error):
+                address = getattr(self.client.scheduler, "address", None) or "?"
+                self._lost = EngineLost(f"not finished: the Dask scheduler at {address} went away")
+            yield key, None, self._lost if _scheduler_lost(error) else error
 
     def close(self) -> None:
         """Close the client and cluster this engine started (an existing one stays up)."""
-        for thing in self._owned:
-            thing.close()
+        try:
+            for thing in self._owned:
+                thing.close()
+        finally:
+            self._log.setLevel(self._log_level)
 
 
 def _task_error(result: Any) -> BaseException:
@@ -143,6 +176,11 @@ def _task_error(result: Any) -> BaseException:
     if isinstance(result, BaseException):
         return result
     return RuntimeError(f"the task did not finish ({result!r:.100})")
+
+
+def _scheduler_lost(error: BaseException) -> bool:
+    """Whether a task was cancelled because this client lost its scheduler."""
+    return getattr(error, "reason", None) == "scheduler-connection-lost"
 
 
 def _worker_problem(exc: Exception, waited_s: float) -> str:

@@ -56,8 +56,8 @@ def connect(dataset: Dataset, *, allow_files: bool = False) -> Any:
 
     duckdb = _duckdb()
     con = duckdb.connect(":memory:")
-    for table in schema.TABLES:
-        files = [str(p) for p in dataset.files(table)]
+    for table, paths in dataset.check().items():
+        files = [str(p) for p in paths]
         con.register(table, ds.dataset(files, format="parquet", schema=schema.arrow_schema(table)))
     for view in VIEWS:
         con.execute(view_sql(view))
