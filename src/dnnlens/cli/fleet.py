@@ -12,7 +12,11 @@ other runs are built first).
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 
@@ -141,14 +145,27 @@ def build(
     except (BuildError, EngineError) as exc:
         raise _fail(str(exc)) from None
     progress = BuildProgress(terminal=progress_enabled(quiet)) if not quiet else None
+    stopped: int | None = None
     try:
-        result = build_dataset(specs, output, options, engine, progress)
+        with _stop_signals():
+            result = build_dataset(specs, output, options, engine, progress)
     except (DatasetError, RuleSetupError) as exc:
         raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        stopped = signal.SIGINT
+    except _Stopped as exc:
+        stopped = exc.signum
     finally:
         if progress is not None:
             progress.close()
-        engine.close()
+        engine.close()  # an owned cluster's workers end here, a looping plugin with them
+    if stopped is not None:
+        say(
+            "error",
+            f"build stopped by {signal.Signals(stopped).name}: the runs written so far are "
+            "in the dataset (building again adds the others)",
+        )
+        raise typer.Exit(128 + stopped)
     for message in input_errors:
         say("error", message)
     for run in result.runs:
@@ -170,6 +187,35 @@ def build(
         raise typer.Exit(EXIT_OUTPUT)
     if input_errors or result.count("failed") or result.count("unfinished"):
         raise typer.Exit(EXIT_USAGE)
+
+
+class _Stopped(BaseException):
+    """SIGTERM reached a build (a BaseException, as KeyboardInterrupt for SIGINT)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def _stop_signals() -> Iterator[None]:
+    """SIGTERM raises :class:`_Stopped` in the build (SIGINT raises KeyboardInterrupt), so
+    that the cluster is closed; a second signal while it closes ends the process at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, signal.SIG_DFL)
+        raise _Stopped(signum) if signum != signal.SIGINT else KeyboardInterrupt
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
 
 
 # -- query --------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -299,10 +300,11 @@ class Dataset:
                 folder.mkdir(parents=True, exist_ok=True)
                 staged.append((current, folder / file_name(run)))
                 pq.write_table(tables[table], current)
-            for temporary, target in staged:
-                current = target
-                os.replace(temporary, target)
-                placed.append(target)
+            with _signals_held():  # a stop signal comes once the run is placed whole
+                for temporary, target in staged:
+                    current = target
+                    os.replace(temporary, target)
+                    placed.append(target)
         except OSError as exc:
             for path in [*placed, *(t for t, _ in staged)]:
                 _remove(path)
@@ -343,6 +345,20 @@ def _locked(root: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing it lets the lock go
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM held back (POSIX) until the block ends."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
 def _check_settings(root: Path, manifest: dict[str, Any], settings: Settings) -> None:

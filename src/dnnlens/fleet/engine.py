@@ -13,9 +13,10 @@ finish, tasks submitted meanwhile included. A task that raises gives its excepti
   input files must be readable at the same paths on the workers.
 
 A scheduler that goes away mid-build (killed, its machine gone) cancels every task this
-client has on it: each comes back as :class:`EngineLost` (one line, no Dask traceback:
-Dask's own log is kept below CRITICAL while the engine runs), and tasks submitted after
-that come back the same way at once, without waiting for the scheduler.
+client has on it: each comes back as :class:`EngineLost`, and tasks submitted after that
+come back the same way at once, without waiting for the scheduler. The engines made here
+(``quiet``) keep Dask's own log to CRITICAL while they run: its reconnection tracebacks
+are said by the build, one line per run.
 """
 
 from __future__ import annotations
@@ -91,7 +92,11 @@ class DaskEngine:
     """Tasks run on a ``dask.distributed`` cluster through ``client``."""
 
     def __init__(
-        self, client: Any, owned: tuple[Any, ...] = (), worker_wait_s: float = 30.0
+        self,
+        client: Any,
+        owned: tuple[Any, ...] = (),
+        worker_wait_s: float = 30.0,
+        quiet: bool = False,
     ) -> None:
         from distributed import as_completed
 
@@ -102,9 +107,8 @@ class DaskEngine:
         self._keys: dict[str, str] = {}
         self._lost: EngineLost | None = None  # set once the scheduler is gone
         self._unsent: deque[str] = deque()  # tasks submitted after that
-        self._log = logging.getLogger("distributed")
-        self._log_level = self._log.level
-        self._log.setLevel(logging.CRITICAL)  # its reconnection tracebacks are ours to say
+        # Dask's reconnection tracebacks are said by the build as one line per run
+        self._log_levels = _quiet_dask_log() if quiet else {}
         try:
             client.wait_for_workers(1, timeout=worker_wait_s)
             client.run(_import_tasks)  # each worker imports the analysis now, not in a run
@@ -165,7 +169,8 @@ class DaskEngine:
             for thing in self._owned:
                 thing.close()
         finally:
-            self._log.setLevel(self._log_level)
+            for log, level in self._log_levels.items():
+                log.setLevel(level)
 
 
 def _task_error(result: Any) -> BaseException:
@@ -176,6 +181,17 @@ def _task_error(result: Any) -> BaseException:
     if isinstance(result, BaseException):
         return result
     return RuntimeError(f"the task did not finish ({result!r:.100})")
+
+
+def _quiet_dask_log() -> dict[logging.Logger, int]:
+    """Dask's loggers set to CRITICAL (each has a level of its own); their levels before."""
+    names = [n for n in logging.root.manager.loggerDict if n.split(".")[0] == "distributed"]
+    out = {}
+    for name in ["distributed", *names]:
+        log = logging.getLogger(name)
+        out[log] = log.level
+        log.setLevel(logging.CRITICAL)
+    return out
 
 
 def _scheduler_lost(error: BaseException) -> bool:
@@ -228,7 +244,7 @@ def local_engine(workers: int, processes: bool = True) -> DaskEngine:
             "--workers 1 builds in this process"
         ) from None
     client = distributed.Client(cluster)
-    return DaskEngine(client, owned=(client, cluster))
+    return DaskEngine(client, owned=(client, cluster), quiet=True)
 
 
 def scheduler_engine(address: str, timeout_s: float = 10.0) -> DaskEngine:
@@ -239,7 +255,7 @@ def scheduler_engine(address: str, timeout_s: float = 10.0) -> DaskEngine:
     except (OSError, TimeoutError, ValueError) as exc:
         detail = (str(exc).strip().splitlines() or [""])[0][:200]
         raise EngineError(f"--scheduler {address}: cannot connect ({detail})") from None
-    return DaskEngine(client, owned=(client,))
+    return DaskEngine(client, owned=(client,), quiet=True)
 
 
 def choose_engine(
