@@ -234,7 +234,7 @@ def query(
 ) -> None:
     """Run SQL on the dataset with DuckDB (tables and views defined; see docs/fleet.md)."""
     from dnnlens.fleet.dataset import Dataset, DatasetError
-    from dnnlens.fleet.query import QueryError, run_query, table_lines, write_csv, write_json
+    from dnnlens.fleet.query import QueryError, open_query, table_lines, write_csv, write_json
     from dnnlens.fleet.views import VIEWS, view_sql
     from dnnlens.report.console import make_console, report_width
 
@@ -245,22 +245,23 @@ def query(
     if not sql:
         raise _fail("give the SQL to run (or --views)")
     try:
-        result = run_query(Dataset.open(dataset), sql, allow_files=allow_files)
+        with open_query(Dataset.open(dataset), sql, allow_files=allow_files) as result:
+            if fmt is QueryFormat.csv:
+                write_csv(result, sys.stdout)
+            elif fmt is QueryFormat.json:
+                write_json(result, sys.stdout)
+            elif result.columns:
+                console = make_console(width=width)
+                from rich.text import Text
+
+                lines = table_lines(result, report_width(sys.stdout, width) or console.width)
+                for text, style in lines:
+                    console.print(Text(text, style=style), soft_wrap=True)
     except (DatasetError, QueryError) as exc:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
         say("error", "query interrupted")
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    if fmt is QueryFormat.csv:
-        write_csv(result, sys.stdout)
-    elif fmt is QueryFormat.json:
-        write_json(result, sys.stdout)
-    elif result.columns:
-        console = make_console(width=width)
-        from rich.text import Text
-
-        for text, style in table_lines(result, report_width(sys.stdout, width) or console.width):
-            console.print(Text(text, style=style), soft_wrap=True)
 
 
 # -- diff ---------------------------------------------------------------------------------
