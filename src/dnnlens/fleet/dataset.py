@@ -178,6 +178,20 @@ class Dataset:
                 _check_file(path, expected)
         return out
 
+    def find_damage(self, table: str) -> None:
+        """Read and validate every file of ``table`` whole: a :class:`DatasetError` names
+        the first that cannot be read or holds text that is not UTF-8 (damaged past its
+        footer). Called once a read of the table failed."""
+        import pyarrow.parquet as pq
+
+        expected = schema.arrow_schema(table)
+        for path in self.files(table):
+            _check_file(path, expected)
+            try:
+                pq.read_table(path, schema=expected).validate(full=True)  # UTF-8 too
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                raise DatasetError(f"{path}: damaged ({_first_line(exc)})") from None
+
     def read(
         self, table: str, columns: list[str] | None = None, runs: list[str] | None = None
     ) -> pa.Table:
@@ -195,8 +209,11 @@ class Dataset:
             return empty.select(columns) if columns else empty
         try:
             data = ds.dataset([str(p) for p in files], format="parquet", schema=expected)
-            return data.to_table(columns=columns)
-        except (pa.ArrowException, OSError) as exc:  # a file damaged past its footer
+            table = data.to_table(columns=columns)
+            table.validate(full=True)  # text that is not UTF-8 (a flipped byte) is damage too
+            return table
+        except (pa.ArrowException, OSError, ValueError) as exc:  # a file damaged past its footer
+            self.find_damage(table)
             raise DatasetError(
                 f"{self.root / table}: cannot be read ({_first_line(exc)})"
             ) from None
@@ -226,7 +243,7 @@ class Dataset:
             _check_file(path, expected)
             try:
                 hashes = pq.read_table(path, columns=["content_hash"])["content_hash"]
-            except (pa.ArrowException, OSError) as exc:
+            except (pa.ArrowException, OSError, ValueError) as exc:
                 raise DatasetError(f"{path}: cannot be read ({_first_line(exc)})") from None
             known[run] = str(hashes[0]) if len(hashes) else ""
         self._hashes = known
@@ -385,7 +402,7 @@ def _check_file(path: Path, expected: pa.Schema) -> None:
 
     try:
         found = pq.read_schema(path)
-    except (pa.ArrowException, OSError) as exc:
+    except (pa.ArrowException, OSError, ValueError) as exc:
         raise DatasetError(f"{path}: damaged, not a Parquet file ({_first_line(exc)})") from None
     for want in expected:
         index = found.get_field_index(want.name)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +27,7 @@ from decimal import Decimal
 from typing import IO, Any
 
 from dnnlens.fleet import schema
-from dnnlens.fleet.dataset import Dataset
+from dnnlens.fleet.dataset import Dataset, DatasetError
 from dnnlens.fleet.views import VIEWS, view_sql
 from dnnlens.report.json_safe import json_safe
 from dnnlens.report.text_layout import Grid
@@ -90,20 +91,22 @@ def open_query(
     duckdb = _duckdb()
     con = connect(dataset, allow_files=allow_files)
     try:
-        with _errors(duckdb):
+        with _errors(duckdb, dataset):
             cursor = con.execute(sql)
         if cursor.description is None:
             yield QueryResult([], iter(()))
             return
         columns = [str(d[0]) for d in cursor.description]
-        yield QueryResult(columns, _blocks(duckdb, cursor, block_rows or BLOCK_ROWS))
+        yield QueryResult(columns, _blocks(duckdb, dataset, cursor, block_rows or BLOCK_ROWS))
     finally:
         con.close()
 
 
-def _blocks(duckdb: Any, cursor: Any, size: int) -> Iterator[list[tuple[Any, ...]]]:
+def _blocks(
+    duckdb: Any, dataset: Dataset, cursor: Any, size: int
+) -> Iterator[list[tuple[Any, ...]]]:
     while True:
-        with _errors(duckdb):
+        with _errors(duckdb, dataset):
             rows = cursor.fetchmany(size)
         if not rows:
             return
@@ -111,13 +114,27 @@ def _blocks(duckdb: Any, cursor: Any, size: int) -> Iterator[list[tuple[Any, ...
 
 
 @contextmanager
-def _errors(duckdb: Any) -> Iterator[None]:
+def _errors(duckdb: Any, dataset: Dataset) -> Iterator[None]:
+    """DuckDB's errors as ours; one met reading a table's files (damaged past their
+    footer, which :meth:`~dnnlens.fleet.dataset.Dataset.check` reads) names the file."""
     try:
         yield
     except duckdb.InterruptException:
         raise KeyboardInterrupt from None  # Ctrl-C, which DuckDB reports as its own error
+    except UnicodeDecodeError:  # a value DuckDB hands over as text is not UTF-8
+        for table in schema.TABLES:
+            dataset.find_damage(table)
+        raise DatasetError(f"{dataset.root}: a text value is not UTF-8 (damaged)") from None
     except duckdb.Error as exc:
-        raise QueryError((str(exc).strip().splitlines() or ["query failed"])[0]) from None
+        message = (str(exc).strip().splitlines() or ["query failed"])[0]
+        table = _READING.search(message)
+        if table and table.group(1) in schema.TABLES:
+            dataset.find_damage(table.group(1))
+        raise QueryError(message) from None
+
+
+#: How DuckDB says that reading a registered table failed.
+_READING = re.compile(r"reading the stream registered as '(\w+)' failed")
 
 
 # -- output ------------------------------------------------------------------------------
