@@ -26,7 +26,7 @@ from dnnlens.cli import app
 from dnnlens.fleet import build as build_module
 from dnnlens.fleet.dataset import Dataset
 from dnnlens.fleet.schema import TABLES
-from test_fleet_logs import SAMPLE_LOGS
+from test_fleet_logs import SAMPLE_LOGS, small_dataset
 
 pytest.importorskip("duckdb")
 
@@ -64,10 +64,7 @@ def hidden(dataset: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory) -> Path:
     """A dataset of the two small logs, to copy and damage."""
-    out = tmp_path_factory.mktemp("pair") / "ds"
-    result = build(str(SMALL), str(OTHER), "-o", str(out))
-    assert result.exit_code == 0, result.stderr
-    return out
+    return small_dataset(tmp_path_factory)
 
 
 # -- run identity ---------------------------------------------------------------------------

@@ -4,8 +4,8 @@ manifest gone or garbled. Whatever the damage, the command answers (exit 0; 1 fo
 that finds a slower run) or says what is wrong in one line naming the dataset or its file
 (exit 2): never an internal error (exit 3), never a traceback.
 
-The dataset is two small sample logs (``profile_lstm_infer.log``, 10,580 bytes, and
-``dispatch_only_infer.log``), built once; each example damages a copy of it.
+The dataset is two small sample logs (``test_fleet_logs.small_dataset``), built once;
+each example damages a copy of it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from dnnlens.cli import app
 from dnnlens.fleet.schema import TABLES
-from test_fleet_logs import SAMPLE_LOGS
+from test_fleet_logs import small_dataset
 
 pytest.importorskip("duckdb")
 
@@ -40,11 +40,7 @@ DIFF = ["--baseline", "profile_lstm_infer", "-f", "json"]
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("pristine") / "ds"
-    logs = [str(SAMPLE_LOGS / n) for n in ("profile_lstm_infer.log", "dispatch_only_infer.log")]
-    result = CliRunner().invoke(app, ["fleet", "build", "-w", "1", "-q", *logs, "-o", str(out)])
-    assert result.exit_code == 0, result.stderr
-    return out
+    return small_dataset(tmp_path_factory)
 
 
 def _parquet_files(root: Path) -> list[Path]:

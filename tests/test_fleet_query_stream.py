@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from dnnlens.cli import app
 from dnnlens.fleet import query
-from test_fleet_logs import SAMPLE_LOGS
+from test_fleet_logs import small_dataset
 
 pytest.importorskip("duckdb")
 
@@ -31,10 +31,7 @@ def invoke(*args: str):  # noqa: ANN201 - click Result
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("tiny") / "ds"
-    log = str(SAMPLE_LOGS / "dispatch_only_infer.log")
-    assert invoke("fleet", "build", "-w", "1", "-q", log, "-o", str(out)).exit_code == 0
-    return out
+    return small_dataset(tmp_path_factory)
 
 
 class _Cursor:
