@@ -6,7 +6,7 @@ settings or damaged, an unknown baseline, SQL that fails, Dask or DuckDB missing
 whose inputs cannot be analysed or whose name is too long for a file name, runs left
 unfinished by a lost Dask scheduler: the other runs are built first); 3 a run failed inside
 dnnlens (a bug; the other runs are built first); 4 a run's files could not be written (the
-other runs are built first).
+other runs are built first); 130 and 143 a build or query stopped by Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
