@@ -1,9 +1,9 @@
-"""A fleet of thirty-six real runs built on a Dask LocalCluster of two workers, every table
+"""A fleet of sixteen real runs built on a Dask LocalCluster of two workers, every table
 checked against the single-process analysis of the same logs, and ``fleet diff`` finding
 the slowed copy.
 
 The logs are copies of the sample logs with their runs varied (``test_fleet_logs.py``):
-eight workloads, four copies each, two two-rank jobs, a copy with every time doubled and
+four workloads, three copies each, two two-rank jobs, a copy with every time doubled and
 a log with no oneDNN line. The cluster runs its workers as threads of this process (its
 start costs nothing); ``test_real_worker_processes`` builds a few runs with worker
 processes, as ``fleet build`` does by default.
@@ -76,7 +76,7 @@ def reference(fleet) -> dict[str, Analysis]:
     _, runs = fleet
     out = {}
     for run, files in runs.items():
-        if run == "broken":
+        if run == "broken" or run.endswith("-01"):  # -01: as -02, another near copy
             continue
         analysis = Analysis(load(sorted(str(f) for f in files)))
         apply_rules(analysis.prepare(), RuleOptions(search_config=False))
@@ -113,7 +113,7 @@ def test_the_failed_run_is_reported_and_the_others_are_built(built, fleet) -> No
     _, runs = fleet
     assert result.exit_code == 2, result.stderr
     assert "run broken: " in result.stderr and "no oneDNN verbose line" in result.stderr
-    assert "35 run(s) written, 0 skipped (already in the dataset), 1 failed" in result.stderr
+    assert "15 run(s) written, 0 skipped (already in the dataset), 1 failed" in result.stderr
     assert "Dask at inproc://" in result.stderr
     assert Dataset.open(out).run_names() == sorted(r for r in runs if r != "broken")
 
@@ -230,7 +230,7 @@ def test_every_table_equals_the_rows_of_the_single_process_analysis(built, refer
     files = {r["run"]: [] for r in written.values()}
     for row in dataset.read("inputs").to_pylist():
         files[row["run"]].append(row)
-    for run in (BASELINE, SLOW, "ddp-1", "lstm_train-03"):
+    for run in (BASELINE, SLOW, "ddp-1", "lstm_infer-02"):
         identity = RunIdentity(
             run,
             written[run]["content_hash"],
@@ -280,7 +280,7 @@ def test_a_second_build_skips_every_run_it_has(built, fleet, cluster) -> None:
         "--group-by", "directory", "--scheduler", cluster.scheduler_address,
     )  # fmt: skip
     assert result.exit_code == 2  # the broken run fails again
-    assert "0 run(s) written, 35 skipped (already in the dataset), 1 failed" in result.stderr
+    assert "0 run(s) written, 15 skipped (already in the dataset), 1 failed" in result.stderr
 
 
 def test_real_worker_processes(fleet, built, tmp_path) -> None:

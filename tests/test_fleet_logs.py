@@ -14,20 +14,17 @@ from pathlib import Path
 
 SAMPLE_LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
 
-#: Sample logs of eight different workloads (kind, prop_kind, problem sets), small enough
-#: for CI; ``convnet_nchw_infer`` is the one a slowed copy is made of.
+#: Sample logs of four different workloads (kind, prop_kind, problem sets), the smallest
+#: of the sample logs that run convolutions, reorders and LSTMs; ``convnet_nchw_infer`` is
+#: the one a slowed copy is made of.
 BASES = (
     "convnet_nchw_infer",
     "convnet_cl_infer",
     "lstm_infer",
     "compile_freezing_infer",
-    "keras_cnn_train",
-    "convnet_cl_train",
-    "convnet_nchw_train",
-    "lstm_train",
 )
-#: Copies of each workload: enough for a baseline, near copies and a slowed one to compare.
-COPIES = 4
+#: Copies of each workload: a baseline, near copies and a slowed one to compare.
+COPIES = 3
 SLOW_FACTOR = 2.0
 
 
@@ -50,7 +47,7 @@ def write_copy(path: Path, name: str, factor: float, rank: int | None = None) ->
 
 
 def make_fleet(root: Path) -> dict[str, list[Path]]:
-    """Thirty-six runs, one directory each (build them with ``--group-by directory``).
+    """Sixteen runs, one directory each (build them with ``--group-by directory``).
 
     * ``<base>-NN``: copy NN of each of :data:`BASES`, times x (1 + NN/1000); ``-00`` is the
       log unchanged (the baseline of its workload);
@@ -81,6 +78,27 @@ def make_fleet(root: Path) -> dict[str, list[Path]]:
     return runs
 
 
+#: The two small sample logs of :func:`small_dataset`: 10,580 and 6,131 bytes.
+SMALL_LOGS = ("profile_lstm_infer.log", "dispatch_only_infer.log")
+_BUILT: dict[str, Path] = {}
+
+
+def small_dataset(tmp_path_factory) -> Path:  # noqa: ANN001 - pytest's TempPathFactory
+    """A dataset of :data:`SMALL_LOGS`, built once per test process (every test file that
+    asks shares it; a test that damages it works on a copy)."""
+    if "small" not in _BUILT:
+        from typer.testing import CliRunner
+
+        from dnnlens.cli import app
+
+        out = tmp_path_factory.mktemp("small") / "ds"
+        logs = [str(SAMPLE_LOGS / name) for name in SMALL_LOGS]
+        result = CliRunner().invoke(app, ["fleet", "build", "-w", "1", "-q", *logs, "-o", str(out)])
+        assert result.exit_code == 0, result.stderr
+        _BUILT["small"] = out
+    return _BUILT["small"]
+
+
 def test_a_copy_scales_exec_times_only(tmp_path: Path) -> None:
     """convnet_nchw_infer.log: 165 exec lines (``grep -c ',exec,'``); the first is
     ``...,16x3x3x3,0.00708008`` (``grep -m1 ,exec,``), doubled 0.01416016; the 338 lines stay."""
@@ -95,7 +113,7 @@ def test_a_copy_scales_exec_times_only(tmp_path: Path) -> None:
 
 
 def test_the_fleet_has_its_runs(tmp_path: Path) -> None:
-    """8 workloads x 4 copies, 2 two-rank jobs, the slowed copy and the broken run."""
+    """4 workloads x 3 copies, 2 two-rank jobs, the slowed copy and the broken run."""
     runs = make_fleet(tmp_path)
-    assert len(runs) == 8 * 4 + 2 + 1 + 1
-    assert sum(len(files) for files in runs.values()) == 8 * 4 + 2 * 2 + 1 + 1
+    assert len(runs) == 4 * 3 + 2 + 1 + 1
+    assert sum(len(files) for files in runs.values()) == 4 * 3 + 2 * 2 + 1 + 1

@@ -117,7 +117,7 @@ def test_fleet_query_table_fits_columns() -> None:
 
     cols = ["run", *(f"metric_{i}" for i in range(12))]
     rows = [("a/run.log", *(1234.5678 * i for i in range(12))), ("b/run.log", *range(12))]
-    lines = table_lines(QueryResult(cols, rows), 60)
+    lines = list(table_lines(QueryResult(cols, iter([rows])), 60))
     assert all(len(t) <= 60 for t, _ in lines)
     text = " ".join(t for t, _ in lines)
     first = [t.split()[0] for t, _ in lines[2:4]]
@@ -154,3 +154,14 @@ def test_notes_on_a_terminal_wrap_between_words(monkeypatch: pytest.MonkeyPatch)
 def test_notes_to_a_file_stay_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     say("note", "x " * 100)
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_streamed_fleet_query_table_fits_columns_too() -> None:
+    from dnnlens.fleet.query import QueryResult, table_lines
+
+    cols = ["run", *(f"metric_{i}" for i in range(12))]
+    block = [(f"{k}/run.log", *(1234.5678 * i for i in range(12))) for k in "abc"]
+    lines = list(table_lines(QueryResult(cols, iter([block, block])), 60))
+    assert all(len(t) <= 60 for t, _ in lines)
+    end = [t for t, _ in lines[lines.index(("6 row(s)", "bold")) + 1 :]]
+    assert " ".join(end).startswith("left out at 60 columns: metric_")

@@ -2,22 +2,35 @@
 
 Exit codes: 0 done; 1 ``fleet diff`` found runs or primitives slower than the baseline by
 more than ``--fail-if-slower``; 2 usage or input error (no input, a dataset built with other
-settings, an unknown baseline, SQL that fails, Dask or DuckDB missing, a run whose inputs
-cannot be analysed: the other runs are built first); 3 a run failed inside dnnlens (a bug;
-the other runs are built first); 4 the dataset could not be written.
+settings or damaged, an unknown baseline, SQL that fails, Dask or DuckDB missing, a run
+whose inputs cannot be analysed or whose name is too long for a file name, runs left
+unfinished by a lost Dask scheduler: the other runs are built first); 3 a run failed inside
+dnnlens (a bug; the other runs are built first); 4 a run's files could not be written (the
+other runs are built first); 130 and 143 a build or query stopped by Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 
 import typer
 
 from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
-from dnnlens.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, say
+from dnnlens.errors import (
+    EXIT_FINDINGS,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OUTPUT,
+    EXIT_USAGE,
+    say,
+)
 
 fleet_app = typer.Typer(
     name="fleet",
@@ -132,32 +145,77 @@ def build(
     except (BuildError, EngineError) as exc:
         raise _fail(str(exc)) from None
     progress = BuildProgress(terminal=progress_enabled(quiet)) if not quiet else None
+    stopped: int | None = None
     try:
-        result = build_dataset(specs, output, options, engine, progress)
+        with _stop_signals():
+            result = build_dataset(specs, output, options, engine, progress)
     except (DatasetError, RuleSetupError) as exc:
         raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        stopped = signal.SIGINT
+    except _Stopped as exc:
+        stopped = exc.signum
     finally:
         if progress is not None:
             progress.close()
-        engine.close()
+        engine.close()  # an owned cluster's workers end here, a looping plugin with them
+    if stopped is not None:
+        say(
+            "error",
+            f"build stopped by {signal.Signals(stopped).name}: the runs written so far are "
+            "in the dataset (building again adds the others)",
+        )
+        raise typer.Exit(128 + stopped)
     for message in input_errors:
         say("error", message)
     for run in result.runs:
-        if run.status == "failed":
+        if run.status in ("failed", "unfinished"):
             say("error", f"run {run.name or ', '.join(run.files)}: {run.message}")
     if not quiet:
-        failed = result.count("failed")
+        unfinished = result.count("unfinished")
         say(
             "note",
             f"{result.count('written'):,} run(s) written, {result.count('skipped'):,} "
-            f"skipped (already in the dataset), {failed:,} failed, to {output} in "
-            f"{result.seconds:.1f} s ({rate(result.input_bytes, result.seconds)}; "
-            f"{result.engine})",
+            f"skipped (already in the dataset), {result.count('failed'):,} failed"
+            + (f", {unfinished:,} not finished" if unfinished else "")
+            + f", to {output} in {result.seconds:.1f} s "
+            f"({rate(result.input_bytes, result.seconds)}; {result.engine})",
         )
     if any(r.internal for r in result.runs):
         raise typer.Exit(EXIT_INTERNAL)
-    if input_errors or result.count("failed"):
+    if any(r.output for r in result.runs):
+        raise typer.Exit(EXIT_OUTPUT)
+    if input_errors or result.count("failed") or result.count("unfinished"):
         raise typer.Exit(EXIT_USAGE)
+
+
+class _Stopped(BaseException):
+    """SIGTERM reached a build (a BaseException, as KeyboardInterrupt for SIGINT)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def _stop_signals() -> Iterator[None]:
+    """SIGTERM raises :class:`_Stopped` in the build (SIGINT raises KeyboardInterrupt), so
+    that the cluster is closed; a second signal while it closes ends the process at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, signal.SIG_DFL)
+        raise _Stopped(signum) if signum != signal.SIGINT else KeyboardInterrupt
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
 
 
 # -- query --------------------------------------------------------------------------------
@@ -176,7 +234,7 @@ def query(
 ) -> None:
     """Run SQL on the dataset with DuckDB (tables and views defined; see docs/fleet.md)."""
     from dnnlens.fleet.dataset import Dataset, DatasetError
-    from dnnlens.fleet.query import QueryError, run_query, table_lines, write_csv, write_json
+    from dnnlens.fleet.query import QueryError, open_query, table_lines, write_csv, write_json
     from dnnlens.fleet.views import VIEWS, view_sql
     from dnnlens.report.console import make_console, report_width
 
@@ -187,22 +245,23 @@ def query(
     if not sql:
         raise _fail("give the SQL to run (or --views)")
     try:
-        result = run_query(Dataset.open(dataset), sql, allow_files=allow_files)
+        with open_query(Dataset.open(dataset), sql, allow_files=allow_files) as result:
+            if fmt is QueryFormat.csv:
+                write_csv(result, sys.stdout)
+            elif fmt is QueryFormat.json:
+                write_json(result, sys.stdout)
+            elif result.columns:
+                console = make_console(width=width)
+                from rich.text import Text
+
+                lines = table_lines(result, report_width(sys.stdout, width) or console.width)
+                for text, style in lines:
+                    console.print(Text(text, style=style), soft_wrap=True)
     except (DatasetError, QueryError) as exc:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
         say("error", "query interrupted")
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    if fmt is QueryFormat.csv:
-        write_csv(result, sys.stdout)
-    elif fmt is QueryFormat.json:
-        write_json(result, sys.stdout)
-    elif result.columns:
-        console = make_console(width=width)
-        from rich.text import Text
-
-        for text, style in table_lines(result, report_width(sys.stdout, width) or console.width):
-            console.print(Text(text, style=style), soft_wrap=True)
 
 
 # -- diff ---------------------------------------------------------------------------------

@@ -3,9 +3,11 @@
 For each run: hash its files (a task); a run whose content hash is in the dataset already
 is skipped; else it gets its name (:class:`~dnnlens.fleet.discover.RunNames`) and is
 analysed (a task, after one task per byte range of each large file), and its rows are
-written (:meth:`~dnnlens.fleet.dataset.Dataset.write_run`) as soon as it is done. A run
-that fails is reported and the others go on: its inputs could not be analysed
-(:class:`~dnnlens.fleet.work.RunFailure`), or a task raised (a bug, ``internal``).
+published whole (:meth:`~dnnlens.fleet.dataset.Dataset.publish`) as soon as it is done. A
+run that fails is reported and the others go on: its inputs could not be analysed
+(:class:`~dnnlens.fleet.work.RunFailure`) or its name cannot be a file name there (too
+long), its files could not be written (``output``), a task raised (a bug, ``internal``),
+or the engine was lost before it finished (``unfinished``: build again to add it).
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dnnlens.analysis.analysis import AnalysisOptions
+from dnnlens.errors import OutputError
 from dnnlens.fleet.dataset import Dataset, Settings
 from dnnlens.fleet.discover import RunNames, RunSpec, discover
-from dnnlens.fleet.engine import DaskEngine, SerialEngine
+from dnnlens.fleet.engine import DaskEngine, EngineLost, SerialEngine
 from dnnlens.fleet.rows import RunFile, RunIdentity
 from dnnlens.fleet.work import RunFailure, RunJob, analyse_run, content_hash, hash_files, scan_range
 from dnnlens.io.inputs import splittable
@@ -65,11 +68,13 @@ class RunReport:
     """What became of one run."""
 
     files: tuple[str, ...]
-    status: str  # written, skipped, failed
+    status: str  # written, skipped, failed, unfinished
     name: str | None = None
     message: str = ""
     internal: bool = False
     size_bytes: int = 0
+    #: its files could not be written (a full disk, no permission): exit 4, not 2
+    output: bool = False
 
 
 @dataclass
@@ -160,8 +165,7 @@ class _Build:
         self.options = options
         self.engine = engine
         self.progress = progress
-        self.known = dataset.content_hashes()  # content hash -> run, growing as runs finish
-        self.names = RunNames(specs, set(self.known.values()))
+        self.names = RunNames(specs, set(dataset.run_names()))
         self.reports: dict[int, RunReport] = {}
         self.jobs: dict[int, RunJob] = {}
         self.pending: dict[str, str] = {}  # content hash -> name of the runs being analysed
@@ -173,27 +177,49 @@ class _Build:
         for key, result, error in self.engine.completed():
             step, index = key.split(":")
             i = int(index)
-            if error is not None:
+            if isinstance(error, EngineLost):
+                self._done(i, "unfinished", str(error))
+            elif error is not None:
                 self._done(i, "failed", _internal(error), internal=True)
             elif isinstance(result, RunFailure):
                 self._done(i, "failed", result.message)
             elif step == "hash":
                 self._hashed(i, result)
             else:
-                job = self.jobs.pop(i)
-                self.dataset.write_run(job.identity.name, result)
-                self.known[job.identity.content_hash] = job.identity.name
-                self._done(i, "written", name=job.identity.name)
+                self._publish(i, result)
         return [self.reports[i] for i in range(len(self.specs))]
+
+    def _publish(self, i: int, tables: dict[str, Any]) -> None:
+        job = self.jobs.pop(i)
+        spec, identity = self.specs[i], job.identity
+        try:
+            done = self.dataset.publish(
+                identity.name,
+                identity.content_hash,
+                tables,
+                lambda taken: self.names.name(spec, identity.content_hash, taken),
+            )
+        except OutputError as exc:
+            self._done(i, "failed", str(exc), name=identity.name, output=True)
+            return
+        if done.written:
+            self._done(i, "written", name=done.name)
+        else:
+            self._done(i, "skipped", f"same content as run {done.name}", name=done.name)
 
     def _hashed(self, i: int, files: tuple[RunFile, ...]) -> None:
         spec = self.specs[i]
         digest = content_hash(files)
-        same = self.known.get(digest) or self.pending.get(digest)
+        same = self.dataset.run_with(digest) or self.pending.get(digest)
         if same is not None:
             self._done(i, "skipped", f"same content as run {same}", name=same)
             return
-        identity = RunIdentity(self.names.name(spec, digest), digest, files)
+        name = self.names.name(spec, digest)
+        problem = self.dataset.name_problem(name)
+        if problem is not None:
+            self._done(i, "failed", problem)
+            return
+        identity = RunIdentity(name, digest, files)
         self.pending[digest] = identity.name
         job = RunJob(identity, self.options.analysis_options(), self.options.rule_options())
         self.jobs[i] = job
@@ -212,13 +238,13 @@ class _Build:
 
     def _done(
         self, i: int, status: str, message: str = "", name: str | None = None,
-        internal: bool = False,
+        internal: bool = False, output: bool = False,
     ) -> None:  # fmt: skip
         spec = self.specs[i]
         job = self.jobs.pop(i, None)
         if job is not None and name is None:
             name = job.identity.name
-        report = RunReport(spec.files, status, name, message, internal, spec.size_bytes)
+        report = RunReport(spec.files, status, name, message, internal, spec.size_bytes, output)
         self.reports[i] = report
         self.progress.advance(report)
 

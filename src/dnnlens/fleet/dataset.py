@@ -5,12 +5,19 @@
     DATASET/dataset.json                     schema version and the build settings
     DATASET/<table>/run-<run>.parquet        one per run: inputs, primitives, findings,
                                              iterations, runs (schema: dnnlens.fleet.schema)
+    DATASET/.lock                            taken by a build while it publishes a run
 
-A run's files are written one by one, each to a hidden temporary name first and then
-renamed, ``runs`` last: a run is in the dataset once its ``runs`` file is, so a build that
-is interrupted leaves whole runs only, and the next build analyses the rest. Files of a
-run without a ``runs`` file are left out by every reader here and replaced when the run is
-built again.
+A run is published whole (:meth:`Dataset.publish`): with the dataset's lock held (so two
+builds into one directory take turns), its five files are written under hidden names,
+then renamed into place, ``runs`` last; a write that fails removes what it wrote. A run is
+in the dataset once its ``runs`` file is: every reader here leaves out the files of a run
+without one (left only by a build killed between two renames), and the next build removes
+them. The name is checked against the dataset under the lock, so a run of another build
+that took the name meanwhile is not overwritten (the new run gets its content hash), and a
+run whose content another build wrote meanwhile is not written twice.
+
+Every file is checked against the table's schema before it is read (:meth:`Dataset.check`):
+a damaged or hand-edited file is a :class:`DatasetError` naming it, never a cast or a crash.
 
 A dataset keeps the settings it was built with (the window, skipped passes, rule
 selection): a later build with other settings would mix two kinds of numbers in one
@@ -21,6 +28,10 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,12 +43,18 @@ from dnnlens.errors import OutputError
 from dnnlens.fleet import schema
 
 MANIFEST = "dataset.json"
+LOCK = ".lock"
 FORMAT = "dnnlens fleet dataset"
 _PREFIX, _SUFFIX = "run-", ".parquet"
+_STAGING = ".staging-"
+#: The file name limit where the file system does not say (POSIX pathconf missing).
+_NAME_MAX = 255
+_PATH_MAX = 4096
 
 
 class DatasetError(Exception):
-    """A dataset that cannot be used as asked (missing, another schema or settings)."""
+    """A dataset that cannot be used as asked (missing, damaged, another schema or
+    settings): one line, naming the file."""
 
 
 @dataclass(frozen=True)
@@ -70,12 +87,22 @@ def run_of(path: Path) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Published:
+    """Where :meth:`Dataset.publish` put a run: its name, and whether this call wrote it
+    (``False``: a run of the same content was in the dataset already, under ``name``)."""
+
+    name: str
+    written: bool
+
+
 class Dataset:
     """One dataset directory."""
 
     def __init__(self, root: Path, manifest: dict[str, Any]) -> None:
         self.root = root
         self.manifest = manifest
+        self._hashes: dict[str, str] | None = None  # run -> content hash, as published
 
     # -- opening ----------------------------------------------------------------------------
     @classmethod
@@ -94,35 +121,30 @@ class Dataset:
 
     @classmethod
     def for_build(cls, root: Path, settings: Settings) -> Dataset:
-        """The dataset to add runs to: created if new, else checked against ``settings``."""
-        manifest = _read_manifest(root)
-        if manifest is None:
-            if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        """The dataset to add runs to: created if new, else checked against ``settings``;
+        what a killed build left (hidden files, files of a run without a ``runs`` file) is
+        removed."""
+        if _read_manifest(root) is None and root.exists():
+            if not root.is_dir() or any(p.name != LOCK for p in root.iterdir()):
                 raise DatasetError(f"{root}: exists and is not a fleet dataset")
-            manifest = {
-                "format": FORMAT,
-                "schema_version": schema.DATASET_SCHEMA_VERSION,
-                "created_by": f"dnnlens {__version__}",
-                "settings": asdict(settings),
-            }
-            _write_json(root / MANIFEST, manifest)
-            return cls(root, manifest)
-        if manifest.get("schema_version") != schema.DATASET_SCHEMA_VERSION:
-            raise DatasetError(
-                f"{root}: built with dataset schema {manifest.get('schema_version')!r}, this "
-                f"dnnlens writes {schema.DATASET_SCHEMA_VERSION}: build into a new directory"
-            )
         try:
-            built = Settings(**manifest.get("settings", {}))
-        except TypeError:
-            raise DatasetError(f"{root}/{MANIFEST}: settings not understood") from None
-        changed = settings.differences(built)
-        if changed:
-            raise DatasetError(
-                f"{root}: built with other settings ({'; '.join(changed)}): use the same "
-                "options, or build into a new directory"
-            )
-        return cls(root, manifest)
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DatasetError(f"{root}: cannot create ({exc.strerror or exc})") from None
+        with _locked(root):
+            manifest = _read_manifest(root)
+            if manifest is None:  # new, or made by another build since the look above
+                manifest = {
+                    "format": FORMAT,
+                    "schema_version": schema.DATASET_SCHEMA_VERSION,
+                    "created_by": f"dnnlens {__version__}",
+                    "settings": asdict(settings),
+                }
+                _write_json(root / MANIFEST, manifest)
+            _check_settings(root, manifest, settings)
+            dataset = cls(root, manifest)
+            dataset._remove_leftovers()
+        return dataset
 
     # -- reading ----------------------------------------------------------------------------
     def files(self, table: str) -> list[Path]:
@@ -136,45 +158,287 @@ class Dataset:
 
     def _table_files(self, table: str) -> list[Path]:
         folder = self.root / table
-        if not folder.is_dir():
+        try:
+            return sorted(p for p in folder.iterdir() if run_of(p) is not None)
+        except FileNotFoundError:
             return []
-        return sorted(p for p in folder.iterdir() if run_of(p) is not None)
+        except OSError as exc:
+            raise DatasetError(f"{folder}: cannot list ({exc.strerror or exc})") from None
+
+    def check(self, tables: tuple[str, ...] | None = None) -> dict[str, list[Path]]:
+        """The files of each table, every one checked to be a Parquet file of the table's
+        columns and types (its footer read): a :class:`DatasetError` names the first that is
+        not (a damaged or hand-edited file would otherwise be cast, or fail a query in the
+        middle)."""
+        out = {}
+        for table in tables or tuple(schema.TABLES):
+            expected = schema.arrow_schema(table)
+            out[table] = files = self.files(table)
+            for path in files:
+                _check_file(path, expected)
+        return out
+
+    def find_damage(self, table: str) -> None:
+        """Read and validate every file of ``table`` whole: a :class:`DatasetError` names
+        the first that cannot be read or holds text that is not UTF-8 (damaged past its
+        footer). Called once a read of the table failed."""
+        import pyarrow.parquet as pq
+
+        expected = schema.arrow_schema(table)
+        for path in self.files(table):
+            _check_file(path, expected)
+            try:
+                pq.read_table(path, schema=expected).validate(full=True)  # UTF-8 too
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                raise DatasetError(f"{path}: damaged ({_first_line(exc)})") from None
 
     def read(
         self, table: str, columns: list[str] | None = None, runs: list[str] | None = None
     ) -> pa.Table:
-        """The table (of the runs in the dataset, or of ``runs`` only) as one Arrow table."""
+        """The table (of the runs in the dataset, or of ``runs`` only) as one Arrow table;
+        each file checked first (:meth:`check`)."""
         import pyarrow.dataset as ds
 
         wanted = set(runs) if runs is not None else None
-        files = [str(p) for p in self.files(table) if wanted is None or run_of(p) in wanted]
+        files = [p for p in self.files(table) if wanted is None or run_of(p) in wanted]
+        expected = schema.arrow_schema(table)
+        for path in files:
+            _check_file(path, expected)
         if not files:
-            empty = schema.arrow_schema(table).empty_table()
+            empty = expected.empty_table()
             return empty.select(columns) if columns else empty
-        data = ds.dataset(files, format="parquet", schema=schema.arrow_schema(table))
-        return data.to_table(columns=columns)
+        try:
+            data = ds.dataset([str(p) for p in files], format="parquet", schema=expected)
+            table = data.to_table(columns=columns)
+            table.validate(full=True)  # text that is not UTF-8 (a flipped byte) is damage too
+            return table
+        except (pa.ArrowException, OSError, ValueError) as exc:  # a file damaged past its footer
+            self.find_damage(table)
+            raise DatasetError(
+                f"{self.root / table}: cannot be read ({_first_line(exc)})"
+            ) from None
 
     def content_hashes(self) -> dict[str, str]:
         """Content hash -> run name of every run in the dataset."""
         table = self.read("runs", ["run", "content_hash"])
         return dict(zip(table["content_hash"].to_pylist(), table["run"].to_pylist(), strict=True))
 
-    # -- writing ----------------------------------------------------------------------------
-    def write_run(self, run: str, tables: dict[str, pa.Table]) -> None:
-        """Write one run's tables, ``runs`` last, each file in place in one rename."""
+    def run_with(self, content_hash: str) -> str | None:
+        """The run of that content hash, among the runs this object has seen published."""
+        if self._hashes is None:
+            self._catch_up()
+        assert self._hashes is not None
+        return next((r for r, h in self._hashes.items() if h == content_hash), None)
+
+    def _catch_up(self) -> set[str]:
+        """Learn the content hash of runs published since the last look (by any build);
+        every run's name now."""
         import pyarrow.parquet as pq
 
+        known = self._hashes if self._hashes is not None else {}
+        names = set(self.run_names())
+        expected = schema.arrow_schema("runs")
+        for run in sorted(names - known.keys()):
+            path = self.root / "runs" / file_name(run)
+            _check_file(path, expected)
+            try:
+                hashes = pq.read_table(path, columns=["content_hash"])["content_hash"]
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                raise DatasetError(f"{path}: cannot be read ({_first_line(exc)})") from None
+            known[run] = str(hashes[0]) if len(hashes) else ""
+        self._hashes = known
+        return names
+
+    # -- writing ----------------------------------------------------------------------------
+    def name_problem(self, run: str) -> str | None:
+        """Why ``run`` cannot be a name in this dataset (its files' names or paths too long
+        for the file system), or ``None``."""
+        name = os.fsencode(file_name(run))
+        limit = _limit(self.root, "PC_NAME_MAX", _NAME_MAX)
+        if len(name) > limit:
+            return (
+                f"the run's file name in the dataset would be {len(name)} bytes, longer than "
+                f"the {limit} the file system allows: rename the log (or --group-by directory)"
+            )
+        path = os.fsencode(os.path.abspath(self.root / "primitives" / file_name(run)))
+        limit = _limit(self.root, "PC_PATH_MAX", _PATH_MAX)
+        if len(path) >= limit:
+            return (
+                f"the run's path in the dataset would be {len(path)} bytes, longer than the "
+                f"{limit - 1} the file system allows: a shorter name or dataset path"
+            )
+        return None
+
+    def publish(
+        self,
+        run: str,
+        content_hash: str,
+        tables: dict[str, pa.Table],
+        other_name: Callable[[set[str]], str],
+    ) -> Published:
+        """Publish one run's tables whole, with the dataset's lock held (see the module doc).
+
+        A run of ``content_hash`` in the dataset already (another build wrote it since this
+        one looked) is left as it is; a name that another build took meanwhile is replaced
+        by ``other_name(names taken)`` (its rows renamed). A write that fails is an
+        :class:`~dnnlens.errors.OutputError` and leaves nothing of the run.
+        """
+        with _locked(self.root):
+            names = self._catch_up()
+            same = self.run_with(content_hash)
+            if same is not None:
+                return Published(same, written=False)
+            if run in names:
+                run = other_name(names)
+                tables = {t: _renamed(rows, run) for t, rows in tables.items()}
+            self._write_whole(run, tables)
+            assert self._hashes is not None
+            self._hashes[run] = content_hash
+        return Published(run, written=True)
+
+    def write_run(self, run: str, tables: dict[str, pa.Table]) -> None:
+        """Write one run's tables whole, as :meth:`publish` does, without its checks."""
+        with _locked(self.root):
+            self._write_whole(run, tables)
+
+    def _write_whole(self, run: str, tables: dict[str, pa.Table]) -> None:
+        """Every table's file under a hidden name, then each renamed into place (``runs``
+        last); on a failure nothing of the run stays."""
+        import pyarrow.parquet as pq
+
+        token = secrets.token_hex(8)
+        staged: list[tuple[Path, Path]] = []
+        placed: list[Path] = []
+        current = self.root
+        try:
+            for table in schema.TABLES:
+                folder = self.root / table
+                current = folder / f"{_STAGING}{token}{_SUFFIX}"
+                folder.mkdir(parents=True, exist_ok=True)
+                staged.append((current, folder / file_name(run)))
+                pq.write_table(tables[table], current)
+            with _signals_held():  # a stop signal comes once the run is placed whole
+                for temporary, target in staged:
+                    current = target
+                    os.replace(temporary, target)
+                    placed.append(target)
+        except OSError as exc:
+            for path in [*placed, *(t for t, _ in staged)]:
+                _remove(path)
+            raise OutputError(f"{current}: cannot write ({exc.strerror or exc})") from None
+
+    def _remove_leftovers(self) -> None:
+        """Files of a build killed midway: hidden temporaries, and files of a run that has
+        no ``runs`` file. Called with the lock held (no build is publishing)."""
+        runs = set(self.run_names())
         for table in schema.TABLES:
             folder = self.root / table
-            target = folder / file_name(run)
-            temporary = folder / f".{file_name(run)}.tmp"
-            try:
-                folder.mkdir(parents=True, exist_ok=True)
-                pq.write_table(tables[table], temporary)
-                os.replace(temporary, target)
-            except OSError as exc:
-                _remove(temporary)
-                raise OutputError(f"{target}: cannot write ({exc.strerror or exc})") from None
+            if not folder.is_dir():
+                continue
+            for path in folder.iterdir():
+                hidden = path.name.startswith(_STAGING) or (
+                    path.name.startswith(f".{_PREFIX}") and path.name.endswith(".tmp")
+                )
+                run = run_of(path)
+                if hidden or (run is not None and run not in runs):
+                    _remove(path)
+
+
+@contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    """The dataset's lock (``flock`` on ``DATASET/.lock``), waiting for another build to
+    let go; released when the block ends, and by the system when the process dies."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        raise DatasetError("fleet build needs POSIX file locks (fcntl)") from None
+    path = root / LOCK
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot open ({exc.strerror or exc})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing it lets the lock go
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM held back (POSIX) until the block ends."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+
+
+def _check_settings(root: Path, manifest: dict[str, Any], settings: Settings) -> None:
+    if manifest.get("schema_version") != schema.DATASET_SCHEMA_VERSION:
+        raise DatasetError(
+            f"{root}: built with dataset schema {manifest.get('schema_version')!r}, this "
+            f"dnnlens writes {schema.DATASET_SCHEMA_VERSION}: build into a new directory"
+        )
+    try:
+        built = Settings(**manifest.get("settings", {}))
+    except TypeError:
+        raise DatasetError(f"{root}/{MANIFEST}: settings not understood") from None
+    changed = settings.differences(built)
+    if changed:
+        raise DatasetError(
+            f"{root}: built with other settings ({'; '.join(changed)}): use the same "
+            "options, or build into a new directory"
+        )
+
+
+def _check_file(path: Path, expected: pa.Schema) -> None:
+    """``path`` is a Parquet file with exactly the columns and types of ``expected`` (only
+    its footer is read)."""
+    import pyarrow.dataset as ds
+    from pyarrow import fs
+
+    try:
+        found = ds.ParquetFileFormat().inspect(str(path), filesystem=fs.LocalFileSystem())
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise DatasetError(f"{path}: damaged, not a Parquet file ({_first_line(exc)})") from None
+    if found.equals(expected):
+        return
+    for want in expected:
+        index = found.get_field_index(want.name)
+        if index < 0:
+            raise DatasetError(f"{path}: damaged, no column {want.name!r}")
+        got = found.field(index).type
+        if got != want.type:
+            raise DatasetError(
+                f"{path}: damaged, column {want.name!r} is {got}, the dataset's is {want.type}"
+            )
+    extra = [name for name in found.names if expected.get_field_index(name) < 0]
+    if extra:
+        raise DatasetError(f"{path}: damaged, columns not in the dataset: {', '.join(extra)}")
+
+
+def _renamed(rows: pa.Table, run: str) -> pa.Table:
+    """``rows`` with every ``run`` cell set to ``run``."""
+    index = rows.schema.get_field_index("run")
+    return rows.set_column(
+        index, rows.schema.field(index), pa.array([run] * len(rows), pa.string())
+    )
+
+
+def _limit(root: Path, name: str, default: int) -> int:
+    try:
+        return os.pathconf(root, name)
+    except (AttributeError, ValueError, OSError):  # no pathconf here: the usual limit
+        return default
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
 def _read_manifest(root: Path) -> dict[str, Any] | None:
@@ -191,10 +455,14 @@ def _read_manifest(root: Path) -> dict[str, Any] | None:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Written under a hidden name and renamed: a reader sees all of it or none."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        os.replace(temporary, path)
     except OSError as exc:
+        _remove(temporary)
         raise DatasetError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 

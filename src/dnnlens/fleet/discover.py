@@ -81,8 +81,10 @@ class RunNames:
         self._stems = Counter(s.stem for s in specs)
         self._taken = set(taken)
 
-    def name(self, spec: RunSpec, content_hash: str) -> str:
-        """The name of ``spec``'s run with that content hash (and take it)."""
+    def name(self, spec: RunSpec, content_hash: str, taken: set[str] | None = None) -> str:
+        """The name of ``spec``'s run with that content hash (and take it); ``taken``: names
+        found taken since (by another build into the same dataset)."""
+        self._taken |= taken or set()
         name = spec.stem
         if self._stems[spec.stem] > 1 or name in self._taken:
             name = f"{spec.stem}-{content_hash[:_HASH_CHARS]}"

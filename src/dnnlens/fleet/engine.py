@@ -11,6 +11,12 @@ finish, tasks submitted meanwhile included. A task that raises gives its excepti
   this machine's cores (one single-threaded worker process per core: the analysis is
   Python that holds the GIL), or of an existing cluster (``--scheduler ADDRESS``). The
   input files must be readable at the same paths on the workers.
+
+A scheduler that goes away mid-build (killed, its machine gone) cancels every task this
+client has on it: each comes back as :class:`EngineLost`, and tasks submitted after that
+come back the same way at once, without waiting for the scheduler. The engines made here
+(``quiet``) keep Dask's own log to CRITICAL while they run: its reconnection tracebacks
+are said by the build, one line per run.
 """
 
 from __future__ import annotations
@@ -30,6 +36,11 @@ Outcome = tuple[str, Any, BaseException | None]
 
 class EngineError(Exception):
     """The engine cannot be used: Dask missing, a scheduler that does not answer."""
+
+
+class EngineLost(Exception):
+    """The engine went away before the task finished (the Dask scheduler was lost): the
+    task's run is not finished, through no fault of its inputs or of dnnlens."""
 
 
 class SerialEngine:
@@ -81,7 +92,11 @@ class DaskEngine:
     """Tasks run on a ``dask.distributed`` cluster through ``client``."""
 
     def __init__(
-        self, client: Any, owned: tuple[Any, ...] = (), worker_wait_s: float = 30.0
+        self,
+        client: Any,
+        owned: tuple[Any, ...] = (),
+        worker_wait_s: float = 30.0,
+        quiet: bool = False,
     ) -> None:
         from distributed import as_completed
 
@@ -90,6 +105,10 @@ class DaskEngine:
         # results come with the futures (gathered in batches), errors as results
         self._done = as_completed([], with_results=True, raise_errors=False)
         self._keys: dict[str, str] = {}
+        self._lost: EngineLost | None = None  # set once the scheduler is gone
+        self._unsent: deque[str] = deque()  # tasks submitted after that
+        # Dask's reconnection tracebacks are said by the build as one line per run
+        self._log_levels = _quiet_dask_log() if quiet else {}
         try:
             client.wait_for_workers(1, timeout=worker_wait_s)
             client.run(_import_tasks)  # each worker imports the analysis now, not in a run
@@ -108,6 +127,9 @@ class DaskEngine:
         parts: dict[str, list[Task]] | None = None,
     ) -> None:
         """Run ``fn(*args)`` on the cluster; ``parts`` run first, as tasks of their own."""
+        if self._lost is not None:
+            self._unsent.append(key)
+            return
         kwargs: dict[str, Any] = {}
         if parts is not None:
             kwargs["parts"] = {
@@ -119,20 +141,36 @@ class DaskEngine:
         self._done.add(future)
 
     def completed(self) -> Iterator[Outcome]:
-        """Outcomes as tasks finish on the cluster."""
-        for future, result in self._done:
+        """Outcomes as tasks finish on the cluster (or are lost with it)."""
+        while True:
+            while self._unsent:
+                yield self._unsent.popleft(), None, self._lost
+            try:
+                future, result = next(self._done)
+            except StopIteration:
+                if self._unsent:
+                    continue
+                return
             key = self._keys.pop(future.key)
             failed = future.status != "finished"
             future.release()
-            if failed:
-                yield key, None, _task_error(result)
-            else:
+            if not failed:
                 yield key, result, None
+                continue
+            error = _task_error(result)
+            if self._lost is None and _scheduler_lost(error):
+                address = getattr(self.client.scheduler, "address", None) or "?"
+                self._lost = EngineLost(f"not finished: the Dask scheduler at {address} went away")
+            yield key, None, self._lost if _scheduler_lost(error) else error
 
     def close(self) -> None:
         """Close the client and cluster this engine started (an existing one stays up)."""
-        for thing in self._owned:
-            thing.close()
+        try:
+            for thing in self._owned:
+                thing.close()
+        finally:
+            for log, level in self._log_levels.items():
+                log.setLevel(level)
 
 
 def _task_error(result: Any) -> BaseException:
@@ -143,6 +181,22 @@ def _task_error(result: Any) -> BaseException:
     if isinstance(result, BaseException):
         return result
     return RuntimeError(f"the task did not finish ({result!r:.100})")
+
+
+def _quiet_dask_log() -> dict[logging.Logger, int]:
+    """Dask's loggers set to CRITICAL (each has a level of its own); their levels before."""
+    names = [n for n in logging.root.manager.loggerDict if n.split(".")[0] == "distributed"]
+    out = {}
+    for name in ["distributed", *names]:
+        log = logging.getLogger(name)
+        out[log] = log.level
+        log.setLevel(logging.CRITICAL)
+    return out
+
+
+def _scheduler_lost(error: BaseException) -> bool:
+    """Whether a task was cancelled because this client lost its scheduler."""
+    return getattr(error, "reason", None) == "scheduler-connection-lost"
 
 
 def _worker_problem(exc: Exception, waited_s: float) -> str:
@@ -190,7 +244,7 @@ def local_engine(workers: int, processes: bool = True) -> DaskEngine:
             "--workers 1 builds in this process"
         ) from None
     client = distributed.Client(cluster)
-    return DaskEngine(client, owned=(client, cluster))
+    return DaskEngine(client, owned=(client, cluster), quiet=True)
 
 
 def scheduler_engine(address: str, timeout_s: float = 10.0) -> DaskEngine:
@@ -201,7 +255,7 @@ def scheduler_engine(address: str, timeout_s: float = 10.0) -> DaskEngine:
     except (OSError, TimeoutError, ValueError) as exc:
         detail = (str(exc).strip().splitlines() or [""])[0][:200]
         raise EngineError(f"--scheduler {address}: cannot connect ({detail})") from None
-    return DaskEngine(client, owned=(client,))
+    return DaskEngine(client, owned=(client,), quiet=True)
 
 
 def choose_engine(

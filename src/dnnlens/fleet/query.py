@@ -5,24 +5,32 @@ with the table's schema, registered under the table's name, so DuckDB reads the 
 files itself (only the columns and row groups a query needs) and no path is read as a
 glob pattern. The views of :mod:`dnnlens.fleet.views` are defined on top.
 
-Results are laid out for a terminal (every cell terminal-safe), or written as CSV (cells a
-spreadsheet would run as a formula prefixed with ``'``) or JSON.
+Results are streamed: rows are fetched in blocks of :data:`BLOCK_ROWS` (DuckDB
+``fetchmany``) and written as they come, so a result of millions of rows takes the memory
+of one block. They are laid out for a terminal (every cell terminal-safe; a result longer
+than one block gets the column widths of its first block and its row count at the end),
+or written as CSV (cells a spreadsheet would run as a formula prefixed with ``'``) or JSON.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import re
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from typing import IO, Any
 
 from dnnlens.fleet import schema
-from dnnlens.fleet.dataset import Dataset
+from dnnlens.fleet.dataset import Dataset, DatasetError
 from dnnlens.fleet.views import VIEWS, view_sql
 from dnnlens.report.json_safe import json_safe
-from dnnlens.report.text_layout import Grid
+from dnnlens.report.text_layout import Grid, cut_middle, wrap
 from dnnlens.textsafe import safe
 
 
@@ -30,12 +38,18 @@ class QueryError(Exception):
     """The SQL failed (syntax, an unknown column ...): DuckDB's message, first line."""
 
 
+#: Rows fetched from DuckDB at a time, and laid out together in a table.
+BLOCK_ROWS = 10_000
+
+
 @dataclass
 class QueryResult:
-    """Column names and rows of one statement (none for a statement without a result)."""
+    """Column names and the rows of one statement, in blocks as DuckDB hands them over
+    (no column and no block for a statement without a result). The blocks can be read
+    once, while the query is open (:func:`open_query`)."""
 
     columns: list[str]
-    rows: list[tuple[Any, ...]]
+    blocks: Iterator[list[tuple[Any, ...]]]
 
 
 def _duckdb() -> Any:
@@ -56,8 +70,8 @@ def connect(dataset: Dataset, *, allow_files: bool = False) -> Any:
 
     duckdb = _duckdb()
     con = duckdb.connect(":memory:")
-    for table in schema.TABLES:
-        files = [str(p) for p in dataset.files(table)]
+    for table, paths in dataset.check().items():
+        files = [str(p) for p in paths]
         con.register(table, ds.dataset(files, format="parquet", schema=schema.arrow_schema(table)))
     for view in VIEWS:
         con.execute(view_sql(view))
@@ -67,22 +81,60 @@ def connect(dataset: Dataset, *, allow_files: bool = False) -> Any:
     return con
 
 
-def run_query(dataset: Dataset, sql: str, *, allow_files: bool = False) -> QueryResult:
-    """The result of ``sql`` (the last statement's, for several) on ``dataset``."""
+@contextmanager
+def open_query(
+    dataset: Dataset, sql: str, *, allow_files: bool = False, block_rows: int | None = None
+) -> Iterator[QueryResult]:
+    """The result of ``sql`` (the last statement's, for several) on ``dataset``, streamed
+    while the block is open. DuckDB's errors, also those met while fetching, are
+    :class:`QueryError`; Ctrl-C is ``KeyboardInterrupt``."""
     duckdb = _duckdb()
     con = connect(dataset, allow_files=allow_files)
     try:
-        cursor = con.execute(sql)
+        with _errors(duckdb, dataset):
+            cursor = con.execute(sql)
         if cursor.description is None:
-            return QueryResult([], [])
+            yield QueryResult([], iter(()))
+            return
         columns = [str(d[0]) for d in cursor.description]
-        return QueryResult(columns, cursor.fetchall())
-    except duckdb.InterruptException:
-        raise KeyboardInterrupt from None  # Ctrl-C, which DuckDB reports as its own error
-    except duckdb.Error as exc:
-        raise QueryError((str(exc).strip().splitlines() or ["query failed"])[0]) from None
+        yield QueryResult(columns, _blocks(duckdb, dataset, cursor, block_rows or BLOCK_ROWS))
     finally:
         con.close()
+
+
+def _blocks(
+    duckdb: Any, dataset: Dataset, cursor: Any, size: int
+) -> Iterator[list[tuple[Any, ...]]]:
+    while True:
+        with _errors(duckdb, dataset):
+            rows = cursor.fetchmany(size)
+        if not rows:
+            return
+        yield rows
+
+
+@contextmanager
+def _errors(duckdb: Any, dataset: Dataset) -> Iterator[None]:
+    """DuckDB's errors as ours; one met reading a table's files (damaged past their
+    footer, which :meth:`~dnnlens.fleet.dataset.Dataset.check` reads) names the file."""
+    try:
+        yield
+    except duckdb.InterruptException:
+        raise KeyboardInterrupt from None  # Ctrl-C, which DuckDB reports as its own error
+    except UnicodeDecodeError:  # a value DuckDB hands over as text is not UTF-8
+        for table in schema.TABLES:
+            dataset.find_damage(table)
+        raise DatasetError(f"{dataset.root}: a text value is not UTF-8 (damaged)") from None
+    except duckdb.Error as exc:
+        message = (str(exc).strip().splitlines() or ["query failed"])[0]
+        table = _READING.search(message)
+        if table and table.group(1) in schema.TABLES:
+            dataset.find_damage(table.group(1))
+        raise QueryError(message) from None
+
+
+#: How DuckDB says that reading a registered table failed.
+_READING = re.compile(r"reading the stream registered as '(\w+)' failed")
 
 
 # -- output ------------------------------------------------------------------------------
@@ -118,35 +170,73 @@ def plain(value: Any) -> Any:
     return json_safe(value)
 
 
-def table_lines(result: QueryResult, width: int) -> list[tuple[str, str]]:
-    """The result as a text table fitted to ``width`` (``(text, style)`` per line)."""
+def table_lines(result: QueryResult, width: int) -> Iterator[tuple[str, str]]:
+    """The result as a text table fitted to ``width`` (``(text, style)`` per line).
+
+    A result of one block is laid out whole, its row count first; a longer one with the
+    widths of its first block (a longer cell is cut with an ellipsis, a number is never
+    cut) and its row count last."""
+    first = next(result.blocks, [])
     numeric = [
-        all(isinstance(r[i], int | float | Decimal) or r[i] is None for r in result.rows)
+        all(isinstance(r[i], int | float | Decimal) or r[i] is None for r in first)
         for i in range(len(result.columns))
     ]
-    grid = Grid(
-        title=f"{len(result.rows):,} row(s)",
-        # a row too wide for the terminal leaves out its rightmost columns, never the first
-        columns=[
-            (c, "right" if n else "flex", i)
-            for i, (c, n) in enumerate(zip(result.columns, numeric, strict=True))
-        ],
-    )
-    for row in result.rows:
+    # a row too wide for the terminal leaves out its rightmost columns, never the first
+    columns = [
+        (c, "right" if n else "flex", i)
+        for i, (c, n) in enumerate(zip(result.columns, numeric, strict=True))
+    ]
+    second = next(result.blocks, None)
+    grid = Grid(title=f"{len(first):,} row(s)", columns=columns)
+    for row in first:
         grid.add_row(*(cell_text(v) for v in row))
-    return grid.lines(width)
+    if second is None:
+        yield from grid.lines(width)
+        return
+    widths = grid.widths(width)
+    yield "rows (the column widths of the first " + f"{len(first):,})", "bold"
+    yield _row([h for h, *_ in columns], widths, columns), "bold"
+    count = 0
+    for block in itertools.chain([first, second], result.blocks):
+        count += len(block)
+        for row in block:
+            yield _row([safe(cell_text(v)) for v in row], widths, columns), ""
+    yield f"{count:,} row(s)", "bold"
+    left = [c for (c, *_), w in zip(columns, widths, strict=True) if not w]
+    if left:
+        note = f"left out at {width} columns: {', '.join(left)} (--width or -f csv)"
+        for line in wrap(note, width):
+            yield line, "dim"
+
+
+def _row(cells: list[str], widths: list[int], columns: list[tuple[str, str, int]]) -> str:
+    """One table line: text cut in its middle to its column, numbers right-aligned, the
+    columns the first block's layout left out (width 0) left out."""
+    out = []
+    for text, w, (_, justify, _) in zip(cells, widths, columns, strict=True):
+        if not w:
+            continue
+        if justify == "right":
+            out.append(text.rjust(w))
+        else:
+            out.append(cut_middle(text, w).ljust(w))
+    return " ".join(out).rstrip()
 
 
 def write_csv(result: QueryResult, out: IO[str]) -> None:
-    """The result as CSV (header first; NULL is an empty cell)."""
+    """The result as CSV (header first; NULL is an empty cell), a block at a time."""
     import pandas as pd
 
     from dnnlens.report.tables_export import neutralise_formulas
 
-    frame = pd.DataFrame(
-        [[_csv_value(v) for v in r] for r in result.rows], columns=result.columns, dtype=object
-    )
-    neutralise_formulas(frame).to_csv(out, index=False)
+    header = True
+    for block in itertools.chain(result.blocks, [[]]):
+        if block or header:
+            frame = pd.DataFrame(
+                [[_csv_value(v) for v in r] for r in block], columns=result.columns, dtype=object
+            )
+            neutralise_formulas(frame).to_csv(out, index=False, header=header)
+            header = False
 
 
 def _csv_value(value: Any) -> Any:
@@ -159,9 +249,16 @@ def _csv_value(value: Any) -> Any:
 
 
 def write_json(result: QueryResult, out: IO[str]) -> None:
-    """The result as a JSON array of objects, one per row."""
-    rows = [dict(zip(result.columns, map(plain, r), strict=True)) for r in result.rows]
-    out.write(_json_text(json.dumps(rows, indent=2, ensure_ascii=False)) + "\n")
+    """The result as a JSON array of objects, one per row (as ``json.dumps(rows,
+    indent=2)`` writes it), a block at a time."""
+    first = True
+    for block in result.blocks:
+        for r in block:
+            row = dict(zip(result.columns, map(plain, r), strict=True))
+            text = json.dumps(row, indent=2, ensure_ascii=False)
+            out.write(("[\n" if first else ",\n") + _json_text(textwrap.indent(text, "  ")))
+            first = False
+    out.write("[]\n" if first else "\n]\n")
 
 
 def _json_text(text: str) -> str:
