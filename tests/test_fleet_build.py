@@ -10,28 +10,16 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
-from dnnlens.cli import app
 from dnnlens.fleet import work
 from dnnlens.fleet.build import BuildOptions, RunReport, build_dataset, plan
 from dnnlens.fleet.dataset import Dataset, Settings
 from dnnlens.fleet.engine import SMALL_BUILD_BYTES, SerialEngine, choose_engine
 from dnnlens.fleet.progress import BuildProgress
 from dnnlens.fleet.schema import TABLES
-from test_fleet_logs import SAMPLE_LOGS, write_copy
+from test_fleet_logs import SAMPLE_LOGS, build, invoke, write_copy
 
 NCHW = SAMPLE_LOGS / "convnet_nchw_infer.log"
-
-
-def invoke(*args: str):  # noqa: ANN201 - click Result
-    result = CliRunner().invoke(app, list(args))
-    assert "Traceback" not in result.stderr, result.stderr
-    return result
-
-
-def build(*args: str):  # noqa: ANN201 - click Result
-    return invoke("fleet", "build", "--workers", "1", *args)
 
 
 def test_each_log_is_a_run_and_a_trace_joins_its_log(tmp_path: Path) -> None:

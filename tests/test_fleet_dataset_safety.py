@@ -20,29 +20,17 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
-from dnnlens.cli import app
 from dnnlens.fleet import build as build_module
 from dnnlens.fleet.dataset import Dataset
 from dnnlens.fleet.schema import TABLES
-from test_fleet_logs import SAMPLE_LOGS, small_dataset
+from test_fleet_logs import SAMPLE_LOGS, build, invoke, small_dataset
 
 pytest.importorskip("duckdb")
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = SAMPLE_LOGS / "dispatch_only_infer.log"
 OTHER = SAMPLE_LOGS / "profile_lstm_infer.log"
-
-
-def invoke(*args: str):  # noqa: ANN201 - click Result
-    result = CliRunner().invoke(app, list(args))
-    assert "Traceback" not in result.stderr, result.stderr
-    return result
-
-
-def build(*args: str):  # noqa: ANN201 - click Result
-    return invoke("fleet", "build", "--workers", "1", *args)
 
 
 def visible(dataset: Path) -> dict[str, list[str]]:

@@ -28,6 +28,22 @@ COPIES = 3
 SLOW_FACTOR = 2.0
 
 
+def invoke(*args: str):  # noqa: ANN201 - click Result
+    """The command line in-process; a traceback on stderr fails the test."""
+    from typer.testing import CliRunner
+
+    from dnnlens.cli import app
+
+    result = CliRunner().invoke(app, list(args))
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+def build(*args: str):  # noqa: ANN201 - click Result
+    """``dnnlens fleet build`` with one worker."""
+    return invoke("fleet", "build", "--workers", "1", *args)
+
+
 def scaled_lines(name: str, factor: float, rank: int | None = None) -> list[str]:
     """The lines of sample log ``name`` with every exec time times ``factor``."""
     out = []
