@@ -164,3 +164,18 @@ def test_rules_test_on_bad_cases_is_one_line(tmp_path: Path, case: str) -> None:
     path = tmp_path / "r.yaml"
     path.write_text(rule() + "tests:\n" + case)
     setup_error(path, "rules", "test", str(path))
+
+
+def test_flow_nesting_is_counted_before_yaml_reads_it() -> None:
+    """5,000 ``[`` made PyYAML's scanner work for seconds before the depth limit: the
+    brackets are counted first and the line named; brackets in quotes and comments are
+    text, and 64 levels are still a document."""
+    from dnnlens.rules.errors import RuleSetupError
+    from dnnlens.rules.yamlsrc import MAX_DEPTH, load_yaml
+
+    with pytest.raises(RuleSetupError, match=r"^deep\.yaml:3: nested more than 64 levels"):
+        load_yaml("a: 1\nb: 2\nx: " + "[" * 5_000 + "]" * 5_000 + "\n", "deep.yaml")
+    quoted = 'a: "' + "[" * 100 + '"  # ' + "{" * 100 + "\nb: '" + "[" * 100 + "'\n"
+    assert load_yaml(quoted, "q.yaml") == {"a": "[" * 100, "b": "[" * 100}
+    deepest = load_yaml("x: " + "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1) + "\n", "ok.yaml")
+    assert isinstance(deepest["x"], list)

@@ -9,6 +9,7 @@ aliases expand to a billion values), text keys only. A breach is one
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -97,10 +98,52 @@ def _build(node: yaml.Node, loader: yaml.SafeLoader, limits: _Limits, depth: int
     return loader.construct_object(node, deep=True)
 
 
+_FLOW_MARKS = re.compile(r"[\[\]{}\"'#\n\\]")
+
+
+def _flow_too_deep(text: str) -> int | None:
+    """The line where ``[``/``{`` nesting first passes :data:`MAX_DEPTH`, else None.
+
+    PyYAML's scanner keeps a possible key per flow level and looks at all of them at every
+    token, so 5,000 ``[`` take it seconds (the time grows with the square of the depth)
+    before its composer would hit the depth limit: the brackets are counted first, in one
+    pass over the text, outside quoted scalars and comments."""
+    depth, line, quote = 0, 1, ""
+    for m in _FLOW_MARKS.finditer(text):
+        c = m.group()
+        if c == "\n":
+            line += 1
+            if quote == "#":
+                quote = ""
+        elif quote == "#":
+            pass
+        elif quote:
+            if c == "\\" and quote == '"':
+                pass  # an escape: the next quote mark is not the end (approximately)
+            elif c == quote:
+                quote = ""
+        elif c == "#":
+            start = m.start()
+            if start == 0 or text[start - 1] in " \t\n":
+                quote = "#"
+        elif c in "\"'":
+            quote = c
+        elif c in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return line
+        elif c in "]}":
+            depth = max(depth - 1, 0)
+    return None
+
+
 def load_yaml(text: str, path: str) -> Any:
     """The document of ``text`` with line numbers, or RuleSetupError naming file and line."""
     import yaml
 
+    too_deep = _flow_too_deep(text)
+    if too_deep is not None:
+        raise RuleSetupError(f"{path}:{too_deep}: nested more than {MAX_DEPTH} levels deep")
     loader = None
     try:
         loader = yaml.SafeLoader(text)  # refuses control characters already
