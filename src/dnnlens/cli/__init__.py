@@ -220,24 +220,27 @@ def analyze(
     combine: p.CombineOption = False,
 ) -> None:
     """Parse oneDNN verbose logs and show where the time went."""
+    settings = p.analysis_settings(
+        rules=rules,
+        select=select,
+        ignore=ignore,
+        config=config,
+        window=window,
+        skip=skip,
+        iteration_marker=iteration_marker,
+        machine=machine,
+        combine=combine,
+    )
     options = p.ReportOptions(
+        settings,
         fmt=fmt,
         output=output,
         top=top,
         strict=strict,
         fail_on=fail_on,
-        rules=list(rules),
-        select=list(select),
-        ignore=list(ignore),
-        config=config,
-        window=window,
-        skip=skip,
-        iteration_marker=iteration_marker,
-        machine=p.machine_profile(machine),
         quiet=quiet,
         details=details,
         width=width,
-        combine=combine,
     )
     raise typer.Exit(p.read_and_report(paths, options, jobs=jobs, live=live, tee=tee))
 

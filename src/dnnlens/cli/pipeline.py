@@ -18,17 +18,17 @@ import contextlib
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 
-from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
 from dnnlens.errors import EXIT_BROKEN_PIPE, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, say
 
 if TYPE_CHECKING:
+    from dnnlens.app.session import Settings
     from dnnlens.model import ParsedLog
 
 
@@ -138,40 +138,58 @@ CombineOption = Annotated[
 
 @dataclass
 class ReportOptions:
-    """The analysis and report options of ``analyze`` and ``run``."""
+    """The options of ``analyze`` and ``run``: what to analyse (one
+    :class:`~dnnlens.app.session.Settings`, the same object :func:`dnnlens.analyze` builds)
+    and how to report it."""
 
+    settings: Settings
     fmt: OutputFormat = OutputFormat.terminal
     output: Path | None = None
     top: int = 10
     strict: bool = False
     fail_on: FailOn = FailOn.never
-    rules: list[str] = field(default_factory=list)
-    select: list[str] = field(default_factory=list)
-    ignore: list[str] = field(default_factory=list)
-    config: Path | None = None
-    window: int = DEFAULT_WINDOW_EVENTS
-    skip: int = 0
-    #: ``--iteration-marker``: a regex of the program's lines that separate passes
-    iteration_marker: str | None = None
     quiet: bool = False
     #: terminal: every table, and the line width (None: COLUMNS or the terminal's)
     details: bool = False
     width: int | None = None
-    #: all inputs as one run (by default each input is a run, unless a rank or a rotation)
-    combine: bool = False
     #: the report goes to standard error unless ``output`` is given: standard output
     #: carries the program's own lines (``--tee``, ``dnnlens run``)
     report_to_stderr: bool = False
     #: input errors make the exit code 2 (``run`` exits with its program's code instead)
     input_errors_fail: bool = True
-    #: more keys of the JSON report (``run``: the command and its exit code)
-    extras: dict[str, Any] = field(default_factory=dict)
-    #: the machine profile of ``--machine`` (:func:`machine_profile`), None for the log's
-    machine: Any = None
 
     def rule_options(self) -> Any:
         """The options of the rule engine."""
-        return settings(self).rule_options()
+        return self.settings.rule_options()
+
+
+def analysis_settings(
+    *,
+    rules: list[str],
+    select: list[str],
+    ignore: list[str],
+    config: Path | None,
+    window: int,
+    skip: int,
+    iteration_marker: str | None,
+    machine: Path | None,
+    combine: bool = False,
+) -> Settings:
+    """The :class:`~dnnlens.app.session.Settings` of the command-line options (the machine
+    profile read now: a bad one is a usage error before anything runs)."""
+    from dnnlens.app.session import Settings
+
+    return Settings(
+        skip_iterations=skip,
+        window=window,
+        iteration_marker=iteration_marker,
+        combine=combine,
+        machine=machine_profile(machine),
+        rules=list(rules),
+        select=list(select),
+        ignore=list(ignore),
+        config=str(config) if config else None,
+    )
 
 
 def machine_profile(path: Path | None) -> Any:
@@ -190,12 +208,13 @@ def machine_profile(path: Path | None) -> Any:
 
 def marker_problem(options: ReportOptions) -> str | None:
     """What is wrong with ``--iteration-marker``, as one line (None: nothing)."""
-    if options.iteration_marker is None:
+    marker = options.settings.iteration_marker
+    if marker is None:
         return None
     try:
-        re.compile(options.iteration_marker)
+        re.compile(marker)
     except re.error as exc:
-        return f"--iteration-marker {options.iteration_marker!r} is not a valid regex: {exc}"
+        return f"--iteration-marker {marker!r} is not a valid regex: {exc}"
     return None
 
 
@@ -224,24 +243,6 @@ def check_options(options: ReportOptions) -> str | None:
 # -- the report ---------------------------------------------------------------------------
 
 
-def settings(options: ReportOptions) -> Any:
-    """The analysis settings (:class:`dnnlens.app.session.Settings`) of ``options``."""
-    from dnnlens.app.session import Settings
-
-    return Settings(
-        skip_iterations=options.skip,
-        window=options.window,
-        iteration_marker=options.iteration_marker,
-        combine=options.combine,
-        machine=options.machine,
-        rules=list(options.rules),
-        select=list(options.select),
-        ignore=list(options.ignore),
-        config=str(options.config) if options.config else None,
-        run_info=dict(options.extras["run"]) if "run" in options.extras else None,
-    )
-
-
 def report_parsed(log: ParsedLog, options: ReportOptions) -> int:
     """Analyse ``log`` (each run apart), run the rules, render the report, tell about the
     inputs; the exit code (0, 1 for findings at ``--fail-on``, 2 for input errors and
@@ -255,7 +256,7 @@ def report_parsed(log: ParsedLog, options: ReportOptions) -> int:
         say("error", "; ".join(log.input_errors) or "no input")
         return EXIT_USAGE
     try:
-        outcome = analyse(log, settings(options))
+        outcome = analyse(log, options.settings)
     except SessionError as exc:
         say("error", str(exc))
         return EXIT_USAGE
@@ -403,7 +404,7 @@ def read_and_report(
     piped = "-" in specs
     show = live and piped and not options.quiet and _live_view_possible()
     options.report_to_stderr = options.report_to_stderr or tee
-    window = settings(options).reading_window()
+    window = options.settings.reading_window()
     bar = progress_enabled(options.quiet) and not piped
     sources = expand_inputs(specs)[0] if bar or jobs is None else []
     if jobs is None:  # chosen by the size of the inputs

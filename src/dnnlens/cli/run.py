@@ -121,20 +121,23 @@ def register(app: typer.Typer) -> None:
             command = command[1:]
         if not command:
             raise fail("no command given: dnnlens run -- python train.py")
+        settings = p.analysis_settings(
+            rules=rules,
+            select=select,
+            ignore=ignore,
+            config=config,
+            window=window,
+            skip=skip,
+            iteration_marker=iteration_marker,
+            machine=machine,
+        )
         options = p.ReportOptions(
+            settings,
             fmt=fmt,
             output=output,
             top=top,
             strict=strict,
             fail_on=fail_on,
-            rules=list(rules),
-            select=list(select),
-            ignore=list(ignore),
-            config=config,
-            window=window,
-            skip=skip,
-            iteration_marker=iteration_marker,
-            machine=p.machine_profile(machine),
             quiet=quiet,
             details=details,
             width=width,
@@ -165,7 +168,7 @@ def register(app: typer.Typer) -> None:
         watch = ChildWatch(proc, grace)
 
         def program_ended(opts: p.ReportOptions) -> None:
-            opts.extras["run"] = {
+            opts.settings.run_info = {
                 "command": command,
                 "exit_code": watch.wait(),
                 "log": str(log_path),
