@@ -12,6 +12,9 @@ import gzip
 import shutil
 from pathlib import Path
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from dnnlens.cli import app
@@ -100,3 +103,16 @@ def test_content_not_names(tmp_path: Path) -> None:
     prose.write_text("Set `onednn_verbose,v1,...` lines apart; see ONEDNN_VERBOSE=1.\n")
     assert not holds_run(str(prose))
     assert not holds_run(str(SAMPLES / "MANIFEST.json"))
+
+
+@given(
+    st.binary(max_size=2048),
+    st.sampled_from([b"", b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\xff\xfe"]),
+)
+@settings(max_examples=80, deadline=None)
+def test_any_bytes_are_a_yes_or_no(tmp_path_factory: pytest.TempPathFactory, data: bytes,
+                                   magic: bytes) -> None:  # fmt: skip
+    """Damaged compression, half a UTF-16 character, binary junk: an answer, never an error."""
+    path = tmp_path_factory.mktemp("bytes") / "f"
+    path.write_bytes(magic + data)
+    assert holds_run(str(path)) in (True, False)

@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from dnnlens.cli import app
@@ -165,3 +167,41 @@ def test_a_streamed_fleet_query_table_fits_columns_too() -> None:
     assert all(len(t) <= 60 for t, _ in lines)
     end = [t for t, _ in lines[lines.index(("6 row(s)", "bold")) + 1 :]]
     assert " ".join(end).startswith("left out at 60 columns: metric_")
+
+
+_NAME = st.text(alphabet="abcdefghijk_:0123456789x", min_size=0, max_size=40)
+_NUMBER = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False).map(lambda v: f"{v:,.3f}")
+
+
+@st.composite
+def _tables(draw: st.DrawFn) -> tuple[list[tuple[str, str, int]], list[list[str]]]:
+    kinds = draw(st.lists(st.sampled_from(["left", "flex", "text", "whole", "right"]),
+                          min_size=1, max_size=9))  # fmt: skip
+    columns = [(f"c{i}", k, draw(st.integers(0, 3))) for i, k in enumerate(kinds)]
+    rows = draw(st.lists(st.tuples(*(_NUMBER if k == "right" else _NAME for k in kinds)),
+                         max_size=8))  # fmt: skip
+    return columns, [list(r) for r in rows]
+
+
+@given(_tables(), st.integers(min_value=40, max_value=160))
+@settings(max_examples=60, deadline=None)
+def test_any_grid_fits_and_keeps_numbers_whole(table, width: int) -> None:
+    """Any table at any width of 40 or more: every line fits, a number or a ``whole`` cell
+    of a column that is shown is printed whole, and rows that differ in their shown text
+    columns print differently whenever the widths let them (never worse than before)."""
+    columns, rows = table
+    grid = Grid("t", columns)
+    for r in rows:
+        grid.add_row(*r)
+    lines = grid.lines(width)
+    widths = grid.widths(width)
+    body = [t for t, _ in lines[2 : 2 + len(rows)]]
+    fixed = sum(w for w, (_, k, _) in zip(widths, columns, strict=True) if k in ("whole", "right"))
+    shown = sum(1 for w in widths if w)
+    for text, _ in lines:
+        # only a first column of numbers or a location wider than the line can pass it
+        assert len(text) <= width or fixed + shown - 1 > width, (text, width)
+    for line, r in zip(body, rows, strict=True):
+        for (_, kind, _), w, cell in zip(columns, widths, r, strict=True):
+            if w and kind in ("right", "whole") and cell:
+                assert cell in line
