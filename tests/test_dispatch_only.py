@@ -59,6 +59,17 @@ def test_dispatch_only_log_is_titled_and_counted() -> None:
     assert "No oneDNN primitive events" not in out
 
 
+def test_the_page_opens_with_what_the_log_is(tmp_path: Path) -> None:
+    page = tmp_path / "d.html"
+    result = CliRunner().invoke(
+        app, ["analyze", str(DISPATCH), "-q", "-f", "html", "-o", str(page)]
+    )
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert "only dispatch diagnostics (26 create:dispatch lines, no times)" in text
+    assert "0 primitive executions" not in text
+
+
 def test_the_dispatch_lines_of_another_recording(tmp_path: Path) -> None:
     lines = [x for x in ALL.read_text().splitlines(keepends=True) if "create:dispatch" in x]
     assert len(lines) == 29

@@ -669,6 +669,7 @@ def _body(a: Analysis) -> list[str]:
         if s.exec_count or a.framework is None
         else "a profiler trace or table without a verbose log: the framework view"
     )
+    sub = verdict_text.dispatch_only(a) or sub
     has_execs = bool(len(a.execs))
     sections = [
         ("findings", "Findings", _findings(a)),

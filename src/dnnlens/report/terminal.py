@@ -76,12 +76,9 @@ def _about(a: Analysis, names: dict[str, str]) -> str:
             f"primitive executions, {passes}"
         )
     if not s.exec_count:
-        lines = sum(r.lines for reasons in a.dispatch.values() for r in reasons)
-        if lines:
-            return (
-                f"{logs}: only dispatch diagnostics ({lines:,} create:dispatch lines, no "
-                "times): set ONEDNN_VERBOSE=1 for times"
-            )
+        dispatch = verdict_text.dispatch_only(a)
+        if dispatch:
+            return f"{logs}: {dispatch}"
         return logs or "no input"
     about = (
         f"{logs}: {s.exec_count:,} primitive executions, {passes}, typical iteration "

@@ -75,3 +75,17 @@ def headline(analysis: Analysis) -> str:
     top = analysis.findings[0]
     where = cost(top, analysis)
     return f"Fix first: {title(top)} ({where})." if where else f"First: {title(top)}."
+
+
+def dispatch_only(analysis: Analysis) -> str | None:
+    """What a log of only ``create:dispatch`` lines holds, in one phrase (None for any
+    other): the terminal's and the page's opening line."""
+    if analysis.summary.exec_count:
+        return None
+    lines = sum(r.lines for reasons in analysis.dispatch.values() for r in reasons)
+    if not lines:
+        return None
+    return (
+        f"only dispatch diagnostics ({lines:,} create:dispatch lines, no times): set "
+        "ONEDNN_VERBOSE=1 for times"
+    )
