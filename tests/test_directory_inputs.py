@@ -116,3 +116,20 @@ def test_any_bytes_are_a_yes_or_no(tmp_path_factory: pytest.TempPathFactory, dat
     path = tmp_path_factory.mktemp("bytes") / "f"
     path.write_bytes(magic + data)
     assert holds_run(str(path)) in (True, False)
+
+
+def test_a_verbose_line_late_or_across_pieces_is_found(tmp_path: Path) -> None:
+    """The head is read a piece at a time: a verbose line that straddles two pieces, or
+    comes after 1 MiB of the program's own output, is found; one past the head is not."""
+    from dnnlens.io import content
+
+    line = LOG.read_text().splitlines()[20].encode() + b"\n"
+    assert b",exec," in line
+    straddle = b"x" * (content._PIECE_BYTES - 30) + b"\n" + line
+    late = b"epoch 1 loss 0.5\n" * ((1 << 20) // 17 + 1) + line
+    past = b"p" * 99 + b"\n"
+    past = past * (content.HEAD_BYTES // len(past) + 1) + line
+    for name, data, want in (("straddle", straddle, True), ("late", late, True),
+                             ("past", past, False)):  # fmt: skip
+        (tmp_path / name).write_bytes(data)
+        assert holds_run(str(tmp_path / name)) is want, name

@@ -44,6 +44,13 @@ def _opened(path: str) -> BinaryIO:
     return open(path, "rb")
 
 
+#: How much is read at a time, and how much of the last piece is searched again with the
+#: next (a verbose line's first fields and a table's header are shorter).
+_PIECE_BYTES = 64 << 10
+_OVERLAP = 512
+_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
+
+
 def _text(head: bytes) -> bytes:
     """UTF-16 (with its byte-order mark) as UTF-8; anything else as it is."""
     if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
@@ -54,14 +61,42 @@ def _text(head: bytes) -> bytes:
 def holds_run(path: str) -> bool:
     """True when the head of ``path`` holds a verbose line, a trace or a profiler table.
 
-    A file that cannot be read counts as one: opening it again says what is wrong."""
+    Read a piece at a time and stopped at the first sign, so that a directory of large
+    logs costs a few kilobytes each. A file that cannot be read counts as one: opening it
+    again says what is wrong."""
     try:
         with _opened(path) as raw:
-            head = raw.read(HEAD_BYTES)
+            return _holds_run(raw)
     except (OSError, EOFError, lzma.LZMAError, ValueError):
         return True
-    text = _text(head)
+
+
+def _holds_run(raw: BinaryIO) -> bool:
+    first = raw.read(_PIECE_BYTES)
+    if first[:2] in _UTF16_MARKS:  # rare: decoded whole
+        return _holds(_text(first + raw.read(HEAD_BYTES - len(first))), json=None)
+    json: bool | None = None  # does the text start like JSON (None: only blanks so far)
+    tail, read, piece = b"", 0, first
+    while piece:
+        if json is None:
+            start = piece.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+            json = None if not start else start in (b"{", b"[")
+        # the piece with the end of the last one: a mark may straddle them
+        if _holds(tail + piece, json=bool(json)):
+            return True
+        read += len(piece)
+        if read >= HEAD_BYTES:
+            break
+        tail = piece[-_OVERLAP:]
+        piece = raw.read(min(_PIECE_BYTES, HEAD_BYTES - read))
+    return False
+
+
+def _holds(text: bytes, json: bool | None) -> bool:
+    """A verbose line or a table in ``text``; or a trace's keys, in a text that starts like
+    JSON (``json`` None: decide from ``text`` itself)."""
     if _VERBOSE.search(text) or _TABLE.search(text):
         return True
-    start = text.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
-    return start in (b"{", b"[") and _TRACE.search(text) is not None
+    if json is None:
+        json = text.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[")
+    return json and _TRACE.search(text) is not None

@@ -244,11 +244,13 @@ def expand_inputs(
             files, error = _directory_files(spec)
             if error:
                 errors.append(error)
-            runs = [name for name in files if holds_run(name)]
+            runs, skipped = [], []
+            for name in files:
+                (runs if holds_run(name) else skipped).append(name)
             if files and not runs:
                 errors.append(_nothing_note(spec, files))
-            elif len(runs) < len(files) and notes is not None:
-                notes.append(_skipped_note(spec, [n for n in files if n not in set(runs)]))
+            elif skipped and notes is not None:
+                notes.append(_skipped_note(spec, skipped))
             for name in runs:
                 add(name)
             continue
