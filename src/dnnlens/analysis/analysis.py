@@ -535,8 +535,7 @@ class Analysis:
         counted (:mod:`dnnlens.analysis.dispatch`)."""
         from dnnlens.analysis.dispatch import dispatch_reasons
 
-        out = {s.path: dispatch_reasons(self.log, s.path) for s in self.log.scans}
-        return {path: reasons for path, reasons in out.items() if reasons}
+        return dispatch_reasons(self.log)
 
     def impact_per_basis(self, finding: Finding) -> float | None:
         """A finding's impact in ms per basis unit (a oneDNN finding's per-iteration

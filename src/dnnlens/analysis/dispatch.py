@@ -28,6 +28,11 @@ class DispatchReason:
     lines: int
     first_line: int
 
+    @property
+    def source(self) -> str:
+        """The source file and line of the location, without its directories."""
+        return self.location.rsplit("/", 1)[-1]
+
     def to_json(self) -> dict[str, Any]:
         """The row as JSON."""
         return {
@@ -40,25 +45,28 @@ class DispatchReason:
         }
 
 
-def dispatch_reasons(log: Any, path: str) -> list[DispatchReason]:
-    """The ``create:dispatch`` lines of input ``path`` of ``log`` (a ``ParsedLog``),
+def dispatch_reasons(log: Any) -> dict[str, list[DispatchReason]]:
+    """Per input of ``log`` (a ``ParsedLog``) with ``create:dispatch`` lines, those lines
     grouped by kind, implementation, reason and location, most lines first (then the first
-    line)."""
+    line). One pass over the diagnostics, whatever the number of inputs."""
     diag = log.diagnostics
     if not len(diag):
-        return []
+        return {}
     inputs = str_values(diag["input"])
     ops = str_values(diag["operation"])
     records, lines = diag["record"].tolist(), diag["line"].tolist()
-    groups: dict[tuple[str, str, str, str], list[int]] = {}
+    groups: dict[str, dict[tuple[str, str, str, str], list[int]]] = {}
     for i, (where, op) in enumerate(zip(inputs, ops, strict=True)):
-        if where != path or op != "create:dispatch":
+        if op != "create:dispatch":
             continue
         rec = log.records[int(records[i])]
         key = (rec.kind, rec.impl, rec.text, rec.location)
-        groups.setdefault(key, []).append(int(lines[i]))
-    out = [
-        DispatchReason(kind, impl, reason, location, len(found), min(found))
-        for (kind, impl, reason, location), found in groups.items()
-    ]
-    return sorted(out, key=lambda r: (-r.lines, r.first_line))
+        groups.setdefault(str(where), {}).setdefault(key, []).append(int(lines[i]))
+    out = {}
+    for path, by_key in groups.items():
+        reasons = [
+            DispatchReason(kind, impl, reason, location, len(found), min(found))
+            for (kind, impl, reason, location), found in by_key.items()
+        ]
+        out[path] = sorted(reasons, key=lambda r: (-r.lines, r.first_line))
+    return out

@@ -201,7 +201,7 @@ def _dispatch(console: Console, a: Analysis) -> None:
                 r.impl or "-",
                 f"{r.lines:,}",
                 str(r.first_line) if one else f"{path}:{r.first_line}",
-                r.location.rsplit("/", 1)[-1] or "-",
+                r.source or "-",
                 r.reason,
             )
     console.print()

@@ -183,5 +183,4 @@ DISPATCH_SHOWN = 6
 
 def _reason_text(r: DispatchReason) -> str:
     what = f"{r.kind} {r.impl}".strip() or "a primitive"
-    where = r.location.rsplit("/", 1)[-1]
-    return f"{what}: {r.reason!r} x{r.lines}" + (f" ({where})" if where else "")
+    return f"{what}: {r.reason!r} x{r.lines}" + (f" ({r.source})" if r.source else "")
