@@ -361,3 +361,8 @@ def test_a_ratio_of_1e299_is_three_digits_and_an_exponent(tmp_path: Path) -> Non
     assert "NEW is 1.39e+299x slower per typical steady iteration" in result.stdout
     assert not re.search(r"\d{13}", result.stdout)
     assert "+1.39e+301%" in result.stdout
+    from dnnlens.fmt import speed
+
+    assert speed(1e-320) == "-"  # its inverse is no number
+    assert (speed(2.0), speed(0.5), speed(1e300)) == ("2.00x faster", "2.00x slower",
+                                                      "1e+300x faster")  # fmt: skip

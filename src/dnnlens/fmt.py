@@ -76,7 +76,9 @@ def speed(ratio: float | None) -> str:
         return "-"
     assert ratio is not None
     times = ratio if ratio >= 1 else 1 / ratio
-    text = f"{times:.3g}" if _huge(times) or not math.isfinite(times) else f"{times:.2f}"
+    if not math.isfinite(times):  # 1 / 1e-320
+        return "-"
+    text = f"{times:.3g}" if _huge(times) else f"{times:.2f}"
     return f"{text}x faster" if ratio >= 1 else f"{text}x slower"
 
 
