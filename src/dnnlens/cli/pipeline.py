@@ -392,7 +392,7 @@ def read_and_report(
     that is more than one (:func:`dnnlens.reading.parallel.choose_jobs`).
     """
     from dnnlens.errors import fail
-    from dnnlens.io.inputs import expand_inputs
+    from dnnlens.io.inputs import expand
     from dnnlens.io.signals import StopRequest
     from dnnlens.reading import read
 
@@ -406,7 +406,8 @@ def read_and_report(
     options.report_to_stderr = options.report_to_stderr or tee
     window = options.settings.reading_window()
     bar = progress_enabled(options.quiet) and not piped
-    sources = expand_inputs(specs)[0] if bar or jobs is None else []
+    expansion = expand(specs)  # once: a directory's files are looked into
+    sources = expansion.sources
     if jobs is None:  # chosen by the size of the inputs
         from dnnlens.reading.parallel import choose_jobs
 
@@ -422,7 +423,7 @@ def read_and_report(
         output = _Output(show, tee)
         try:
             log = read(
-                specs,
+                expansion,
                 jobs=jobs,
                 window_events=window,
                 progress=progress,

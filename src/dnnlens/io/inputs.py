@@ -36,7 +36,7 @@ import stat
 import sys
 import threading
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -205,6 +205,26 @@ def _nothing_note(directory: str, names: list[str]) -> str:
 
 #: Skipped files named in the note about a directory; the rest are counted.
 _SKIPPED_SHOWN = 6
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """What a command's input specs name, found once (a directory's files are looked into
+    to tell runs from the rest): the sources, one error per spec that names nothing
+    readable, and the notes of files skipped. The command line makes it for its progress
+    bar and its choice of ``-j`` and hands the same one to :func:`dnnlens.reading.read`."""
+
+    specs: tuple[str, ...]
+    sources: list[InputSource]
+    errors: list[str]
+    notes: list[str]
+
+
+def expand(specs: Sequence[str]) -> Expansion:
+    """:func:`expand_inputs` of ``specs``, as an :class:`Expansion`."""
+    notes: list[str] = []
+    sources, errors = expand_inputs(list(specs), notes)
+    return Expansion(tuple(specs), sources, errors, notes)
 
 
 def expand_inputs(

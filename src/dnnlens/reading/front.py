@@ -30,6 +30,7 @@ import numpy as np
 
 from dnnlens.io.inputs import (
     Decoder,
+    Expansion,
     InputError,
     InputSource,
     LineBlocks,
@@ -37,7 +38,7 @@ from dnnlens.io.inputs import (
     ReadStats,
     decode_line,
     display_path,
-    expand_inputs,
+    expand,
     note_cut_lines,
     open_input,
     open_range_blocks,
@@ -67,7 +68,7 @@ Snapshot = Callable[[ParsedLog], None]
 
 
 def read(
-    specs: Sequence[str],
+    specs: Sequence[str] | Expansion,
     *,
     jobs: int | None = 1,
     window_events: int | None = DEFAULT_WINDOW_EVENTS,
@@ -81,7 +82,8 @@ def read(
     parts: Mapping[str, Sequence[tuple[parallel.Part, int]]] | None = None,
     meanwhile: Callable[[], None] | None = None,
 ) -> ParsedLog:
-    """Read every input named by ``specs`` (paths, globs, directories, ``-``).
+    """Read every input named by ``specs`` (paths, globs, directories, ``-``), or by the
+    :class:`~dnnlens.io.inputs.Expansion` the caller made of them already.
 
     ``window_events``: the events kept once the inputs are too large to keep them all (None
     keeps every event whatever the size). ``jobs``: processes scanning plain files (bounded
@@ -99,8 +101,9 @@ def read(
     worker processes scan, the first time a worker's part is asked for (the command imports
     what its report needs there); not called when no worker starts.
     """
-    notes: list[str] = []
-    sources, errors = expand_inputs(list(specs), notes)
+    expansion = specs if isinstance(specs, Expansion) else expand(specs)
+    sources, errors = expansion.sources, list(expansion.errors)
+    notes = list(expansion.notes)
     reading = _Reading(
         window_events=window_events,
         progress=progress or NoProgress(),
@@ -134,7 +137,9 @@ def read(
         return log
 
 
-def load(specs: list[str], progress: Progress | None = None, jobs: int = 1) -> ParsedLog:
+def load(
+    specs: Sequence[str] | Expansion, progress: Progress | None = None, jobs: int = 1
+) -> ParsedLog:
     """:func:`read` keeping every event, whatever the size (what the commands that need
     all of them use: export, diff, graph)."""
     return read(specs, jobs=jobs, progress=progress, window_events=None)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from dnnlens.errors import say
-from dnnlens.io.inputs import InputSource, display_path, expand_inputs
+from dnnlens.io.inputs import InputSource, display_path, expand
 
 if TYPE_CHECKING:  # rich is imported when a console or a bar is made (start-up stays light)
     from rich.console import Console
@@ -197,9 +197,9 @@ def load_inputs(specs: list[str], quiet: bool = False, jobs: int = 1) -> ParsedL
     from dnnlens.reading import load
 
     if progress_enabled(quiet):
-        sources, _ = expand_inputs(specs)
-        with InputProgress(sources, True) as progress:
-            return load(specs, progress=progress, jobs=jobs)
+        expansion = expand(specs)  # once: a directory's files are looked into
+        with InputProgress(expansion.sources, True) as progress:
+            return load(expansion, progress=progress, jobs=jobs)
     return load(specs, jobs=jobs)
 
 
