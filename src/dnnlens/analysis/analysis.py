@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from dnnlens.analysis.columns import str_values
+from dnnlens.analysis.columns import category_mask, str_values
 from dnnlens.analysis.findings import BASES, Finding
 from dnnlens.analysis.iterations import Iterations, find_iterations
 from dnnlens.analysis.shares import share
@@ -293,8 +293,8 @@ class Analysis:
         """The one typical iteration (:mod:`dnnlens.analysis.timing`): per graph node."""
         g = self.graph
         events = self._windowed[0]
-        kind = events["kind"].to_numpy()[g.exec_rows]
-        primitive = kind != "graph_partition"
+        partition = category_mask(events["kind"], lambda k: k == "graph_partition")
+        primitive = ~partition[g.exec_rows]
         rows = g.exec_rows[primitive]
         nodes = g.nodes
         return typical_iteration(

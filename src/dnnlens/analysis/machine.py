@@ -496,13 +496,23 @@ def made_here(header_isa: str, threads: int | None, host: HostCpu) -> bool:
 
 
 def _isa_from_events(log: Any) -> str:
+    import numpy as np
+    import pandas as pd
+
     from dnnlens.parsers.isa import isa_rank
 
     events = getattr(log, "events", None)
     if events is None or events.empty or "isa" not in events:
         return ""
-    counts = events["isa"].astype(str).value_counts()
-    ranked = [i for i in counts.index if isa_rank(i) is not None]
+    isa = events["isa"]
+    if not isinstance(isa.dtype, pd.CategoricalDtype):
+        isa = isa.astype(str).astype("category")
+    # the most frequent ISA with a rank (ties: the one seen first), counted per category
+    codes = isa.cat.codes.to_numpy()
+    names = [str(c) for c in isa.cat.categories.tolist()]
+    present, first, counts = np.unique(codes[codes >= 0], return_index=True, return_counts=True)
+    order = sorted(range(len(present)), key=lambda k: (-counts[k], first[k]))
+    ranked = [names[present[k]] for k in order if isa_rank(names[present[k]]) is not None]
     return ranked[0] if ranked else ""
 
 
