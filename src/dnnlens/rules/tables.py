@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from dnnlens.analysis.columns import str_values
 from dnnlens.model import EVENT_COLUMNS
 from dnnlens.rules.expr import BOOL, NUM, STR
 from dnnlens.rules.flops import FLOP_FUNCTION
@@ -194,7 +195,7 @@ def table(ctx: RuleContext, name: str) -> tuple[pd.DataFrame, float]:
         ev = ctx.events
         mask = ev["operation"].isin(["create", "create_nested"]).to_numpy()
         frame = ev[mask].copy()
-        frame["path"] = frame["input"].astype(str)
+        frame["path"] = str_values(frame["input"])
         frame["iteration"] = ctx.iterations.iteration[mask]
         frame["steady"] = ctx.iterations.steady[mask]
         return frame, float(frame["time_ms"].sum())
@@ -243,7 +244,7 @@ def events_view(ctx: RuleContext) -> pd.DataFrame:
         return cached
     ex = ctx.execs.copy()
     pos = ctx.events.index.get_indexer(ex.index)
-    ex["path"] = ex["input"].astype(str)
+    ex["path"] = str_values(ex["input"])
     ex["iteration"] = ctx.iterations.iteration[pos]
     ex["steady"] = ctx.iterations.steady[pos]
     _neighbours(ex)
@@ -263,7 +264,7 @@ def events_view(ctx: RuleContext) -> pd.DataFrame:
 
 
 def _neighbours(ex: pd.DataFrame) -> None:
-    kinds = ex["kind"].astype(str)
+    kinds = pd.Series(str_values(ex["kind"]), index=ex.index)
     groups = ex["path"]
     ex["prev_kind"] = kinds.groupby(groups).shift(1).fillna("")
     ex["next_kind"] = kinds.groupby(groups).shift(-1).fillna("")
