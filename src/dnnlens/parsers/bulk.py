@@ -21,7 +21,9 @@ and over with different numbers. Per block of whole lines:
 3. Each shape is decided once (then remembered), on its first line, by the line scanner's
    own classification: when that line is an event whose time and timestamp are exactly D
    and B, every line of the shape is that event with its own D and B; otherwise every line
-   of the shape is a slow line. Nothing else is assumed about the format.
+   of the shape is a slow line. Nothing else is assumed about the format. The junk before
+   the marker (a ``[rank0]:`` of ``torchrun``) is part of A, so an event's rank is its
+   shape's, kept in the verdict: a line costs nothing more for it.
    When at least one line in :data:`UNTIMED_SHARE` of a block is left, the lines left are
    looked at the same way with ``(A, whether B is there, everything after B)`` as their
    shape: a shape whose first line is a header or diagnostic line is that line (a
@@ -55,13 +57,18 @@ from dnnlens.io.inputs import (
     open_blocks,
 )
 from dnnlens.parsers.records import LINE_DIAGNOSTIC
-from dnnlens.parsers.scanner import FOREIGN_EXAMPLES_KEPT, InputScan, Scanner
+from dnnlens.parsers.scanner import FOREIGN_EXAMPLES_KEPT, NO_RANK, InputScan, Scanner
 
 if TYPE_CHECKING:
     from dnnlens.parsers.torch_table import TableFinder
 
 _NL, _COMMA, _CR, _V, _ZERO, _NINE = 10, 44, 13, 118, 48, 57
 _SLOW = -1  # shape verdict: its lines take the slow path
+# An event shape's verdict: (rank + 1) << _RANK_AT | record id << 1 | prefixed. The rank of
+# a [rankN] prefix is part of A, so it is the shape's (no cost per line); 0 above the record
+# id is "no rank", as for every line of a plain log.
+_RANK_AT = 32
+_RECORD_MASK = (1 << (_RANK_AT - 1)) - 1
 #: Bytes of shapes remembered across blocks, per kind (events; headers and diagnostics).
 MAX_SHAPE_BYTES = 16 << 20
 #: Header and diagnostic lines are looked at as shapes when at least 1 line in this many of
@@ -105,7 +112,7 @@ class BulkScan:
         self.finder = finder
         # kept on the scanner: shapes carry over between inputs and blocks
         memos = scanner.shape_memos.setdefault("bulk", (ShapeMemo(), ShapeMemo()))
-        #: (A, has B, C) -> record id * 2 + prefixed of an event line, or _SLOW
+        #: (A, has B, C) -> the verdict of an event line (see _RANK_AT), or _SLOW
         self.shapes: ShapeMemo = memos[0]
         #: (A, has B, everything after B) -> record id * 2 + prefixed of a header or
         #: diagnostic line, or _SLOW
@@ -125,7 +132,7 @@ class BulkScan:
         starts[1:] = ends[:-1] + 1
         nexts = np.minimum(ends + 1, len(block))
         base = self.scan.lines
-        fast, rid2, times, stamps, untimed = self._fast_lines(
+        fast, event_verdicts, times, stamps, untimed = self._fast_lines(
             block, arr, starts, ends, nexts, marks, nl
         )
         slow = np.flatnonzero(~fast & (untimed < 0))
@@ -175,7 +182,9 @@ class BulkScan:
                 else:
                     classify(scan, base + i + 1, text)
         if fast.any():
-            self._add_fast(np.flatnonzero(fast), base, rid2[fast], times[fast], stamps[fast], n0)
+            self._add_fast(
+                np.flatnonzero(fast), base, event_verdicts[fast], times[fast], stamps[fast], n0
+            )
         if len(diag):
             self._add_diagnostics(diag + (base + 1), untimed[diag], d0)
         scan.lines = base + n
@@ -190,18 +199,18 @@ class BulkScan:
         marks: np.ndarray,
         nl: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Which lines are events of a known shape: their record id * 2 + prefixed, time and
+        """Which lines are events of a known shape: their verdict (see _RANK_AT), time and
         timestamp; and the record id * 2 + prefixed of header and diagnostic lines of a
         known shape (-1 for every other line)."""
         n = len(ends)
         fast = np.zeros(n, dtype=bool)
-        rid2 = np.full(n, _SLOW, dtype=np.int64)
+        event_verdicts = np.full(n, _SLOW, dtype=np.int64)
         untimed = np.full(n, _SLOW, dtype=np.int64)
         times = np.full(n, np.nan)
         stamps = np.full(n, np.nan)
         cut = _cut_lines(block, arr, starts, ends, nexts, marks, nl)
         if cut is None:
-            return fast, rid2, times, stamps, untimed
+            return fast, event_verdicts, times, stamps, untimed
         idx, s, nx, bstart, bend, lc, te, has_b = cut
         # events: B and D must start and end with a digit to be read as numbers here
         # (a line may end in its last comma, at the end of the block: clamp, te > lc + 1
@@ -217,7 +226,7 @@ class BulkScan:
             )
             at = idx[cand[pick]]
             fast[at] = True
-            rid2[at] = verdicts
+            event_verdicts[at] = verdicts
             times[at] = t_vals
             stamps[at] = ts_vals
         # header and diagnostic lines (a timestamp at most varies): the rest, when they are
@@ -228,7 +237,7 @@ class BulkScan:
                 block, s[rest], nx[rest], bstart[rest], bend[rest], te[rest], has_b[rest]
             )
             untimed[idx[rest[pick]]] = verdicts
-        return fast, rid2, times, stamps, untimed
+        return fast, event_verdicts, times, stamps, untimed
 
     def _event_shapes(
         self,
@@ -348,7 +357,7 @@ class BulkScan:
     def _decide(self, line: bytes, b: bytes | None, d: bytes) -> tuple[int, bool]:
         """The verdict on the shape of ``line``, and whether it holds for the whole shape.
 
-        The verdict is record id * 2 + prefixed when ``line`` is an event timed by ``d``
+        The verdict is the event's (see _RANK_AT) when ``line`` is an event timed by ``d``
         (and stamped by ``b``); it is not final when ``d`` or ``b`` is a number the strict
         pattern does not take (another line of the shape decides then).
         """
@@ -367,7 +376,9 @@ class BulkScan:
                 return _SLOW, True
         elif not (probe.has_timestamps and probe.event_timestamp[-1] == float(b)):
             return _SLOW, True
-        return probe.event_record[0] * 2 + (1 if probe.prefixed else 0), True
+        rank = probe.event_rank[0] if len(probe.event_rank) else NO_RANK
+        verdict = (rank + 1) << _RANK_AT | probe.event_record[0] << 1
+        return verdict | (1 if probe.prefixed else 0), True
 
     def _decide_untimed(self, line: bytes) -> tuple[int, bool]:
         """Record id * 2 + prefixed when ``line`` is a header or diagnostic line: then every
@@ -386,7 +397,7 @@ class BulkScan:
         self,
         which: np.ndarray,
         base: int,
-        rid2: np.ndarray,
+        verdicts: np.ndarray,
         times: np.ndarray,
         stamps: np.ndarray,
         n0: int,
@@ -395,9 +406,10 @@ class BulkScan:
         scan = self.scan
         k = len(which)
         scan.parsed += k
-        scan.prefixed += int((rid2 & 1).sum())
+        scan.prefixed += int((verdicts & 1).sum())
         lines = which + (base + 1)
-        recs = rid2 >> 1
+        recs = (verdicts >> 1) & _RECORD_MASK
+        ranks = (verdicts >> _RANK_AT) - 1
         if not scan.has_timestamps and not np.isnan(stamps).all():
             scan.has_timestamps = True
         if scan.has_timestamps:
@@ -407,6 +419,11 @@ class BulkScan:
         columns = [(scan.event_line, lines), (scan.event_record, recs), (scan.event_time, times)]
         if scan.has_timestamps:
             columns.append((scan.event_timestamp, stamps))
+        if len(scan.event_rank) or (ranks != NO_RANK).any():
+            pad = len(scan.event_line) - len(scan.event_rank)
+            if pad:
+                scan.event_rank.extend(array("i", [NO_RANK]) * pad)
+            columns.append((scan.event_rank, ranks))
         _append_in_order(scan.event_line, columns, n0)
 
     def _add_diagnostics(self, lines: np.ndarray, rid2: np.ndarray, d0: int) -> None:
