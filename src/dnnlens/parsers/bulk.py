@@ -76,6 +76,8 @@ MAX_SHAPE_BYTES = 16 << 20
 UNTIMED_SHARE = 8
 #: Longer lines are slow lines (their shapes would be too big to remember).
 MAX_SHAPE_LINE = 16_384
+#: Pieces of each line: (start, stop) arrays, one entry per line in each.
+_Bounds = list[tuple[np.ndarray, np.ndarray]]
 _NUMBER = r"^[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]{1,2})?$"
 _NUMBER_RE = re.compile(_NUMBER.encode())
 
@@ -252,24 +254,8 @@ class BulkScan:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Of candidate event lines: which are events of a decided shape, their verdicts,
         times and timestamps (NaN without one)."""
-        # pieces A B C D E of each line, back to back (the gaps are other lines); one Arrow
-        # array over the block's bytes, masked to the pieces each step reads
-        m = len(s)
-        offsets = np.empty(m * 6, dtype=np.int32)
-        offsets[0::6] = s
-        offsets[1::6] = bstart
-        offsets[2::6] = bend
-        offsets[3::6] = lc + 1
-        offsets[4::6] = te
-        offsets[5::6] = nx
-        none = np.zeros(0, dtype=np.int64)
-        if (np.diff(offsets) < 0).any():  # pragma: no cover - cannot happen (_cut_lines);
-            return none, none, none, none  # Arrow would read out of bounds: all slow
-        numbers = np.zeros(m * 6 - 1, dtype=bool)
-        numbers[1::6] = has_b
-        numbers[3::6] = True
-        parsed = _numbers(block, offsets, numbers)
-        t_vals, ts_vals = parsed[3::6], parsed[1::6]
+        t_vals = _piece_numbers(block, [(lc + 1, te)])
+        ts_vals = _stamps(block, bstart, bend, has_b)
         good = np.flatnonzero(np.isfinite(t_vals) & (~has_b | np.isfinite(ts_vals)))
 
         def decide(j: int, with_b: bool) -> tuple[int, bool]:
@@ -279,14 +265,9 @@ class BulkScan:
                 block[int(lc[j]) + 1 : int(te[j])],
             )
 
-        verdict = self._verdicts(block, offsets, 6, good, has_b, self.shapes, decide)
+        verdict = self._verdicts(block, good, has_b, (s, bstart, bend, lc + 1), self.shapes, decide)
         pick = good[verdict >= 0]
-        return (
-            pick,
-            verdict[verdict >= 0],
-            t_vals[pick],
-            np.where(has_b[pick], ts_vals[pick], np.nan),
-        )
+        return pick, verdict[verdict >= 0], t_vals[pick], ts_vals[pick]
 
     def _untimed_shapes(
         self,
@@ -300,59 +281,67 @@ class BulkScan:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Of the other lines: which are header or diagnostic lines of a decided shape
         (A, whether B is there, everything after B), and their verdicts."""
-        m = len(s)
-        offsets = np.empty(m * 4, dtype=np.int32)
-        offsets[0::4] = s
-        offsets[1::4] = bstart
-        offsets[2::4] = bend
-        offsets[3::4] = te
-        offsets = np.append(offsets, np.int32(nx[-1]))
-        none = np.zeros(0, dtype=np.int64)
-        if (np.diff(offsets) < 0).any():  # pragma: no cover - cannot happen (_cut_lines)
-            return none, none
-        numbers = np.zeros(m * 4, dtype=bool)
-        numbers[1::4] = has_b
-        stamps = _numbers(block, offsets, numbers)[1::4]
+        stamps = _stamps(block, bstart, bend, has_b)
         good = np.flatnonzero(~has_b | np.isfinite(stamps))
 
         def decide(j: int, _with_b: bool) -> tuple[int, bool]:
             return self._decide_untimed(block[int(s[j]) : int(nx[j])])
 
-        verdict = self._verdicts(block, offsets, 4, good, has_b, self.untimed_shapes, decide)
+        known = self.untimed_shapes
+        verdict = self._verdicts(block, good, has_b, (s, bstart, bend, te), known, decide)
         return good[verdict >= 0], verdict[verdict >= 0]
 
     def _verdicts(
         self,
         block: bytes,
-        offsets: np.ndarray,
-        width: int,
         good: np.ndarray,
         has_b: np.ndarray,
+        cuts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
         known: ShapeMemo,
         decide: Callable[[int, bool], tuple[int, bool]],
     ) -> np.ndarray:
         """The verdict of each ``good`` line: its shape's, from ``known`` or decided on the
-        shape's first line. Pieces 0 and 2 of each line's ``width`` pieces make the shape."""
-        if not len(good):
-            return np.zeros(0, dtype=np.int64)
-        keys = np.zeros(len(offsets) - 1, dtype=bool)
-        keys[good * width] = True
-        keys[good * width + 2] = True
-        dictionary, codes = _codes(block, offsets, keys)
-        n_d = max(len(dictionary), 1)
-        combined = (codes[good * width] * 2 + has_b[good]) * n_d + codes[good * width + 2]
-        shape_of, uniq, firsts = _shapes(combined, (2 * len(dictionary) + 2) * n_d)
-        verdict = np.empty(len(uniq), dtype=np.int64)
-        for u, (code, j) in enumerate(zip(uniq.tolist(), good[firsts].tolist(), strict=True)):
-            rest, c = divmod(code, n_d)
-            key = (dictionary[rest >> 1], bool(rest & 1), dictionary[c])
-            v = known.get(key)
-            if v is None:
-                v, final = decide(j, key[1])
-                if final:
-                    known.remember(key, v)
-            verdict[u] = v
-        return verdict[shape_of]
+        shape's first line. ``cuts`` (start, B's start, B's end, stop) make the shape: A is
+        start..B's start, the rest B's end..stop. Without B the two are side by side, one
+        piece to hash: the lines with and without B are hashed apart."""
+        verdict = np.full(len(good), _SLOW, dtype=np.int64)
+        s, bstart, bend, stop = cuts
+        stamped_lines = has_b[good]
+        for stamped in (False, True):
+            at = np.flatnonzero(stamped_lines == stamped)
+            if not len(at):
+                continue
+            j = good[at]
+            if stamped:
+                found = _piece_codes(block, [(s[j], bstart[j]), (bend[j], stop[j])])
+            else:
+                found = _piece_codes(block, [(s[j], stop[j])])
+            if found is None:  # pragma: no cover - cannot happen (_cut_lines): all slow
+                continue
+            n_d, codes = found
+            combined = codes[0] * n_d + codes[1] if stamped else codes[0]
+            shape_of, uniq, firsts = _shapes(combined, n_d * n_d if stamped else n_d)
+            first_lines = j[firsts]
+            verdicts = np.empty(len(uniq), dtype=np.int64)
+            for u, (r, a, b, c, d) in enumerate(
+                zip(
+                    first_lines.tolist(),
+                    s[first_lines].tolist(),
+                    bstart[first_lines].tolist(),
+                    bend[first_lines].tolist(),
+                    stop[first_lines].tolist(),
+                    strict=True,
+                )
+            ):
+                key = (block[a:b], stamped, block[c:d])
+                v = known.get(key)
+                if v is None:
+                    v, final = decide(r, stamped)
+                    if final:
+                        known.remember(key, v)
+                verdicts[u] = v
+            verdict[at] = verdicts[shape_of]
+        return verdict
 
     def _decide(self, line: bytes, b: bytes | None, d: bytes) -> tuple[int, bool]:
         """The verdict on the shape of ``line``, and whether it holds for the whole shape.
@@ -588,14 +577,54 @@ def _floats(values: pa.Array) -> np.ndarray:
     return np.where(valid, numbers, np.nan)
 
 
-def _codes(block: bytes, offsets: np.ndarray, valid: np.ndarray) -> tuple[list[bytes], np.ndarray]:
-    """Distinct ``valid`` pieces (as bytes), and each piece's index into them (any where not
-    ``valid``)."""
-    encoded = _pieces(block, offsets, valid, pa.binary()).dictionary_encode()
+def _interleaved(
+    bounds: _Bounds,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Offsets of each line's pieces ``bounds`` (start and stop arrays, one entry per line)
+    back to back, the gaps between them null; and which pieces are not gaps. None when the
+    pieces overlap (Arrow would read out of bounds)."""
+    k, m = len(bounds), len(bounds[0][0])
+    offsets = np.empty(2 * k * m, dtype=np.int32)
+    for p, (start, stop) in enumerate(bounds):
+        offsets[2 * p :: 2 * k] = start
+        offsets[2 * p + 1 :: 2 * k] = stop
+    if (np.diff(offsets) < 0).any():  # pragma: no cover - cannot happen (_cut_lines)
+        return None
+    valid = np.zeros(2 * k * m - 1, dtype=bool)
+    valid[0::2] = True
+    return offsets, valid
+
+
+def _piece_numbers(block: bytes, bounds: _Bounds) -> np.ndarray:
+    """One piece per line (``bounds``: see :func:`_interleaved`) read as a number, NaN where
+    it is not a plain one."""
+    cut = _interleaved(bounds)
+    if cut is None:  # pragma: no cover - cannot happen: no line is read as a number
+        return np.full(len(bounds[0][0]), np.nan)
+    return _numbers(block, *cut)[0::2]
+
+
+def _stamps(block: bytes, bstart: np.ndarray, bend: np.ndarray, has_b: np.ndarray) -> np.ndarray:
+    """Piece B of each line read as a number, NaN where it is not one or there is no B."""
+    stamps = np.full(len(has_b), np.nan)
+    stamped = np.flatnonzero(has_b)
+    if len(stamped):
+        stamps[stamped] = _piece_numbers(block, [(bstart[stamped], bend[stamped])])
+    return stamps
+
+
+def _piece_codes(block: bytes, bounds: _Bounds) -> tuple[int, list[np.ndarray]] | None:
+    """How many distinct pieces ``bounds`` (see :func:`_interleaved`) cut, and for each of a
+    line's pieces, each line's index into them; None when the pieces overlap."""
+    cut = _interleaved(bounds)
+    if cut is None:  # pragma: no cover - cannot happen (_cut_lines)
+        return None
+    encoded = _pieces(block, *cut, pa.binary()).dictionary_encode()
     indices = np.frombuffer(
         encoded.indices.buffers()[1], dtype=np.int32, count=len(encoded.indices)
-    )
-    return encoded.dictionary.to_pylist(), indices.astype(np.int64)
+    ).astype(np.int64)
+    k = len(bounds)
+    return max(len(encoded.dictionary), 1), [indices[2 * p :: 2 * k] for p in range(k)]
 
 
 def _shapes(codes: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
