@@ -134,10 +134,10 @@ class BulkScan:
         starts[1:] = ends[:-1] + 1
         nexts = np.minimum(ends + 1, len(block))
         base = self.scan.lines
-        fast, event_verdicts, times, stamps, untimed = self._fast_lines(
-            block, arr, starts, ends, nexts, marks, nl
-        )
-        slow = np.flatnonzero(~fast & (untimed < 0))
+        events, untimed = self._fast_lines(block, arr, starts, ends, nexts, marks, nl)
+        is_slow = untimed < 0
+        is_slow[events[0]] = False
+        slow = np.flatnonzero(is_slow)
         scan, stats = self.scan, self.stats
         texts = decode_lines(block, starts[slow].tolist(), nexts[slow].tolist(), stats)
         if self.finder is not None:
@@ -183,10 +183,8 @@ class BulkScan:
                     add_untimed(scan, base + i + 1, v >> 1, bool(v & 1))
                 else:
                     classify(scan, base + i + 1, text)
-        if fast.any():
-            self._add_fast(
-                np.flatnonzero(fast), base, event_verdicts[fast], times[fast], stamps[fast], n0
-            )
+        if len(events[0]):
+            self._add_fast(*events, base, n0)
         if len(diag):
             self._add_diagnostics(diag + (base + 1), untimed[diag], d0)
         scan.lines = base + n
@@ -200,19 +198,17 @@ class BulkScan:
         nexts: np.ndarray,
         marks: np.ndarray,
         nl: np.ndarray,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Which lines are events of a known shape: their verdict (see _RANK_AT), time and
-        timestamp; and the record id * 2 + prefixed of header and diagnostic lines of a
-        known shape (-1 for every other line)."""
+    ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+        """The events of a known shape: their lines (indices in the block, in order),
+        verdicts (see _RANK_AT), times and timestamps; and the record id * 2 + prefixed of
+        header and diagnostic lines of a known shape (-1 for every other line)."""
         n = len(ends)
-        fast = np.zeros(n, dtype=bool)
-        event_verdicts = np.full(n, _SLOW, dtype=np.int64)
         untimed = np.full(n, _SLOW, dtype=np.int64)
-        times = np.full(n, np.nan)
-        stamps = np.full(n, np.nan)
+        none = np.zeros(0, dtype=np.int64)
+        events = (none, none, np.zeros(0), np.zeros(0))
         cut = _cut_lines(block, arr, starts, ends, nexts, marks, nl)
         if cut is None:
-            return fast, event_verdicts, times, stamps, untimed
+            return events, untimed
         idx, s, nx, bstart, bend, lc, te, has_b = cut
         # events: B and D must start and end with a digit to be read as numbers here
         # (a line may end in its last comma, at the end of the block: clamp, te > lc + 1
@@ -226,20 +222,17 @@ class BulkScan:
             pick, verdicts, t_vals, ts_vals = self._event_shapes(
                 block, s[cand], nx[cand], bstart[cand], bend[cand], lc[cand], te[cand], has_b[cand]
             )
-            at = idx[cand[pick]]
-            fast[at] = True
-            event_verdicts[at] = verdicts
-            times[at] = t_vals
-            stamps[at] = ts_vals
+            b_ok[cand[pick]] = False  # events, not header or diagnostic lines
+            events = (idx[cand[pick]], verdicts, t_vals, ts_vals)
         # header and diagnostic lines (a timestamp at most varies): the rest, when they are
         # many (the step costs a few Arrow calls a block; a few lines cost less one by one)
-        rest = np.flatnonzero(b_ok & ~fast[idx])
+        rest = np.flatnonzero(b_ok)
         if len(rest) * UNTIMED_SHARE >= n:
             pick, verdicts = self._untimed_shapes(
                 block, s[rest], nx[rest], bstart[rest], bend[rest], te[rest], has_b[rest]
             )
             untimed[idx[rest[pick]]] = verdicts
-        return fast, event_verdicts, times, stamps, untimed
+        return events, untimed
 
     def _event_shapes(
         self,
@@ -385,10 +378,10 @@ class BulkScan:
     def _add_fast(
         self,
         which: np.ndarray,
-        base: int,
         verdicts: np.ndarray,
         times: np.ndarray,
         stamps: np.ndarray,
+        base: int,
         n0: int,
     ) -> None:
         """Append the fast events, then put the block's events in line order."""
