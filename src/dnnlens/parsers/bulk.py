@@ -512,8 +512,9 @@ def _cut_lines(
     first[0] = 0
     first[1:] = nl[:-1] + 1
     ok = (nl - first >= 4) & (ends - starts <= MAX_SHAPE_LINE)
-    if not block.isascii() or b"\0" in block:  # lines with a NUL or non-ASCII byte
-        special = np.flatnonzero(arr.view(np.int8) <= 0)
+    signed = arr.view(np.int8)  # a NUL is 0, a non-ASCII byte below 0
+    if signed.min() <= 0:  # one pass (isascii and a search for NUL: two, 5x the time)
+        special = np.flatnonzero(signed <= 0)
         ok[np.searchsorted(ends, special)] = False
     idx = np.flatnonzero(ok)
     if not len(idx):
