@@ -36,7 +36,7 @@ class PartEvents:
     times: np.ndarray
     #: timestamps, NaN where a line had none
     stamps: np.ndarray
-    #: ranks of ``[rankN]`` prefixes, NO_RANK where a line had none; None when no line had
+    #: ranks of ``[rankN]`` prefixes, NO_RANK where a line had none; None: no line had one
     ranks: np.ndarray | None = None
 
     def __len__(self) -> int:
