@@ -105,14 +105,18 @@ def run_child(code: str, path: Path, *extra: str) -> dict:
     return eval(out.strip().splitlines()[-1], {})  # our own child's repr of a dict
 
 
+# The command ends its process itself once its exit handlers ran (no interpreter teardown):
+# the peak is printed by one of them.
 CLI = """
-import os, resource, runpy, sys
+import atexit, os, resource, runpy, sys
+atexit.register(
+    lambda: print({"rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+)
 sys.argv = ["dnnlens", "analyze", sys.argv[1], "--format", "json", "-o", os.devnull]
 try:
     runpy.run_module("dnnlens.cli", run_name="__main__", alter_sys=True)
 except SystemExit as exc:
     assert not exc.code, exc.code
-print({"rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
 """
 
 

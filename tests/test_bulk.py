@@ -27,6 +27,7 @@ from dnnlens.io.inputs import InputSource, ReadStats, iter_chunks
 from dnnlens.parsers import bulk
 from dnnlens.parsers.common import ascii_float
 from dnnlens.parsers.scanner import InputScan, Scanner
+from torchrun_log import HAND_COUNTS, torchrun_log
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = sorted(
@@ -140,6 +141,22 @@ HOSTILE = {
     * 3
     + b"x,y,z onednn_verbose,v1,123.5,primitive,exec,cpu,eltwise,jit:avx2,"
     b"forward_inference,data_f32::blocked:a::f0,,alg:eltwise_relu,8,0.5\n" * 3,
+    "rank_prefixes": b"".join(
+        prefix + b"onednn_verbose,v1," + stamp + b"primitive,exec,cpu,eltwise,jit:avx2,"
+        b"forward_inference,data_f32::blocked:a::f0,,alg:eltwise_relu,8,0.5\n"
+        for prefix, stamp in [
+            (b"", b""),
+            (b"[rank0]:", b""),
+            (b"[rank3]:", b"17.5,"),
+            (b"[rank1234567890]:", b""),
+            (b"x [rank2] [rank5]:", b""),
+            (b"[rank 1] ", b""),
+            (b"[rank0]:", b""),
+            (b"", b""),
+        ]
+    )
+    + b"[rank4]:onednn_verbose,v1,info,cpu,runtime:OpenMP,nthr:2\n"
+    + b"[rank4]:onednn_verbose,v1,primitive,create:dispatch,convolution,cpu,x,y,z\n",
     "glued": b"onednn_verbose,v1,primitive,exec,cpu,eltwise,jit:avx2,forward_inference,"
     b"data_f32::blocked:a::f0,,alg:eltwise_relu,8,0.5onednn_verbose,v1,primitive,exec,cpu,"
     b"eltwise,jit:avx2,forward_inference,data_f32::blocked:a::f0,,alg:eltwise_relu,8,0.5\n",
@@ -160,6 +177,21 @@ def test_hostile_bytes(tmp_path: Path, name: str, block_bytes: int) -> None:
     path = tmp_path / f"{name}.log"
     path.write_bytes(HOSTILE[name])
     assert_same(path)
+
+
+def test_torchrun_ranks(tmp_path: Path, block_bytes: int) -> None:
+    """A two-rank torchrun log: both scanners keep each event's rank, as counted by hand."""
+    path = tmp_path / "ddp.log"
+    path.write_text(torchrun_log())
+    scan = assert_same(path)
+    ranks = np.frombuffer(scan.event_rank, dtype=np.int32)
+    assert {r: int((ranks == r).sum()) for r in (0, 1)} == {
+        r: events for r, (_, events, _, _) in HAND_COUNTS.items()
+    }
+
+
+def test_plain_logs_carry_no_rank_column(block_bytes: int) -> None:
+    assert len(assert_same(ROOT / "sample_logs" / "convnet_nchw_infer.log").event_rank) == 0
 
 
 def test_gzip_and_cut(tmp_path: Path) -> None:
@@ -228,6 +260,8 @@ PIECES = [
     b"_verbose,",
     b"inf",
     b"nan",
+    b"[rank1]:",
+    b"[rank",
 ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +15,7 @@ from dnnlens.cli import app
 from dnnlens.model import EVENT_COLUMNS
 from dnnlens.reading import load
 from dnnlens.report.tables_export import ExportError, export_tables, run_name
+from torchrun_log import HAND_COUNTS, LINES, torchrun_log
 
 LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
 NCHW = str(LOGS / "convnet_nchw_infer.log")
@@ -216,16 +219,100 @@ def test_md_columns_of_one_field():
     }
 
 
-def test_ranks_that_cannot_be_read_again_are_a_note(tmp_path):
-    """A prefixed log whose file is gone after reading: rank 0, and the export says why."""
+def test_ranks_are_kept_by_the_reader(tmp_path):
+    """The ranks are the reader's: a prefixed log whose file is gone after reading keeps
+    them (the input is not read again), and says nothing about it."""
     log_path = tmp_path / "ddp.log"
     log_path.write_text("[rank1]:" + LINE.format(t="1.0") + "\n")
     log = load([str(log_path)])
     log_path.unlink()
     result = export_tables(log, tmp_path / "out", "csv")
     assert [str(p.relative_to(tmp_path / "out")) for p in result.files] == [
-        "events/run=ddp/rank=0/part-0.csv"
+        "events/run=ddp/rank=1/part-0.csv"
     ]
-    (note,) = result.notes
-    assert note.startswith(f"{log_path}: cannot read it again for its [rankN] prefixes (")
-    assert note.endswith("; rank=0")
+    assert result.notes == []
+
+
+def test_prefixes_without_a_rank_are_rank_zero_and_a_note(tmp_path):
+    """Prefixed event lines none of which names a rank (``[rank 1]``, a rank of 10 digits):
+    rank 0, and the export says so."""
+    log_path = tmp_path / "odd.log"
+    log_path.write_text(
+        "[rank 1] " + LINE.format(t="1.0") + "\n[rank1234567890]:" + LINE.format(t="2.0") + "\n"
+    )
+    result = export_tables(load([str(log_path)]), tmp_path / "out", "csv")
+    assert [str(p.relative_to(tmp_path / "out")) for p in result.files] == [
+        "events/run=odd/rank=0/part-0.csv"
+    ]
+    assert result.notes == [f"{log_path}: no event line has a [rankN] prefix; rank=0"]
+
+
+def _per_rank(events: Path) -> dict[int, tuple[int, int, float]]:
+    """rank -> (event rows, exec rows, exec time) of a CSV dataset's events."""
+    df = _read_csv_dataset(events)
+    execs = df[df["operation"] == "exec"]
+    return {
+        rank: (
+            int((df["rank"] == rank).sum()),
+            int((execs["rank"] == rank).sum()),
+            round(float(execs.loc[execs["rank"] == rank, "time_ms"].sum()), 6),
+        )
+        for rank in sorted(set(df["rank"]))
+    }
+
+
+HAND = {rank: (events, execs, ms) for rank, (_, events, execs, ms) in HAND_COUNTS.items()}
+
+
+@pytest.fixture
+def torchrun_file(tmp_path) -> Path:
+    path = tmp_path / "ddp.log"
+    path.write_text(torchrun_log())
+    return path
+
+
+def test_torchrun_ranks_from_a_file(torchrun_file, tmp_path):
+    """Rows per rank of a two-rank torchrun log equal its hand counts (tests/torchrun_log.py)."""
+    log = load([str(torchrun_file)])
+    assert log.scans[0].lines == LINES
+    assert log.scans[0].prefixed == sum(lines for lines, *_ in HAND_COUNTS.values()) - 2
+    result = export_tables(log, tmp_path / "out", "csv")
+    assert result.notes == []
+    assert _per_rank(tmp_path / "out" / "events") == HAND
+
+
+def test_torchrun_ranks_from_stdin(torchrun_file, tmp_path):
+    """Standard input, read once, has its ranks too."""
+    with open(torchrun_file, "rb") as stdin:
+        done = subprocess.run(
+            [sys.executable, "-m", "dnnlens", "export", "csv", "-", "-o", str(tmp_path / "out")],
+            stdin=stdin,
+            capture_output=True,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    assert b"[rankN]" not in done.stderr  # no note about ranks
+    assert _per_rank(tmp_path / "out" / "events") == HAND
+    assert (tmp_path / "out" / "events" / "run=stdin" / "rank=1").is_dir()
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["kept", "streamed"])
+def test_torchrun_ranks_with_two_workers(torchrun_file, tmp_path, monkeypatch, streamed):
+    """``-j 2`` over ranges of about 4 KB (their events merged, or folded in the workers
+    with a window that holds them all): the same rows per rank."""
+    import dnnlens.reading.parallel as parallel
+    import dnnlens.reading.stream as stream
+    from dnnlens.reading import read
+
+    monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(parallel, "default_jobs", lambda: 2)
+    monkeypatch.setattr(parallel, "WARM_BYTES", 2_000)
+    monkeypatch.setattr(parallel, "RANGE_BYTES", 4_000)
+    monkeypatch.setattr(parallel, "FOLDED_RANGE_BYTES", 4_000)
+    monkeypatch.setattr(parallel, "PART_BYTES", 1_500)
+    if streamed:
+        monkeypatch.setattr(stream, "STREAM_FILE_MIN_BYTES", 1)
+    log = read([str(torchrun_file)], window_events=10_000, jobs=2)
+    assert (log.window is not None) == streamed
+    export_tables(log, tmp_path / "out", "csv")
+    assert _per_rank(tmp_path / "out" / "events") == HAND

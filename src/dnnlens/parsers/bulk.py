@@ -21,7 +21,9 @@ and over with different numbers. Per block of whole lines:
 3. Each shape is decided once (then remembered), on its first line, by the line scanner's
    own classification: when that line is an event whose time and timestamp are exactly D
    and B, every line of the shape is that event with its own D and B; otherwise every line
-   of the shape is a slow line. Nothing else is assumed about the format.
+   of the shape is a slow line. Nothing else is assumed about the format. The junk before
+   the marker (a ``[rank0]:`` of ``torchrun``) is part of A, so an event's rank is its
+   shape's, kept in the verdict: a line costs nothing more for it.
    When at least one line in :data:`UNTIMED_SHARE` of a block is left, the lines left are
    looked at the same way with ``(A, whether B is there, everything after B)`` as their
    shape: a shape whose first line is a header or diagnostic line is that line (a
@@ -55,13 +57,18 @@ from dnnlens.io.inputs import (
     open_blocks,
 )
 from dnnlens.parsers.records import LINE_DIAGNOSTIC
-from dnnlens.parsers.scanner import FOREIGN_EXAMPLES_KEPT, InputScan, Scanner
+from dnnlens.parsers.scanner import FOREIGN_EXAMPLES_KEPT, NO_RANK, InputScan, Scanner
 
 if TYPE_CHECKING:
     from dnnlens.parsers.torch_table import TableFinder
 
 _NL, _COMMA, _CR, _V, _ZERO, _NINE = 10, 44, 13, 118, 48, 57
 _SLOW = -1  # shape verdict: its lines take the slow path
+# An event shape's verdict: (rank + 1) << _RANK_AT | record id << 1 | prefixed. The rank of
+# a [rankN] prefix is part of A, so it is the shape's (no cost per line); 0 above the record
+# id is "no rank", as for every line of a plain log.
+_RANK_AT = 32
+_RECORD_MASK = (1 << (_RANK_AT - 1)) - 1
 #: Bytes of shapes remembered across blocks, per kind (events; headers and diagnostics).
 MAX_SHAPE_BYTES = 16 << 20
 #: Header and diagnostic lines are looked at as shapes when at least 1 line in this many of
@@ -69,6 +76,8 @@ MAX_SHAPE_BYTES = 16 << 20
 UNTIMED_SHARE = 8
 #: Longer lines are slow lines (their shapes would be too big to remember).
 MAX_SHAPE_LINE = 16_384
+#: Pieces of each line: (start, stop) arrays, one entry per line in each.
+_Bounds = list[tuple[np.ndarray, np.ndarray]]
 _NUMBER = r"^[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]{1,2})?$"
 _NUMBER_RE = re.compile(_NUMBER.encode())
 
@@ -105,7 +114,7 @@ class BulkScan:
         self.finder = finder
         # kept on the scanner: shapes carry over between inputs and blocks
         memos = scanner.shape_memos.setdefault("bulk", (ShapeMemo(), ShapeMemo()))
-        #: (A, has B, C) -> record id * 2 + prefixed of an event line, or _SLOW
+        #: (A, has B, C) -> the verdict of an event line (see _RANK_AT), or _SLOW
         self.shapes: ShapeMemo = memos[0]
         #: (A, has B, everything after B) -> record id * 2 + prefixed of a header or
         #: diagnostic line, or _SLOW
@@ -125,10 +134,10 @@ class BulkScan:
         starts[1:] = ends[:-1] + 1
         nexts = np.minimum(ends + 1, len(block))
         base = self.scan.lines
-        fast, rid2, times, stamps, untimed = self._fast_lines(
-            block, arr, starts, ends, nexts, marks, nl
-        )
-        slow = np.flatnonzero(~fast & (untimed < 0))
+        events, untimed = self._fast_lines(block, arr, starts, ends, nexts, marks, nl)
+        is_slow = untimed < 0
+        is_slow[events[0]] = False
+        slow = np.flatnonzero(is_slow)
         scan, stats = self.scan, self.stats
         texts = decode_lines(block, starts[slow].tolist(), nexts[slow].tolist(), stats)
         if self.finder is not None:
@@ -174,8 +183,8 @@ class BulkScan:
                     add_untimed(scan, base + i + 1, v >> 1, bool(v & 1))
                 else:
                     classify(scan, base + i + 1, text)
-        if fast.any():
-            self._add_fast(np.flatnonzero(fast), base, rid2[fast], times[fast], stamps[fast], n0)
+        if len(events[0]):
+            self._add_fast(*events, base, n0)
         if len(diag):
             self._add_diagnostics(diag + (base + 1), untimed[diag], d0)
         scan.lines = base + n
@@ -189,19 +198,17 @@ class BulkScan:
         nexts: np.ndarray,
         marks: np.ndarray,
         nl: np.ndarray,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Which lines are events of a known shape: their record id * 2 + prefixed, time and
-        timestamp; and the record id * 2 + prefixed of header and diagnostic lines of a
-        known shape (-1 for every other line)."""
+    ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+        """The events of a known shape: their lines (indices in the block, in order),
+        verdicts (see _RANK_AT), times and timestamps; and the record id * 2 + prefixed of
+        header and diagnostic lines of a known shape (-1 for every other line)."""
         n = len(ends)
-        fast = np.zeros(n, dtype=bool)
-        rid2 = np.full(n, _SLOW, dtype=np.int64)
         untimed = np.full(n, _SLOW, dtype=np.int64)
-        times = np.full(n, np.nan)
-        stamps = np.full(n, np.nan)
+        none = np.zeros(0, dtype=np.int64)
+        events = (none, none, np.zeros(0), np.zeros(0))
         cut = _cut_lines(block, arr, starts, ends, nexts, marks, nl)
         if cut is None:
-            return fast, rid2, times, stamps, untimed
+            return events, untimed
         idx, s, nx, bstart, bend, lc, te, has_b = cut
         # events: B and D must start and end with a digit to be read as numbers here
         # (a line may end in its last comma, at the end of the block: clamp, te > lc + 1
@@ -215,20 +222,17 @@ class BulkScan:
             pick, verdicts, t_vals, ts_vals = self._event_shapes(
                 block, s[cand], nx[cand], bstart[cand], bend[cand], lc[cand], te[cand], has_b[cand]
             )
-            at = idx[cand[pick]]
-            fast[at] = True
-            rid2[at] = verdicts
-            times[at] = t_vals
-            stamps[at] = ts_vals
+            b_ok[cand[pick]] = False  # events, not header or diagnostic lines
+            events = (idx[cand[pick]], verdicts, t_vals, ts_vals)
         # header and diagnostic lines (a timestamp at most varies): the rest, when they are
         # many (the step costs a few Arrow calls a block; a few lines cost less one by one)
-        rest = np.flatnonzero(b_ok & ~fast[idx])
+        rest = np.flatnonzero(b_ok)
         if len(rest) * UNTIMED_SHARE >= n:
             pick, verdicts = self._untimed_shapes(
                 block, s[rest], nx[rest], bstart[rest], bend[rest], te[rest], has_b[rest]
             )
             untimed[idx[rest[pick]]] = verdicts
-        return fast, rid2, times, stamps, untimed
+        return events, untimed
 
     def _event_shapes(
         self,
@@ -243,24 +247,8 @@ class BulkScan:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Of candidate event lines: which are events of a decided shape, their verdicts,
         times and timestamps (NaN without one)."""
-        # pieces A B C D E of each line, back to back (the gaps are other lines); one Arrow
-        # array over the block's bytes, masked to the pieces each step reads
-        m = len(s)
-        offsets = np.empty(m * 6, dtype=np.int32)
-        offsets[0::6] = s
-        offsets[1::6] = bstart
-        offsets[2::6] = bend
-        offsets[3::6] = lc + 1
-        offsets[4::6] = te
-        offsets[5::6] = nx
-        none = np.zeros(0, dtype=np.int64)
-        if (np.diff(offsets) < 0).any():  # pragma: no cover - cannot happen (_cut_lines);
-            return none, none, none, none  # Arrow would read out of bounds: all slow
-        numbers = np.zeros(m * 6 - 1, dtype=bool)
-        numbers[1::6] = has_b
-        numbers[3::6] = True
-        parsed = _numbers(block, offsets, numbers)
-        t_vals, ts_vals = parsed[3::6], parsed[1::6]
+        t_vals = _piece_numbers(block, [(lc + 1, te)])
+        ts_vals = _stamps(block, bstart, bend, has_b)
         good = np.flatnonzero(np.isfinite(t_vals) & (~has_b | np.isfinite(ts_vals)))
 
         def decide(j: int, with_b: bool) -> tuple[int, bool]:
@@ -270,14 +258,9 @@ class BulkScan:
                 block[int(lc[j]) + 1 : int(te[j])],
             )
 
-        verdict = self._verdicts(block, offsets, 6, good, has_b, self.shapes, decide)
+        verdict = self._verdicts(block, good, has_b, (s, bstart, bend, lc + 1), self.shapes, decide)
         pick = good[verdict >= 0]
-        return (
-            pick,
-            verdict[verdict >= 0],
-            t_vals[pick],
-            np.where(has_b[pick], ts_vals[pick], np.nan),
-        )
+        return pick, verdict[verdict >= 0], t_vals[pick], ts_vals[pick]
 
     def _untimed_shapes(
         self,
@@ -291,64 +274,72 @@ class BulkScan:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Of the other lines: which are header or diagnostic lines of a decided shape
         (A, whether B is there, everything after B), and their verdicts."""
-        m = len(s)
-        offsets = np.empty(m * 4, dtype=np.int32)
-        offsets[0::4] = s
-        offsets[1::4] = bstart
-        offsets[2::4] = bend
-        offsets[3::4] = te
-        offsets = np.append(offsets, np.int32(nx[-1]))
-        none = np.zeros(0, dtype=np.int64)
-        if (np.diff(offsets) < 0).any():  # pragma: no cover - cannot happen (_cut_lines)
-            return none, none
-        numbers = np.zeros(m * 4, dtype=bool)
-        numbers[1::4] = has_b
-        stamps = _numbers(block, offsets, numbers)[1::4]
+        stamps = _stamps(block, bstart, bend, has_b)
         good = np.flatnonzero(~has_b | np.isfinite(stamps))
 
         def decide(j: int, _with_b: bool) -> tuple[int, bool]:
             return self._decide_untimed(block[int(s[j]) : int(nx[j])])
 
-        verdict = self._verdicts(block, offsets, 4, good, has_b, self.untimed_shapes, decide)
+        known = self.untimed_shapes
+        verdict = self._verdicts(block, good, has_b, (s, bstart, bend, te), known, decide)
         return good[verdict >= 0], verdict[verdict >= 0]
 
     def _verdicts(
         self,
         block: bytes,
-        offsets: np.ndarray,
-        width: int,
         good: np.ndarray,
         has_b: np.ndarray,
+        cuts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
         known: ShapeMemo,
         decide: Callable[[int, bool], tuple[int, bool]],
     ) -> np.ndarray:
         """The verdict of each ``good`` line: its shape's, from ``known`` or decided on the
-        shape's first line. Pieces 0 and 2 of each line's ``width`` pieces make the shape."""
-        if not len(good):
-            return np.zeros(0, dtype=np.int64)
-        keys = np.zeros(len(offsets) - 1, dtype=bool)
-        keys[good * width] = True
-        keys[good * width + 2] = True
-        dictionary, codes = _codes(block, offsets, keys)
-        n_d = max(len(dictionary), 1)
-        combined = (codes[good * width] * 2 + has_b[good]) * n_d + codes[good * width + 2]
-        shape_of, uniq, firsts = _shapes(combined, (2 * len(dictionary) + 2) * n_d)
-        verdict = np.empty(len(uniq), dtype=np.int64)
-        for u, (code, j) in enumerate(zip(uniq.tolist(), good[firsts].tolist(), strict=True)):
-            rest, c = divmod(code, n_d)
-            key = (dictionary[rest >> 1], bool(rest & 1), dictionary[c])
-            v = known.get(key)
-            if v is None:
-                v, final = decide(j, key[1])
-                if final:
-                    known.remember(key, v)
-            verdict[u] = v
-        return verdict[shape_of]
+        shape's first line. ``cuts`` (start, B's start, B's end, stop) make the shape: A is
+        start..B's start, the rest B's end..stop. Without B the two are side by side, one
+        piece to hash: the lines with and without B are hashed apart."""
+        verdict = np.full(len(good), _SLOW, dtype=np.int64)
+        s, bstart, bend, stop = cuts
+        stamped_lines = has_b[good]
+        for stamped in (False, True):
+            at = np.flatnonzero(stamped_lines == stamped)
+            if not len(at):
+                continue
+            j = good[at]
+            if stamped:
+                found = _piece_codes(block, [(s[j], bstart[j]), (bend[j], stop[j])])
+            else:
+                found = _piece_codes(block, [(s[j], stop[j])])
+            if found is None:  # pragma: no cover - cannot happen (_cut_lines): all slow
+                continue
+            n_d, codes = found
+            combined = codes[0] * n_d + codes[1] if stamped else codes[0]
+            shape_of, uniq, firsts = _shapes(combined, n_d * n_d if stamped else n_d)
+            first_lines = j[firsts]
+            verdicts = np.empty(len(uniq), dtype=np.int64)
+            for u, (r, a, b, c, d) in enumerate(
+                zip(
+                    first_lines.tolist(),
+                    s[first_lines].tolist(),
+                    bstart[first_lines].tolist(),
+                    bend[first_lines].tolist(),
+                    stop[first_lines].tolist(),
+                    strict=True,
+                )
+            ):
+                key = (block[a:b], stamped, block[c:d])
+                v = known.get(key)
+                if v is None:
+                    v, final = decide(r, stamped)
+                    if final:
+                        known.remember(key, v)
+                verdicts[u] = v
+            verdict[at] = verdicts[shape_of]
+        return verdict
 
     def _decide(self, line: bytes, b: bytes | None, d: bytes) -> tuple[int, bool]:
         """The verdict on the shape of ``line``, and whether it holds for the whole shape.
 
-        The verdict is record id * 2 + prefixed when ``line`` is an event timed by ``d``
+        The verdict is the event's (see _RANK_AT) when ``line`` is an event timed by ``d``
         (and stamped by ``b``); it is not final when ``d`` or ``b`` is a number the strict
         pattern does not take (another line of the shape decides then).
         """
@@ -367,7 +358,9 @@ class BulkScan:
                 return _SLOW, True
         elif not (probe.has_timestamps and probe.event_timestamp[-1] == float(b)):
             return _SLOW, True
-        return probe.event_record[0] * 2 + (1 if probe.prefixed else 0), True
+        rank = probe.event_rank[0] if len(probe.event_rank) else NO_RANK
+        verdict = (rank + 1) << _RANK_AT | probe.event_record[0] << 1
+        return verdict | (1 if probe.prefixed else 0), True
 
     def _decide_untimed(self, line: bytes) -> tuple[int, bool]:
         """Record id * 2 + prefixed when ``line`` is a header or diagnostic line: then every
@@ -385,19 +378,20 @@ class BulkScan:
     def _add_fast(
         self,
         which: np.ndarray,
-        base: int,
-        rid2: np.ndarray,
+        verdicts: np.ndarray,
         times: np.ndarray,
         stamps: np.ndarray,
+        base: int,
         n0: int,
     ) -> None:
         """Append the fast events, then put the block's events in line order."""
         scan = self.scan
         k = len(which)
         scan.parsed += k
-        scan.prefixed += int((rid2 & 1).sum())
+        scan.prefixed += int((verdicts & 1).sum())
         lines = which + (base + 1)
-        recs = rid2 >> 1
+        recs = (verdicts >> 1) & _RECORD_MASK
+        ranks = (verdicts >> _RANK_AT) - 1
         if not scan.has_timestamps and not np.isnan(stamps).all():
             scan.has_timestamps = True
         if scan.has_timestamps:
@@ -407,6 +401,11 @@ class BulkScan:
         columns = [(scan.event_line, lines), (scan.event_record, recs), (scan.event_time, times)]
         if scan.has_timestamps:
             columns.append((scan.event_timestamp, stamps))
+        if len(scan.event_rank) or (ranks != NO_RANK).any():
+            pad = len(scan.event_line) - len(scan.event_rank)
+            if pad:
+                scan.event_rank.extend(array("i", [NO_RANK]) * pad)
+            columns.append((scan.event_rank, ranks))
         _append_in_order(scan.event_line, columns, n0)
 
     def _add_diagnostics(self, lines: np.ndarray, rid2: np.ndarray, d0: int) -> None:
@@ -513,8 +512,9 @@ def _cut_lines(
     first[0] = 0
     first[1:] = nl[:-1] + 1
     ok = (nl - first >= 4) & (ends - starts <= MAX_SHAPE_LINE)
-    if not block.isascii() or b"\0" in block:  # lines with a NUL or non-ASCII byte
-        special = np.flatnonzero(arr.view(np.int8) <= 0)
+    signed = arr.view(np.int8)  # a NUL is 0, a non-ASCII byte below 0
+    if signed.min() <= 0:  # one pass (isascii and a search for NUL: two, 5x the time)
+        special = np.flatnonzero(signed <= 0)
         ok[np.searchsorted(ends, special)] = False
     idx = np.flatnonzero(ok)
     if not len(idx):
@@ -571,14 +571,54 @@ def _floats(values: pa.Array) -> np.ndarray:
     return np.where(valid, numbers, np.nan)
 
 
-def _codes(block: bytes, offsets: np.ndarray, valid: np.ndarray) -> tuple[list[bytes], np.ndarray]:
-    """Distinct ``valid`` pieces (as bytes), and each piece's index into them (any where not
-    ``valid``)."""
-    encoded = _pieces(block, offsets, valid, pa.binary()).dictionary_encode()
+def _interleaved(
+    bounds: _Bounds,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Offsets of each line's pieces ``bounds`` (start and stop arrays, one entry per line)
+    back to back, the gaps between them null; and which pieces are not gaps. None when the
+    pieces overlap (Arrow would read out of bounds)."""
+    k, m = len(bounds), len(bounds[0][0])
+    offsets = np.empty(2 * k * m, dtype=np.int32)
+    for p, (start, stop) in enumerate(bounds):
+        offsets[2 * p :: 2 * k] = start
+        offsets[2 * p + 1 :: 2 * k] = stop
+    if (np.diff(offsets) < 0).any():  # pragma: no cover - cannot happen (_cut_lines)
+        return None
+    valid = np.zeros(2 * k * m - 1, dtype=bool)
+    valid[0::2] = True
+    return offsets, valid
+
+
+def _piece_numbers(block: bytes, bounds: _Bounds) -> np.ndarray:
+    """One piece per line (``bounds``: see :func:`_interleaved`) read as a number, NaN where
+    it is not a plain one."""
+    cut = _interleaved(bounds)
+    if cut is None:  # pragma: no cover - cannot happen: no line is read as a number
+        return np.full(len(bounds[0][0]), np.nan)
+    return _numbers(block, *cut)[0::2]
+
+
+def _stamps(block: bytes, bstart: np.ndarray, bend: np.ndarray, has_b: np.ndarray) -> np.ndarray:
+    """Piece B of each line read as a number, NaN where it is not one or there is no B."""
+    stamps = np.full(len(has_b), np.nan)
+    stamped = np.flatnonzero(has_b)
+    if len(stamped):
+        stamps[stamped] = _piece_numbers(block, [(bstart[stamped], bend[stamped])])
+    return stamps
+
+
+def _piece_codes(block: bytes, bounds: _Bounds) -> tuple[int, list[np.ndarray]] | None:
+    """How many distinct pieces ``bounds`` (see :func:`_interleaved`) cut, and for each of a
+    line's pieces, each line's index into them; None when the pieces overlap."""
+    cut = _interleaved(bounds)
+    if cut is None:  # pragma: no cover - cannot happen (_cut_lines)
+        return None
+    encoded = _pieces(block, *cut, pa.binary()).dictionary_encode()
     indices = np.frombuffer(
         encoded.indices.buffers()[1], dtype=np.int32, count=len(encoded.indices)
-    )
-    return encoded.dictionary.to_pylist(), indices.astype(np.int64)
+    ).astype(np.int64)
+    k = len(bounds)
+    return max(len(encoded.dictionary), 1), [indices[2 * p :: 2 * k] for p in range(k)]
 
 
 def _shapes(codes: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

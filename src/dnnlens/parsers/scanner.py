@@ -50,6 +50,12 @@ _TIME_THEN_TEXT = re.compile(
 # in the time's place it is a time that is not one.
 _NUMBERISH = re.compile(r"\s*[-+]?\.?\d")
 
+# ``torchrun`` prefixes each process's lines with ``[rank0]:``; a rank has at most 9 digits
+# (an int32), a longer number in brackets is not one.
+_RANK = re.compile(r"\[rank([0-9]{1,9})\]")
+#: ``InputScan.event_rank`` of an event line without a ``[rankN]`` prefix.
+NO_RANK = -1
+
 _REASON_GLUED = "two verbose lines glued together (interleaved output of threads or processes)"
 _REASON_TOO_LONG = f"line too long: over {MAX_LINE_CHARS:,} characters, not parsed"
 _REASON_BAD_TIME = "time field is negative or infinite"
@@ -60,6 +66,17 @@ _SEEN_LINE_CHARS = 2048
 #: How many malformed lines keep their text (all are counted and keep line and reason).
 MALFORMED_TEXT_KEPT = 200
 FOREIGN_EXAMPLES_KEPT = 5
+#: The per-event columns of an InputScan, in one order (each empty or one entry per event).
+EVENT_ARRAYS = ("event_line", "event_record", "event_time", "event_timestamp", "event_rank")
+
+
+def rank_of(prefix: str) -> int:
+    """The rank of the first ``[rankN]`` in ``prefix`` (the text before a verbose marker),
+    NO_RANK when there is none."""
+    if "[rank" not in prefix:
+        return NO_RANK
+    m = _RANK.search(prefix)
+    return int(m.group(1)) if m else NO_RANK
 
 
 @dataclass
@@ -80,6 +97,9 @@ class InputScan:
     event_record: array = field(default_factory=lambda: array("q"))
     event_time: array = field(default_factory=lambda: array("d"))
     event_timestamp: array = field(default_factory=lambda: array("d"))
+    #: the rank of each event line's ``[rankN]`` prefix (NO_RANK without one); empty while
+    #: no event line of the input had one, so plain logs carry no column
+    event_rank: array = field(default_factory=lambda: array("i"))
     # diagnostics (check, dispatch, error, warning), one entry per line
     diag_line: array = field(default_factory=lambda: array("q"))
     diag_record: array = field(default_factory=lambda: array("q"))
@@ -106,6 +126,14 @@ class InputScan:
         self.gzip = self.gzip or stats.gzip
         self.invalid_utf8_bytes += stats.invalid_utf8_bytes
         self.read_notes.extend(stats.notes)
+
+    def add_rank(self, rank: int) -> None:
+        """Give the event about to be appended the rank ``rank`` (call before appending its
+        line): the column is materialised at the first rank, NO_RANK for the events before."""
+        pad = len(self.event_line) - len(self.event_rank)
+        if pad:
+            self.event_rank.extend(array("i", [NO_RANK]) * pad)
+        self.event_rank.append(rank)
 
     @property
     def family_names(self) -> list[str]:
@@ -134,6 +162,8 @@ class Scanner:
         self._memo_full: dict[str, int] = {}
         # raw line head (junk prefix kept, no timestamp) -> record id (~id when prefixed)
         self._fast: dict[str, int] = {}
+        # a raw line head of the fast path whose prefix holds a [rankN] -> its rank
+        self._fast_rank: dict[str, int] = {}
         # a whole header or diagnostic line seen before -> (record id, prefixed)
         self._seen_lines: dict[str, tuple[int, bool]] = {}
         #: Memos other scanners of this scanner's inputs keep across inputs, by name (the
@@ -233,6 +263,8 @@ class Scanner:
         fast = self._fast
         get = fast.get
         ev_line, ev_rec, ev_time = scan.event_line, scan.event_record, scan.event_time
+        fast_rank = self._fast_rank.get
+        add_rank = scan.add_rank
         classify = self.classify
         lineno = 0
         prefixed = 0
@@ -249,9 +281,12 @@ class Scanner:
                     if not last.isascii() or "_" in last:  # float() is more lenient than %g
                         classify(scan, lineno, line)
                         continue
-                    if rid < 0:
+                    if rid < 0:  # prefixed: only such a line may carry a rank
                         rid = ~rid
                         prefixed += 1
+                        rank = fast_rank(head)
+                        if rank is not None:
+                            add_rank(rank)
                     ev_line.append(lineno)
                     ev_rec.append(rid)
                     ev_time.append(t)
@@ -265,10 +300,14 @@ class Scanner:
         return scan
 
     def finish_scan(self, scan: InputScan) -> None:
-        """After the last line: align the timestamp column, reject bad times, count families."""
+        """After the last line: align the timestamp and rank columns, reject bad times, count
+        families."""
         if scan.has_timestamps:
             pad = len(scan.event_line) - len(scan.event_timestamp)
             scan.event_timestamp.extend([_NAN] * pad)
+        if len(scan.event_rank):
+            pad = len(scan.event_line) - len(scan.event_rank)
+            scan.event_rank.extend(array("i", [NO_RANK]) * pad)
         self._reject_bad_times(scan)
         self._count_families(scan)
 
@@ -286,7 +325,7 @@ class Scanner:
             return
         keep = ~bad
         lines = np.frombuffer(scan.event_line, dtype=np.int64)[bad]
-        for name in ("event_line", "event_record", "event_time", "event_timestamp"):
+        for name in EVENT_ARRAYS:
             old = getattr(scan, name)
             if len(old) != len(times):
                 continue
@@ -423,6 +462,9 @@ class Scanner:
                 if pad:
                     scan.event_timestamp.extend([_NAN] * pad)
                 scan.event_timestamp.append(ts)
+            rank = rank_of(line[:start]) if start else NO_RANK
+            if rank != NO_RANK:
+                scan.add_rank(rank)
             scan.event_line.append(lineno)
             scan.event_record.append(rid)
             scan.event_time.append(t)
@@ -432,6 +474,8 @@ class Scanner:
             if ts != ts and timed and clean:
                 raw_head = line.rpartition(",")[0]
                 self._fast[raw_head] = ~rid if start else rid
+                if rank != NO_RANK:
+                    self._fast_rank[raw_head] = rank
         else:
             self.add_untimed(scan, lineno, rid, bool(start))
             if clean and len(line) <= _SEEN_LINE_CHARS and len(self._seen_lines) < _SEEN_LINES:

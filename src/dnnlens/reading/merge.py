@@ -17,7 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from dnnlens.parsers.merge import merge_header
-from dnnlens.parsers.scanner import FOREIGN_EXAMPLES_KEPT, MALFORMED_TEXT_KEPT, InputScan
+from dnnlens.parsers.scanner import (
+    FOREIGN_EXAMPLES_KEPT,
+    MALFORMED_TEXT_KEPT,
+    NO_RANK,
+    InputScan,
+)
 
 _COUNTS = ("parsed", "foreign", "malformed", "prefixed", "slow_events", "nul_lines")
 
@@ -31,9 +36,34 @@ class PartEvents:
     times: np.ndarray
     #: timestamps, NaN where a line had none
     stamps: np.ndarray
+    #: ranks of ``[rankN]`` prefixes, NO_RANK where a line had none; None: no line had one
+    ranks: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.lines)
+
+    def tail(self, n: int) -> PartEvents:
+        """The last ``n`` events."""
+        ranks = self.ranks[-n:] if self.ranks is not None else None
+        return PartEvents(
+            self.lines[-n:], self.records[-n:], self.times[-n:], self.stamps[-n:], ranks
+        )
+
+
+def add_events(scan: InputScan, events: PartEvents, stamps: bool = True) -> None:
+    """Append ``events`` to the event columns of ``scan`` (``stamps``: their timestamps too).
+    Ranks are kept aligned: once an event has one, the events without one get NO_RANK."""
+    n = len(events)
+    if not n:
+        return
+    if events.ranks is not None or len(scan.event_rank):
+        _extend(scan.event_rank, np.full(len(scan.event_line) - len(scan.event_rank), NO_RANK))
+        _extend(scan.event_rank, events.ranks if events.ranks is not None else np.full(n, NO_RANK))
+    _extend(scan.event_line, events.lines)
+    _extend(scan.event_record, events.records)
+    _extend(scan.event_time, events.times)
+    if stamps:
+        _extend(scan.event_timestamp, events.stamps)
 
 
 def _ints(values: array) -> np.ndarray:
@@ -67,6 +97,9 @@ def part_events(into: InputScan, part: InputScan, records: np.ndarray | None = N
         if n
         else np.zeros(0, np.float64),
         stamps=stamps,
+        ranks=np.frombuffer(part.event_rank, dtype=np.int32).copy()
+        if n and len(part.event_rank) == n
+        else None,
     )
 
 
@@ -110,11 +143,7 @@ def append_scan(
     if events is not None and len(events):
         if part.has_timestamps and not into.has_timestamps:
             _extend(into.event_timestamp, np.full(len(into.event_line), np.nan))
-        _extend(into.event_line, events.lines)
-        _extend(into.event_record, events.records)
-        _extend(into.event_time, events.times)
-        if into.has_timestamps or part.has_timestamps:
-            _extend(into.event_timestamp, events.stamps)
+        add_events(into, events, into.has_timestamps or part.has_timestamps)
     into.has_timestamps = into.has_timestamps or part.has_timestamps
     into.lines = offset + part.lines
 

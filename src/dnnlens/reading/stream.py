@@ -22,8 +22,14 @@ import numpy as np
 from dnnlens.defaults import DEFAULT_WINDOW_EVENTS as DEFAULT_WINDOW_EVENTS
 from dnnlens.model import EventWindow, ParsedLog, build_diagnostics, build_events
 from dnnlens.model.stats import StatsAccumulator
-from dnnlens.parsers.scanner import InputScan, Scanner
-from dnnlens.reading.merge import PartEvents, append_scan, cap_kept_lines, part_events
+from dnnlens.parsers.scanner import EVENT_ARRAYS, InputScan, Scanner
+from dnnlens.reading.merge import (
+    PartEvents,
+    add_events,
+    append_scan,
+    cap_kept_lines,
+    part_events,
+)
 
 #: Decompressed text read (all inputs) past which events are folded, not all kept.
 STREAM_FILE_MIN_BYTES = 64 << 20
@@ -129,7 +135,7 @@ class Collector:
             self._trim(cut)
         (kept,) = self._window_scans(self.window_events)
         scan = self.scans[0]
-        for name in ("event_line", "event_record", "event_time", "event_timestamp"):
+        for name in EVENT_ARRAYS:
             setattr(scan, name, getattr(kept, name))
         return FoldedPart(
             self.stats, self._diag, self.events_total, max(0, self.dropped.get(scan.path, 0))
@@ -168,7 +174,7 @@ class Collector:
         self.streaming = True
         for i, scan in enumerate(self.scans):
             events = _scan_events(scan)
-            for name in ("event_line", "event_record", "event_time", "event_timestamp"):
+            for name in EVENT_ARRAYS:
                 setattr(scan, name, array(getattr(scan, name).typecode))
             if len(events):
                 self._keep(i, events)
@@ -195,11 +201,11 @@ class Collector:
             if left <= 0:
                 break
             if len(events) > left:
-                events = _tail(events, left)
+                events = events.tail(left)
             pieces.append((index, events))
             left -= len(events)
         for index, events in reversed(pieces):
-            _put(out[index], events)
+            add_events(out[index], events)
         return out
 
     # -- results -----------------------------------------------------------------------------
@@ -222,7 +228,7 @@ class Collector:
                 self._trim(cut)
             scans = self._window_scans(self.window_events)
             for scan, kept in zip(self.scans, scans, strict=True):
-                for name in ("event_line", "event_record", "event_time", "event_timestamp"):
+                for name in EVENT_ARRAYS:
                     setattr(scan, name, getattr(kept, name))
             window = EventWindow(
                 size=self.window_events,
@@ -255,7 +261,7 @@ class Collector:
                 cut -= len(events)
                 continue
             self._drop(index, events.lines[:cut])
-            self._window[0] = (index, _tail(events, len(events) - cut))
+            self._window[0] = (index, events.tail(len(events) - cut))
             self._window_size -= cut
             cut = 0
 
@@ -273,7 +279,7 @@ class Collector:
                 if over <= 0:
                     break
                 n = min(over, len(t.event_line))
-                for name in ("event_line", "event_record", "event_time", "event_timestamp"):
+                for name in EVENT_ARRAYS:
                     values = getattr(t, name)
                     if len(values):
                         del values[:n]
@@ -285,6 +291,7 @@ class Collector:
                 event_record=t.event_record,
                 event_time=t.event_time,
                 event_timestamp=t.event_timestamp,
+                event_rank=t.event_rank,
             )
             for s, t in zip(self.scans, tails, strict=True)
         ]
@@ -317,26 +324,11 @@ def _scan_events(scan: InputScan) -> PartEvents:
     return part_events(InputScan(scan.path), scan)
 
 
-def _tail(events: PartEvents, n: int) -> PartEvents:
-    return PartEvents(events.lines[-n:], events.records[-n:], events.times[-n:], events.stamps[-n:])
-
-
-def _put(scan: InputScan, events: PartEvents) -> None:
-    for name, values in (
-        ("event_line", events.lines),
-        ("event_record", events.records),
-        ("event_time", events.times),
-        ("event_timestamp", events.stamps),
-    ):
-        target = getattr(scan, name)
-        target.frombytes(values.astype(np.dtype(target.typecode), copy=False).tobytes())
-
-
 def _tail_scan(scan: InputScan, n: int) -> InputScan:
     """A scan with the last ``n`` events of ``scan`` (copied; nothing else)."""
     out = InputScan(scan.path, has_timestamps=scan.has_timestamps)
     total = len(scan.event_line)
-    for name in ("event_line", "event_record", "event_time", "event_timestamp"):
+    for name in EVENT_ARRAYS:
         values = getattr(scan, name)
         if len(values) == total and total:
             getattr(out, name).frombytes(memoryview(values)[max(0, total - n) :].tobytes())

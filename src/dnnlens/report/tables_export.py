@@ -10,10 +10,9 @@ value as the log ``run.log`` it was recorded with, so the two tables join on ``r
 
 ``run`` is the input file name without ``.gz``/``.log``/``.txt`` (``-`` is ``stdin``; a name
 seen twice gets ``-2``, ``-3``...). ``rank`` comes from a ``[rankN]`` prefix on the event
-line (``torchrun`` prefixes each process's output with ``[rank0]:``); without one it is 0.
-The scanner does not keep prefixes, so ranks are read back from the input file, and only
-when the scanner saw prefixed lines; standard input cannot be read twice, so its rank is 0
-and the export says why (as for a file that cannot be read again).
+line (``torchrun`` prefixes each process's output with ``[rank0]:``), kept by the reader
+(``InputScan.event_rank``: the input is never read again, so standard input has its ranks
+too); without one it is 0.
 
 The partition columns live in the directory names, not in the files. Each row also gets
 ``iteration`` (0-based, see :mod:`dnnlens.analysis.steady`) and ``steady``, from the
@@ -43,13 +42,11 @@ import numpy as np
 import pandas as pd
 
 from dnnlens.errors import OutputError
-from dnnlens.io.inputs import InputError, InputSource, ReadStats, iter_lines
 from dnnlens.model import ParsedLog, build_diagnostics, build_events
 from dnnlens.parsers.memdesc import parse_mds
 from dnnlens.parsers.scanner import InputScan
 
 FORMATS = ("parquet", "csv")
-_RANK = re.compile(r"\[rank(\d+)\]")
 _SUFFIXES = (".gz", ".json", ".log", ".txt")
 _TRACE = re.compile(r"(\.pt)?\.trace(?=\.json(\.gz)?$)")
 #: What each memory descriptor gives its columns: ``<arg>_dtype``, ``<arg>_layout``.
@@ -174,40 +171,14 @@ def run_log(log: ParsedLog, index: int) -> ParsedLog:
     )
 
 
-def event_ranks(scan: InputScan, lines: np.ndarray) -> tuple[np.ndarray, bool, str | None]:
-    """Rank per event line of one input, whether any ``[rankN]`` prefix was found, and why
-    the ranks could not be read (``None`` when they were, or no line had a prefix).
-
-    The reader counts prefixed lines but keeps no prefix, so the ranks are read from the
-    file again: standard input cannot be, and a file that cannot be opened any more is a
-    reason, not a silent rank 0.
-    """
-    ranks = np.zeros(len(lines), dtype=np.int32)
-    if not scan.prefixed or len(lines) == 0:
-        return ranks, False, None
-    if scan.path == "-":
-        return ranks, False, "standard input cannot be read again for its [rankN] prefixes"
-    wanted = np.zeros(int(lines.max()) + 1, dtype=np.int32)
-    found = False
-    stats = ReadStats()
-    try:
-        for lineno, text in enumerate(iter_lines(InputSource(scan.path), stats), 1):
-            if lineno >= len(wanted):
-                break
-            if "[rank" in text:
-                i = text.find("_verbose,")
-                m = _RANK.search(text, 0, i if i > 0 else len(text))
-                if m:
-                    wanted[lineno] = int(m.group(1))
-                    found = True
-    except InputError as exc:  # gone, replaced by a directory, no longer readable
-        return ranks, False, f"cannot read it again for its [rankN] prefixes ({exc})"
-    except OSError as exc:
-        why = exc.strerror or exc
-        return ranks, False, f"cannot read it again for its [rankN] prefixes ({why})"
-    if stats.error:
-        return ranks, False, f"cannot read it again for its [rankN] prefixes ({stats.error})"
-    return wanted[lines], found, None
+def event_ranks(scan: InputScan, lines: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The rank of each of the event ``lines`` of one input (0 without a ``[rankN]``
+    prefix), and whether any event line of the input had one (as the reader kept them)."""
+    if not len(scan.event_rank):
+        return np.zeros(len(lines), dtype=np.int32), False
+    at = np.searchsorted(np.frombuffer(scan.event_line, dtype=np.int64), lines)
+    ranks = np.frombuffer(scan.event_rank, dtype=np.int32)[at]
+    return np.maximum(ranks, 0), True
 
 
 def _frames(log: ParsedLog, notes: list[str]) -> list[tuple[str, int, pd.DataFrame]]:
@@ -221,11 +192,9 @@ def _frames(log: ParsedLog, notes: list[str]) -> list[tuple[str, int, pd.DataFra
         part = Analysis(run_log(log, i), AnalysisOptions(window_events=None)).events
         part = _missing_as_null(_md_split(part, args))
         run = run_name(scan.path, seen)
-        ranks, found, why = event_ranks(scan, part["line"].to_numpy())
-        if why is not None:
-            notes.append(f"{scan.path}: {why}; rank=0")
-        elif scan.prefixed and not found:
-            notes.append(f"{scan.path}: no [rankN] prefix found; rank=0")
+        ranks, found = event_ranks(scan, part["line"].to_numpy())
+        if scan.prefixed and not found:
+            notes.append(f"{scan.path}: no event line has a [rankN] prefix; rank=0")
         for rank in np.unique(ranks).tolist() if len(part) else [0]:
             out.append((run, int(rank), part[ranks == rank]))
     return out
