@@ -22,7 +22,6 @@ from dnnlens.analysis.iterations import (
     TIME_COLUMNS,
     find_iterations,
     find_period,
-    marker_lines,
 )
 from dnnlens.reading import load
 
@@ -230,9 +229,10 @@ def test_marker_lines_override(tmp_path: Path) -> None:
             out.append(f"=== pass {(i - 37) // 30} done")
     path = tmp_path / "marked.log"
     path.write_text("\n".join(out) + "\n")
-    found = marker_lines(str(path), r"^=== pass")
+    log = load([str(path)], marker=r"^=== pass")
+    found = np.frombuffer(log.scans[0].marker_line, dtype=np.int64)
     assert found.tolist() == [38 + 31 * k for k in range(11)]
-    log = load([str(path)])
+    assert log.marker == r"^=== pass"
     it = find_iterations(log.events, {str(path): found})
     assert (it.count, it.warmup, it.period_exec) == (11, 1, 15)
     assert it.inputs[0].method == "markers"
@@ -240,7 +240,7 @@ def test_marker_lines_override(tmp_path: Path) -> None:
     it2 = find_iterations(log.events, found[1::2])
     assert it2.count == 6 and it2.period_exec == 30
     with pytest.raises(ValueError):
-        marker_lines("-", "x")
+        load([str(path)], marker="(")
 
 
 def test_empty_table() -> None:

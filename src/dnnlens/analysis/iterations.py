@@ -30,9 +30,10 @@ Definitions (these are the contract of :class:`Iterations`):
   and ``count``/``warmup`` are sums. ``period_exec`` and ``template`` are those of the
   *main* input (the one with the most exec rows).
 
-A user regex for the program's own marker lines can replace the detection: see
-:func:`marker_lines` and the ``marker_lines`` argument of :func:`find_iterations`; each
-marker line then separates two iterations (segments without exec rows are dropped).
+A user regex for the program's own marker lines can replace the detection: the reader
+keeps the lines it matches (``read(..., marker=...)``, ``InputScan.marker_line``), given
+here as the ``marker_lines`` argument of :func:`find_iterations`; each marker line then
+separates two iterations (segments without exec rows are dropped).
 
 Everything works on integer arrays: a million events take about a second.
 """
@@ -57,7 +58,6 @@ __all__ = [
     "category_mask",
     "find_iterations",
     "find_period",
-    "marker_lines",
 ]
 
 #: Share of mismatching comparisons tolerated in the steady region.
@@ -152,28 +152,6 @@ class Iterations:
     def as_dict(self) -> dict[str, int]:
         """The ``iterations`` object of the JSON exports."""
         return {"count": self.count, "warmup": self.warmup, "period_exec": self.period_exec}
-
-
-# ---------------------------------------------------------------------------------------
-# marker lines
-
-
-def marker_lines(path: str, regex: str | re.Pattern[str]) -> np.ndarray:
-    """1-based numbers of the lines of ``path`` that match ``regex`` (``re.search``).
-
-    A separate pass over the file (``.gz`` read too), for the program's own marker lines
-    (``step 12 done``) that the scanner keeps no trace of. Raises ``ValueError`` for a bad
-    regex or standard input, ``OSError``-like :class:`~dnnlens.io.inputs.InputError` for an
-    unreadable file.
-    """
-    from dnnlens.io.inputs import InputSource, ReadStats, iter_lines
-
-    pattern = re.compile(regex) if isinstance(regex, str) else regex
-    source = InputSource(path)
-    if source.is_stdin:
-        raise ValueError("marker lines need a file, not standard input")
-    found = [i for i, line in enumerate(iter_lines(source, ReadStats()), 1) if pattern.search(line)]
-    return np.asarray(found, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------------------

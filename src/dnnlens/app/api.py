@@ -8,6 +8,7 @@ so ``analyze(paths).to_dict()`` is what ``dnnlens analyze PATHS --format json`` 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -267,7 +268,12 @@ def analyze(
         ignore=list(ignore),
         config=os.fspath(config) if config is not None else None,
     )
-    log = read(specs, jobs=jobs, window_events=settings.reading_window())
+    if iteration_marker is not None:
+        try:
+            re.compile(iteration_marker)
+        except re.error as exc:
+            raise InputError(f"iteration_marker {iteration_marker!r} is no regex: {exc}") from None
+    log = read(specs, jobs=jobs, window_events=settings.reading_window(), marker=iteration_marker)
     if not log.scans and log.framework is None:
         raise InputError("; ".join(log.input_errors) or "no input")
     try:

@@ -106,7 +106,7 @@ def _analyses(log: ParsedLog, settings: Settings) -> tuple[list[Any], list[Any]]
         parts = split_log(log, runs)
     else:
         runs, parts = runs or [], [log]
-    markers, notes = _marker_lines(log, settings.iteration_marker)
+    markers = marker_lines_of(log, settings.iteration_marker)
     analysis_options = AnalysisOptions(
         window_events=settings.window or None,
         skip_iterations=settings.skip_iterations,
@@ -114,8 +114,6 @@ def _analyses(log: ParsedLog, settings: Settings) -> tuple[list[Any], list[Any]]
         machine=settings.machine,
     )
     analyses = [Analysis(part, analysis_options) for part in parts]
-    for a in analyses:
-        a.notes.extend(notes)
     if merged:
         analyses[0].notes.append(
             f"{len(runs[0].paths)} inputs were read together as one stream (too large to keep "
@@ -125,23 +123,21 @@ def _analyses(log: ParsedLog, settings: Settings) -> tuple[list[Any], list[Any]]
     return analyses, runs
 
 
-def _marker_lines(log: ParsedLog, regex: str | None) -> tuple[dict[str, Any] | None, list[str]]:
-    """The line numbers of ``--iteration-marker`` in each input file, and notes for the
-    inputs it cannot be looked for in (standard input is read once: its passes are found
-    without the regex, and a note says so)."""
+def marker_lines_of(log: ParsedLog, regex: str | None) -> dict[str, Any] | None:
+    """The line numbers of ``--iteration-marker`` in each input, as the reader kept them
+    (``InputScan.marker_line``: the program's own lines that match, standard input
+    included); ``ValueError`` for a log read without looking for that marker."""
     if regex is None:
-        return None, []
-    from dnnlens.analysis.iterations import marker_lines
-    from dnnlens.io.inputs import InputError
+        return None
+    if log.marker != regex:
+        raise ValueError(
+            f"--iteration-marker {regex!r}: the log was read "
+            + ("without a marker" if log.marker is None else f"looking for {log.marker!r}")
+            + "; read it with read(..., marker=...)"
+        )
+    import numpy as np
 
-    markers: dict[str, Any] = {}
-    notes = []
-    for scan in log.scans:
-        try:
-            markers[scan.path] = marker_lines(scan.path, regex)
-        except (ValueError, InputError) as exc:
-            notes.append(f"{scan.path}: --iteration-marker not applied ({exc})")
-    return markers, notes
+    return {s.path: np.frombuffer(s.marker_line, dtype=np.int64).copy() for s in log.scans}
 
 
 def reaches(findings: list[Any], severity: str) -> bool:

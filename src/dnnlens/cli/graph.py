@@ -50,31 +50,24 @@ def register(app: typer.Typer) -> None:
         """The op graph of one steady iteration, with stats from all of them."""
         import re
 
-        from dnnlens.io.inputs import InputError
         from dnnlens.reading import load
 
-        pattern = None
         if marker is not None:
             try:
-                pattern = re.compile(marker)
+                re.compile(marker)
             except re.error as exc:
                 raise _fail(f"--marker {marker!r} is not a valid regex: {exc}") from None
-        log = load(paths)
+        log = load(paths, marker=marker)
         if not log.scans:
             raise _fail("; ".join(log.input_errors) or "no input")
 
         from dnnlens.analysis.analysis import Analysis, AnalysisOptions
-        from dnnlens.analysis.iterations import marker_lines
+        from dnnlens.app.session import marker_lines_of
         from dnnlens.io.problems import input_problems
         from dnnlens.report.output import input_paths, refuse_input
         from dnnlens.report.renderers import ALL_RENDERERS, RenderOptions
 
-        markers = None
-        if pattern is not None:
-            try:
-                markers = {s.path: marker_lines(s.path, pattern) for s in log.scans}
-            except (ValueError, InputError, OSError) as exc:
-                raise _fail(f"--marker: {exc}") from None
+        markers = marker_lines_of(log, marker)
         try:
             refuse_input(output, input_paths(log))
         except UsageError as exc:

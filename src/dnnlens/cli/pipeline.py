@@ -434,6 +434,7 @@ def read_and_report(
                 stdin=stdin,
                 stdin_name=stdin_name,
                 meanwhile=_import_report,
+                marker=options.settings.iteration_marker,
             )
         finally:
             output.close()

@@ -215,6 +215,9 @@ class ParsedLog:
     framework: FrameworkData | None = None
     #: what expanding the inputs left out, one line each (files of a directory that hold no run)
     input_notes: list[str] = field(default_factory=list)
+    #: the ``--iteration-marker`` regex looked for while reading (its matches:
+    #: ``InputScan.marker_line``), None when none was
+    marker: str | None = None
     record_stats: pd.DataFrame | None = None
     diagnostic_counts: dict[str, int] | None = None
     window: EventWindow | None = None

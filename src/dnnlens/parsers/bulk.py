@@ -164,11 +164,11 @@ class BulkScan:
             keep = [k for k, t in enumerate(texts) if "dnn" in t or "\x00" in t]
             if len(keep) < len(texts):
                 scan.foreign += len(texts) - len(keep)
-                note = scan.program_lines.add
+                note = self.scanner.program_line
                 kept = set(keep)
                 for k, t in enumerate(texts):
                     if k not in kept:
-                        note(t, base + at[k] + 1)
+                        note(scan, base + at[k] + 1, t)
                 at = [at[k] for k in keep]
                 texts = [texts[k] for k in keep]
         if not len(known):

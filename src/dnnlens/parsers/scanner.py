@@ -28,7 +28,7 @@ from dnnlens.io.inputs import MAX_LINE_CHARS, ReadStats
 from dnnlens.parsers.common import ascii_float
 from dnnlens.parsers.header import Header
 from dnnlens.parsers.onednn_line import parse_line
-from dnnlens.parsers.program_lines import ProgramLines
+from dnnlens.parsers.program_lines import MAX_LINES_PER_SHAPE, ProgramLines
 from dnnlens.parsers.records import LINE_DIAGNOSTIC, LINE_EVENT, LineRecord, MalformedLine
 
 _MARK = "_verbose,"
@@ -66,6 +66,9 @@ _SEEN_LINE_CHARS = 2048
 #: How many malformed lines keep their text (all are counted and keep line and reason).
 MALFORMED_TEXT_KEPT = 200
 FOREIGN_EXAMPLES_KEPT = 5
+#: How many marker lines an input keeps (the last ones), as many as the program lines keep
+#: per shape: the reader's window of events needs no earlier ones.
+MARKER_LINES_KEPT = MAX_LINES_PER_SHAPE
 #: The per-event columns of an InputScan, in one order (each empty or one entry per event).
 EVENT_ARRAYS = ("event_line", "event_record", "event_time", "event_timestamp", "event_rank")
 
@@ -110,6 +113,9 @@ class InputScan:
     foreign_examples: list[tuple[int, str]] = field(default_factory=list)
     #: shapes of the foreign lines and where they occur (step lines mark iterations)
     program_lines: ProgramLines = field(default_factory=ProgramLines)
+    #: the program's own lines that match the scanner's marker (``--iteration-marker``), the
+    #: last :data:`MARKER_LINES_KEPT` of them (the reader's window needs no more)
+    marker_line: array = field(default_factory=lambda: array("q"))
     read_error: str | None = None
     has_timestamps: bool = False
     slow_events: int = 0
@@ -151,9 +157,15 @@ class InputScan:
 
 
 class Scanner:
-    """Scans inputs; distinct records and malformed reasons are shared across inputs."""
+    """Scans inputs; distinct records and malformed reasons are shared across inputs.
 
-    def __init__(self) -> None:
+    ``marker``: the program's own lines (foreign lines, never oneDNN's) that it matches
+    (``re.search``) are kept by number in ``InputScan.marker_line``, as they are read: the
+    passes they mark are found without reading the input again (standard input included).
+    """
+
+    def __init__(self, marker: re.Pattern[str] | None = None) -> None:
+        self.marker = marker
         self.records: list[LineRecord] = []
         self._record_ids: dict[LineRecord, int] = {}
         self.reasons: list[str] = []
@@ -308,6 +320,8 @@ class Scanner:
         if len(scan.event_rank):
             pad = len(scan.event_line) - len(scan.event_rank)
             scan.event_rank.extend(array("i", [NO_RANK]) * pad)
+        if len(scan.marker_line) > MARKER_LINES_KEPT:
+            del scan.marker_line[:-MARKER_LINES_KEPT]
         self._reject_bad_times(scan)
         self._count_families(scan)
 
@@ -509,10 +523,19 @@ class Scanner:
         text = line.rstrip()
         return _CUT_MARKER.search(text, max(0, len(text) - 20)) is not None
 
-    @staticmethod
-    def _foreign(scan: InputScan, lineno: int, line: str) -> None:
-        scan.foreign += 1
+    def program_line(self, scan: InputScan, lineno: int, line: str) -> None:
+        """Take in a line of the program's own (counted foreign by the caller): its shape,
+        and its number when it matches the marker."""
         scan.program_lines.add(line, lineno)
+        if self.marker is not None and self.marker.search(line):
+            kept = scan.marker_line
+            kept.append(lineno)
+            if len(kept) >= 2 * MARKER_LINES_KEPT:
+                del kept[:-MARKER_LINES_KEPT]
+
+    def _foreign(self, scan: InputScan, lineno: int, line: str) -> None:
+        scan.foreign += 1
+        self.program_line(scan, lineno, line)
         if len(scan.foreign_examples) < FOREIGN_EXAMPLES_KEPT and line.strip():
             scan.foreign_examples.append((lineno, line[:200]))
 

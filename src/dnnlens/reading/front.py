@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import BinaryIO
@@ -81,6 +82,7 @@ def read(
     stdin_name: str = "-",
     parts: Mapping[str, Sequence[tuple[parallel.Part, int]]] | None = None,
     meanwhile: Callable[[], None] | None = None,
+    marker: str | None = None,
 ) -> ParsedLog:
     """Read every input named by ``specs`` (paths, globs, directories, ``-``), or by the
     :class:`~dnnlens.io.inputs.Expansion` the caller made of them already.
@@ -99,8 +101,18 @@ def read(
     of each of :func:`parallel.line_ranges`, in order, with their sizes): merged in their
     place, exactly as the parts of ``jobs`` workers are. ``meanwhile``: called once while
     worker processes scan, the first time a worker's part is asked for (the command imports
-    what its report needs there); not called when no worker starts.
+    what its report needs there); not called when no worker starts. ``marker``: a regex
+    (``--iteration-marker``) whose matches among the program's own lines are kept by line
+    number as they are read (``InputScan.marker_line``; ``ParsedLog.marker`` says it was
+    looked for); ``ValueError`` when it does not compile, or beside ``parts`` (scanned
+    elsewhere, without it).
     """
+    if marker is not None and parts:
+        raise ValueError("an iteration marker cannot be looked for in parts scanned elsewhere")
+    try:
+        pattern = re.compile(marker) if marker is not None else None
+    except re.error as exc:
+        raise ValueError(f"iteration marker {marker!r} is not a valid regex: {exc}") from None
     expansion = specs if isinstance(specs, Expansion) else expand(specs)
     sources, errors = expansion.sources, list(expansion.errors)
     notes = list(expansion.notes)
@@ -114,6 +126,7 @@ def read(
         stdin=stdin,
         stdin_name=stdin_name,
         meanwhile=meanwhile,
+        marker=pattern,
     )
     with reading_pages():  # freed memory kept for reuse while reading (io.pages)
         reading.progress.start(sources)
@@ -138,11 +151,14 @@ def read(
 
 
 def load(
-    specs: Sequence[str] | Expansion, progress: Progress | None = None, jobs: int = 1
+    specs: Sequence[str] | Expansion,
+    progress: Progress | None = None,
+    jobs: int = 1,
+    marker: str | None = None,
 ) -> ParsedLog:
     """:func:`read` keeping every event, whatever the size (what the commands that need
     all of them use: export, diff, graph)."""
-    return read(specs, jobs=jobs, progress=progress, window_events=None)
+    return read(specs, jobs=jobs, progress=progress, window_events=None, marker=marker)
 
 
 def _is_regular(path: str) -> bool:
@@ -218,9 +234,10 @@ class _Reading:
         stdin: BinaryIO | None,
         stdin_name: str,
         meanwhile: Callable[[], None] | None = None,
+        marker: re.Pattern[str] | None = None,
     ) -> None:
         self.meanwhile = meanwhile
-        self.scanner = Scanner()
+        self.scanner = Scanner(marker)
         self.collector = Collector(self.scanner, window_events, live=on_snapshot is not None)
         self.framework = FrameworkReader()
         self.progress = progress

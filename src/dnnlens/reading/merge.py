@@ -20,6 +20,7 @@ from dnnlens.parsers.merge import merge_header
 from dnnlens.parsers.scanner import (
     FOREIGN_EXAMPLES_KEPT,
     MALFORMED_TEXT_KEPT,
+    MARKER_LINES_KEPT,
     NO_RANK,
     InputScan,
 )
@@ -140,6 +141,10 @@ def append_scan(
     room = FOREIGN_EXAMPLES_KEPT - len(into.foreign_examples)
     into.foreign_examples.extend((n + offset, s) for n, s in part.foreign_examples[:room])
     into.program_lines.merge(part.program_lines, offset)
+    if len(part.marker_line):
+        _extend(into.marker_line, _ints(part.marker_line) + offset)
+        if len(into.marker_line) > MARKER_LINES_KEPT:
+            del into.marker_line[:-MARKER_LINES_KEPT]
     if events is not None and len(events):
         if part.has_timestamps and not into.has_timestamps:
             _extend(into.event_timestamp, np.full(len(into.event_line), np.nan))

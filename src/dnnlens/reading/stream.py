@@ -63,6 +63,11 @@ class Collector:
     running statistics from the start, so that :meth:`snapshot` costs little.
     """
 
+    def _marker(self) -> str | None:
+        """The iteration marker the scanner looked for (``ParsedLog.marker``)."""
+        marker = self.scanner.marker
+        return marker.pattern if marker is not None else None
+
     def __init__(self, scanner: Scanner, window_events: int | None, live: bool = False) -> None:
         self.scanner = scanner
         self.window_events = window_events or 0
@@ -243,6 +248,7 @@ class Collector:
             events=build_events(self.scans, records),
             diagnostics=build_diagnostics(self.scans, records),
             input_errors=list(input_errors),
+            marker=self._marker(),
         )
         if self.streaming:
             assert self.stats is not None
@@ -304,6 +310,7 @@ class Collector:
             events=build_events(tails, records),
             diagnostics=build_diagnostics([], records),
             input_errors=[],
+            marker=self._marker(),
             record_stats=stats,
             diagnostic_counts=self.diagnostic_counts(),
             window=EventWindow(
