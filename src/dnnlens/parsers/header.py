@@ -73,8 +73,8 @@ class Header:
                 self.gpu_runtime = self.gpu_runtime or runtime
             else:
                 self.runtime = self.runtime or runtime
-                m2 = _NTHR.search(rest)
-                if m2 and self.threads is None:
+                m2 = _NTHR.search(rest) if self.threads is None else None
+                if m2:
                     self.threads = int(m2.group(1))
             return
         if rest.startswith("isa:"):
