@@ -286,50 +286,48 @@ def test_tables_inside_a_log_are_found_across_ranges(
 
 
 def test_jobs_are_chosen_by_size_and_idle_cpus(monkeypatch, big_log: Path) -> None:
-    """Without ``-j``: one process for small inputs, one per idle CPU for large ones (a CPU
-    other work keeps busy, by the load average, gives a worker little)."""
+    """Without ``-j``: one process for small inputs (the idle CPUs not even measured), one
+    per idle CPU for large ones (a CPU other work keeps busy gives a worker little)."""
     from dnnlens.io.inputs import InputSource
 
     sources = [InputSource(str(big_log)), InputSource("-")]
-    monkeypatch.setattr(parallel, "default_jobs", lambda: 4)
     busy = {"now": 0}
-    monkeypatch.setattr(parallel, "idle_cores", lambda: 4 - busy["now"])
+    asked: list[int] = []
+
+    def idle() -> int:
+        asked.append(1)
+        return max(1, 4 - busy["now"])
+
+    monkeypatch.setattr(parallel, "idle_cores", idle)
     assert parallel.choose_jobs(sources) == 1  # a few hundred KiB
+    assert asked == []
     monkeypatch.setattr(parallel, "AUTO_MIN_BYTES", big_log.stat().st_size // 3)
     assert parallel.choose_jobs(sources) == 4
     busy["now"] = 2
     assert parallel.choose_jobs(sources) == 2
     busy["now"] = 3
     assert parallel.choose_jobs(sources) == 1
+    monkeypatch.setattr(parallel, "AUTO_MIN_BYTES", big_log.stat().st_size // 2 + 1)
+    busy["now"] = 0
+    assert parallel.choose_jobs(sources) == 2  # the size asks for two
 
 
 @pytest.mark.parametrize(
-    ("loadavg", "idle"),
+    ("idle", "cores"),
     [
-        ("0.20 0.50 2.10 3/412 12345", 2),  # two running besides this one, a quiet minute
-        ("2.95 2.50 2.10 1/412 12345", 1),  # none running this instant, a minute of 3 busy
-        ("4.60 4.10 3.90 6/412 12345", 1),  # more than the CPUs: still one, this one
+        (None, 1),  # no /proc/stat: one process
+        (2.0, 2),
+        (1.5, 2),  # others kept half of a CPU busy: still idle enough
+        (1.4, 1),
+        (0.2, 1),  # never fewer than one
     ],
 )
-def test_idle_cores_leave_out_the_cpus_other_processes_keep_busy(
-    monkeypatch, loadavg: str, idle: int
-) -> None:
-    """On 4 CPUs, the CPUs other work keeps busy are the larger of the processes running
-    now besides this one (Linux /proc/loadavg's fourth field counts this one too) and the
-    last minute's load average (its first field), rounded."""
-    import builtins
-    import io
-
-    monkeypatch.setattr(parallel, "default_jobs", lambda: 4)
-    real_open = builtins.open
-
-    def fake_open(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-        if path == "/proc/loadavg":
-            return io.StringIO(loadavg + "\n")
-        return real_open(path, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "open", fake_open)
-    assert parallel.idle_cores() == idle
+def test_idle_cores_round_what_others_left_idle(monkeypatch, idle, cores: int) -> None:
+    """A CPU counts as idle when other work left at least half of it idle; without a
+    measure (no ``/proc/stat``) the default is one process."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(parallel, "idle_since_start", lambda cpus: idle)
+    assert parallel.idle_cores() == cores
 
 
 def test_parts_scanned_elsewhere_merge_as_workers_parts(tmp_path) -> None:

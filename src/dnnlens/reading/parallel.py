@@ -2,7 +2,7 @@
 
 Each worker process scans ranges with a copy of this process's scanner as it was once the
 first range was scanned here (handed to the worker at its start, pickled: its records,
-reasons and memos, tens of KiB; no lark parser), so every worker starts knowing the lines
+reasons and memos, no lark parser), so every worker starts knowing the lines
 seen so far and no worker parses a distinct line that this process parsed. It sends back
 the range's :class:`InputScan`, the records and reasons it learnt since its last range,
 what its table finder found, and, when the reading streams, the statistics of the range's
@@ -26,6 +26,7 @@ killed when reading stops early (a signal, an error), so none outlives the comma
 from __future__ import annotations
 
 import contextlib
+import math
 import multiprocessing
 import os
 import pickle
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from dnnlens.io import pages
+from dnnlens.io.idle_cpus import idle_since_start
 from dnnlens.io.inputs import InputSource, ReadStats, open_range_blocks, splittable
 from dnnlens.io.signals import StopCheck
 from dnnlens.parsers.bulk import BulkScan
@@ -122,25 +124,21 @@ def bounded_jobs(jobs: int) -> int:
 
 
 def idle_cores() -> int:
-    """CPUs this process may use that other work does not keep busy: a worker on a busy
-    CPU only adds the cost of parallel reading. Other work is the larger of the processes
-    running now besides this one and the load average of the last minute, rounded (Linux
-    ``/proc/loadavg``, its fourth and first fields; elsewhere the load average alone). A
-    look at one instant misses work that pauses (a test runner between tests, a build
-    between files) and the minute's average lags work that just started: either one
-    alone chose ``-j 2`` where it was slower than ``-j 1`` (``docs/speed.md``)."""
-    cores = default_jobs()
+    """CPUs this process may use that other work leaves idle: a worker on a busy CPU only
+    adds the cost of parallel reading. Measured from the command's start to now
+    (:mod:`dnnlens.io.idle_cpus`: the kernel's CPU times, less this process's own), so that
+    this user's earlier runs, which the load average counts for a minute, do not make an
+    idle machine look busy; a CPU counts as idle when others left at least half of it.
+    Without ``/proc/stat`` (not Linux) there is no such measure, and the load average
+    would count those earlier runs: one process, unless ``-j`` says otherwise."""
     try:
-        with open("/proc/loadavg") as f:
-            fields = f.read().split()
-        running = int(fields[3].split("/")[0]) - 1  # this process is running
-        busy = max(running, round(float(fields[0])))
-    except (OSError, ValueError, IndexError):
-        try:
-            busy = round(os.getloadavg()[0])
-        except (AttributeError, OSError):  # not a Unix
-            busy = 0
-    return max(1, min(cores, cores - busy))
+        cpus = os.sched_getaffinity(0)
+    except AttributeError:  # not Linux: no /proc/stat either
+        return 1
+    idle = idle_since_start(cpus)
+    if idle is None:
+        return 1
+    return max(1, min(len(cpus), math.floor(idle + 0.5)))
 
 
 def _starts_like_trace(path: str) -> bool:
@@ -156,13 +154,10 @@ def _starts_like_trace(path: str) -> bool:
 
 
 def choose_jobs(sources: Sequence[InputSource]) -> int:
-    """The processes to read ``sources`` with when the user did not say: one per idle
-    CPU, up to one per :data:`AUTO_MIN_BYTES` of plain files (several only when that pays:
-    starting and merging workers costs about what scanning a few MiB does, and a CPU that
-    other work keeps busy gives a worker little)."""
-    cores = idle_cores()
-    if cores < 2:
-        return 1
+    """The processes to read ``sources`` with when the user did not say: one per
+    :data:`AUTO_MIN_BYTES` of plain files (several only when that pays: starting and
+    merging workers costs about what scanning a few MiB does), no more than the CPUs other
+    work leaves idle (:func:`idle_cores`, measured only when the size asks for several)."""
     total = 0
     for source in sources:
         if source.is_stdin:
@@ -173,7 +168,10 @@ def choose_jobs(sources: Sequence[InputSource]) -> int:
                 total += os.path.getsize(path)
         except OSError:
             continue
-    return max(1, min(cores, total // AUTO_MIN_BYTES + (1 if total >= AUTO_MIN_BYTES else 0)))
+    wanted = total // AUTO_MIN_BYTES + (1 if total >= AUTO_MIN_BYTES else 0)
+    if wanted < 2:
+        return 1
+    return max(1, min(wanted, idle_cores()))
 
 
 def ranges(path: str, jobs: int, folded: bool = False) -> list[tuple[int, int]] | None:
