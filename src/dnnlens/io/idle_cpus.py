@@ -8,12 +8,12 @@ less what this process and its reaped children spent (``os.times``), that is the
 other work kept busy in the interval. The command takes the first look where it starts
 (:func:`mark_start`, from ``dnnlens.cli`` before it imports anything else: reading a few
 hundred bytes, no module imported), the second when the number of workers is chosen, after
-the command's imports (0.1 to 0.6 s later, the process busy on one CPU meanwhile).
+the command's imports (this process busy on one CPU meanwhile, taken out as said).
 
 Why this and not the load average: the load average counts every process that ran in the
 last minute, this user's own earlier dnnlens runs included (a loop over files, a
-benchmark, a test of the suite just before): right after one run, the next would see a
-busy machine that is idle. Here only what ran in the interval counts, and this process's
+benchmark, a test of the suite just before): right after one run, the next would see an
+idle machine as busy. Here only what ran in the interval counts, and this process's
 own work is taken out exactly, not as "one running process".
 
 What it misses: work that starts after the second look, or that paused during the whole
