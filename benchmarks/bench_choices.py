@@ -12,7 +12,9 @@ differs:
 * ``j2-no-pages``: ``-j 2`` with the allocator left as glibc sets it (``io/pages.py`` does
   nothing when a ``MALLOC_*`` variable is set; ``MALLOC_TOP_PAD_`` is given glibc's own
   default so nothing else changes);
-* ``j2-no-meanwhile``: ``-j 2`` without the report's imports made while workers scan.
+* ``j2-no-meanwhile``: ``-j 2`` without the report's imports made while workers scan;
+* ``j2-spawn`` / ``j2-forkserver``: ``-j 2`` with the workers started that way instead of
+  by fork (``reading/parallel.py``, ``START_METHOD``).
 
 Each round runs every variant once, one right after the other (a pair is measured under the
 same load); the table gives the median wall time and the median of the per-round ratios to
@@ -47,6 +49,11 @@ GLIBC_TOP_PAD = "131072"
 
 LAUNCH = "import sys\n{prelude}\nfrom dnnlens.cli import main\nsys.argv[0] = 'dnnlens'\nmain()\n"
 NO_MEANWHILE = "import dnnlens.cli.pipeline as p\np._import_report = lambda: None"
+#: the reading imported before main() sets Arrow's allocator: set it here as main() does
+START = (
+    "import os\nos.environ.setdefault('ARROW_DEFAULT_MEMORY_POOL', 'system')\n"
+    "import dnnlens.reading.parallel as q\nq.START_METHOD = {!r}"
+)
 
 VARIANTS: dict[str, tuple[list[str], str, dict[str, str]]] = {
     "j1": (["-j", "1"], "", {}),
@@ -54,6 +61,8 @@ VARIANTS: dict[str, tuple[list[str], str, dict[str, str]]] = {
     "default": ([], "", {}),
     "j2-no-pages": (["-j", "2"], "", {"MALLOC_TOP_PAD_": GLIBC_TOP_PAD}),
     "j2-no-meanwhile": (["-j", "2"], NO_MEANWHILE, {}),
+    "j2-spawn": (["-j", "2"], START.format("spawn"), {}),
+    "j2-forkserver": (["-j", "2"], START.format("forkserver"), {}),
 }
 
 

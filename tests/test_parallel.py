@@ -3,6 +3,7 @@ it is bounded by the CPUs, by memory, and leaves no worker behind."""
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import signal
 import subprocess
@@ -55,8 +56,28 @@ def many_cores(monkeypatch) -> None:
     monkeypatch.setattr(parallel, "default_jobs", lambda: 8)
 
 
-@pytest.mark.parametrize("jobs", [2, 3, 7])
-def test_parallel_equals_single(big_log: Path, jobs: int, many_cores) -> None:
+#: Every way a worker process can start here; fork is the one used on Linux, spawn the one
+#: of macOS and Windows (and forkserver Python 3.14's default on Linux).
+START_METHODS = [m for m in ("fork", "spawn", "forkserver") if m in mp.get_all_start_methods()]
+
+
+@pytest.fixture(params=START_METHODS)
+def start_method(request, monkeypatch) -> str:
+    """Workers started by each method: what a worker knows comes from its arguments."""
+    monkeypatch.setattr(parallel, "START_METHOD", request.param)
+    return request.param
+
+
+@pytest.mark.parametrize(
+    ("jobs", "method"),
+    [(2, "fork"), (3, "fork"), (7, "fork"), (2, "spawn"), (3, "forkserver")],
+)
+def test_parallel_equals_single(
+    big_log: Path, jobs: int, method: str, many_cores, monkeypatch
+) -> None:
+    if method not in START_METHODS:
+        pytest.skip(f"no {method} here")
+    monkeypatch.setattr(parallel, "START_METHOD", method)
     one = _single(big_log)
     many = load([str(big_log)], jobs=jobs)
     a, b = one.scans[0], many.scans[0]
@@ -96,14 +117,17 @@ def test_jobs_are_bounded_by_the_cpus(monkeypatch, big_log: Path) -> None:
     """``-j 100000`` started that many processes (over 1,040 before the machine refused)."""
     monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
     started: list[int] = []
-    real = parallel.get_context("fork").Pool
+    real = mp.get_context
 
     class Context:
+        def __init__(self, method: str | None) -> None:
+            self.method = method
+
         def Pool(self, processes: int, **kwargs):  # noqa: ANN003, ANN201, N802 - the mp API
             started.append(processes)
-            return real(processes, **kwargs)
+            return real(self.method).Pool(processes, **kwargs)
 
-    monkeypatch.setattr(parallel, "get_context", lambda method: Context())
+    monkeypatch.setattr(mp, "get_context", Context)
     log = load([str(big_log)], jobs=100_000)
     assert log.scans[0].lines == _single(big_log).scans[0].lines
     assert started and max(started) <= parallel.default_jobs()
@@ -204,7 +228,7 @@ def _same_reading(one, many) -> None:  # noqa: ANN001 - two ParsedLogs
 
 
 def test_streamed_parallel_reading_folds_in_the_workers(
-    big_log: Path, many_cores, monkeypatch
+    big_log: Path, many_cores, monkeypatch, start_method: str
 ) -> None:
     """Once the inputs stream, workers fold their ranges' events (in parts, as one process
     streams an input) and send only the last ones: the window, the totals, the diagnostics
@@ -236,7 +260,9 @@ def test_streamed_parallel_reading_folds_in_the_workers(
     np.testing.assert_allclose(a["time_ms"], b["time_ms"], rtol=1e-12)
 
 
-def test_tables_inside_a_log_are_found_across_ranges(many_cores, monkeypatch, tmp_path) -> None:
+def test_tables_inside_a_log_are_found_across_ranges(
+    many_cores, monkeypatch, tmp_path, start_method: str
+) -> None:
     """Profiler tables and profiler_start/stop lines of a log cut into ranges of about 1 KB
     (so that cuts fall inside tables, their heads and their footers) are found as one
     process finds them; the log ends with a table cut off, which swallows the lines after
@@ -260,50 +286,48 @@ def test_tables_inside_a_log_are_found_across_ranges(many_cores, monkeypatch, tm
 
 
 def test_jobs_are_chosen_by_size_and_idle_cpus(monkeypatch, big_log: Path) -> None:
-    """Without ``-j``: one process for small inputs, one per idle CPU for large ones (a CPU
-    other work keeps busy, by the load average, gives a worker little)."""
+    """Without ``-j``: one process for small inputs (the idle CPUs not even measured), one
+    per idle CPU for large ones (a CPU other work keeps busy gives a worker little)."""
     from dnnlens.io.inputs import InputSource
 
     sources = [InputSource(str(big_log)), InputSource("-")]
-    monkeypatch.setattr(parallel, "default_jobs", lambda: 4)
     busy = {"now": 0}
-    monkeypatch.setattr(parallel, "idle_cores", lambda: 4 - busy["now"])
+    asked: list[int] = []
+
+    def idle() -> int:
+        asked.append(1)
+        return max(1, 4 - busy["now"])
+
+    monkeypatch.setattr(parallel, "idle_cores", idle)
     assert parallel.choose_jobs(sources) == 1  # a few hundred KiB
+    assert asked == []
     monkeypatch.setattr(parallel, "AUTO_MIN_BYTES", big_log.stat().st_size // 3)
     assert parallel.choose_jobs(sources) == 4
     busy["now"] = 2
     assert parallel.choose_jobs(sources) == 2
     busy["now"] = 3
     assert parallel.choose_jobs(sources) == 1
+    monkeypatch.setattr(parallel, "AUTO_MIN_BYTES", big_log.stat().st_size // 2 + 1)
+    busy["now"] = 0
+    assert parallel.choose_jobs(sources) == 2  # the size asks for two
 
 
 @pytest.mark.parametrize(
-    ("loadavg", "idle"),
+    ("idle", "cores"),
     [
-        ("0.20 0.50 2.10 3/412 12345", 2),  # two running besides this one, a quiet minute
-        ("2.95 2.50 2.10 1/412 12345", 1),  # none running this instant, a minute of 3 busy
-        ("4.60 4.10 3.90 6/412 12345", 1),  # more than the CPUs: still one, this one
+        (None, 1),  # no /proc/stat: one process
+        (2.0, 2),
+        (1.5, 2),  # others kept half of a CPU busy: still idle enough
+        (1.4, 1),
+        (0.2, 1),  # never fewer than one
     ],
 )
-def test_idle_cores_leave_out_the_cpus_other_processes_keep_busy(
-    monkeypatch, loadavg: str, idle: int
-) -> None:
-    """On 4 CPUs, the CPUs other work keeps busy are the larger of the processes running
-    now besides this one (Linux /proc/loadavg's fourth field counts this one too) and the
-    last minute's load average (its first field), rounded."""
-    import builtins
-    import io
-
-    monkeypatch.setattr(parallel, "default_jobs", lambda: 4)
-    real_open = builtins.open
-
-    def fake_open(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-        if path == "/proc/loadavg":
-            return io.StringIO(loadavg + "\n")
-        return real_open(path, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "open", fake_open)
-    assert parallel.idle_cores() == idle
+def test_idle_cores_round_what_others_left_idle(monkeypatch, idle, cores: int) -> None:
+    """A CPU counts as idle when other work left at least half of it idle; without a
+    measure (no ``/proc/stat``) the default is one process."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(parallel, "idle_since_start", lambda cpus: idle)
+    assert parallel.idle_cores() == cores
 
 
 def test_parts_scanned_elsewhere_merge_as_workers_parts(tmp_path) -> None:

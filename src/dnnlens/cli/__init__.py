@@ -8,6 +8,10 @@ See ``docs/input-policy.md``.
 
 from __future__ import annotations
 
+# isort: off
+import dnnlens.cli.started  # noqa: F401 - first: the CPU times before the imports below
+# isort: on
+
 import errno
 import functools
 import os

@@ -14,11 +14,11 @@ peak of the analysis. This only changes where the allocator puts
 memory, never what the process computes.
 
 Nothing changes until :func:`allow` is called, which the command line's entry point does
-(never a library caller's process); worker processes forked for reading inherit the
-settings. The settings are made with ``mallopt``, never through the environment, so a
-program ``dnnlens run`` starts is not affected. A user who set any of glibc's ``MALLOC_*``
-variables has chosen: then nothing is changed. Elsewhere than glibc on Linux nothing is
-done.
+(never a library caller's process); worker processes started for reading make the same
+settings (:func:`reading_tuned` says whether to). The settings are made with ``mallopt``,
+never through the environment, so a program ``dnnlens run`` starts is not affected. A
+user who set any of glibc's ``MALLOC_*`` variables has chosen: then nothing is changed.
+Elsewhere than glibc on Linux nothing is done.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ _M_TOP_PAD = -2
 _M_MMAP_THRESHOLD = -3
 
 _libc: list[Any] = []  # the C library, once allow() made the settings
+_reading: list[bool] = []  # one entry per reading_pages() open with its settings made
 
 
 def allow() -> bool:
@@ -77,11 +78,18 @@ def reading_pages() -> Iterator[bool]:
         return
     libc = _libc[0]
     _set(libc, READING_TRIM_BYTES, READING_PAD_BYTES)
+    _reading.append(True)
     try:
         yield True
     finally:
+        _reading.pop()
         _set(libc, TRIM_BYTES, 0)
         libc.malloc_trim(0)
+
+
+def reading_tuned() -> bool:
+    """Whether :func:`reading_pages` holds its settings now in this process."""
+    return bool(_reading)
 
 
 def _set(libc: Any, trim_bytes: int, pad_bytes: int) -> bool:

@@ -1,34 +1,44 @@
 """Parallel scanning: plain log files, cut into byte ranges at line starts, across cores.
 
-Each worker process scans ranges with the scanner it inherited from this one (forked once
-the first range was scanned here, so every worker starts knowing the lines seen so far:
-no worker parses a distinct line that this process parsed) and sends back the range's
-:class:`InputScan`, the records and reasons it learnt since its last range, what its
-table finder found, and, when the reading streams, the statistics of the range's events
-with only its last events: what travels between processes is bounded by the window, not
-by the range. The front door merges the parts in input order
+Each worker process scans ranges with a copy of this process's scanner as it was once the
+first range was scanned here (handed to the worker at its start, pickled: its records,
+reasons and memos, no lark parser), so every worker starts knowing the lines
+seen so far and no worker parses a distinct line that this process parsed. It sends back
+the range's :class:`InputScan`, the records and reasons it learnt since its last range,
+what its table finder found, and, when the reading streams, the statistics of the range's
+events with only its last events: what travels between processes is bounded by the
+window, not by the range. The front door merges the parts in input order
 (:mod:`dnnlens.reading.merge` shifts line numbers and maps ids), so the result is the one
-a single scanner gives (``tests/test_parallel.py`` checks that on real logs). Ranges are
-at most :data:`RANGE_BYTES`, as many per file as a multiple of the workers, and at most
-twice as many as there are workers are under way, so memory stays bounded however large
-the files.
+a single scanner gives (``tests/test_parallel.py`` checks that on real logs, under every
+start method). Ranges are at most :data:`RANGE_BYTES`, as many per file as a multiple of
+the workers, and at most twice as many as there are workers are under way, so memory
+stays bounded however large the files.
 
-The number of processes is bounded by the CPUs this process may use; :func:`choose_jobs`
-picks it when the user did not (several only for inputs large enough to pay for them).
+Workers start by :data:`START_METHOD`, the one argument that differs between platforms:
+the worker gets what it needs as arguments, never from this process's memory, so fork,
+spawn and forkserver run the same code. The number of processes is bounded by the CPUs
+this process may use; :func:`choose_jobs` picks it when the user did not (several only
+for inputs large enough to pay for them, and no more than the CPUs other work left idle).
 Workers ignore SIGINT (the terminal sends it to them too: the parent decides) and are
 killed when reading stops early (a signal, an error), so none outlives the command.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
+import multiprocessing
 import os
+import pickle
 import signal
+import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from dnnlens.io import pages
+from dnnlens.io.idle_cpus import idle_since_start
 from dnnlens.io.inputs import InputSource, ReadStats, open_range_blocks, splittable
 from dnnlens.io.signals import StopCheck
 from dnnlens.parsers.bulk import BulkScan
@@ -47,8 +57,8 @@ RANGE_BYTES = 64 << 20
 #: The largest range whose events a worker folds (it holds a part and the window at a
 #: time; smaller ranges than this are cut for the workers to end together).
 FOLDED_RANGE_BYTES = 1 << 30
-#: The first range of a split file, scanned here before the workers start (they inherit
-#: the lines it taught the scanner).
+#: The first range of a split file, scanned here before the workers start (they start
+#: with the lines it taught the scanner).
 WARM_BYTES = 2 << 20
 #: Plain files that add up to this are read in several processes when ``-j`` is not given.
 #: While the workers scan, this process imports what the report needs (pandas, the
@@ -59,17 +69,25 @@ AUTO_MIN_BYTES = 32 << 20
 _SEARCH_BYTES = 1 << 20
 #: How often a wait for a worker looks at the stop request.
 _POLL_SECONDS = 0.1
+#: How worker processes start. Fork on Linux: a forked worker has the modules this
+#: process imported, where a spawned one imports numpy, Arrow, lark and the scanner again
+#: before its first range (``docs/speed.md``, "Worker start"). Elsewhere the platform's
+#: default (spawn on macOS, where fork is unsafe, and on Windows; None). Tests run the
+#: workers by every method.
+START_METHOD: str | None = "fork" if sys.platform.startswith("linux") else None
 
 
 @dataclass
 class Task:
     """One range to scan: bytes ``[start, end)`` of ``path`` (line starts). ``keep``: fold
-    the range's events, keeping its last ``keep`` (None: keep them all)."""
+    the range's events, keeping its last ``keep`` (None: keep them all), in parts of
+    ``part_bytes`` of text (decided here, as everything a worker does)."""
 
     path: str
     start: int
     end: int
     keep: int | None = None
+    part_bytes: int = PART_BYTES
 
 
 @dataclass
@@ -106,25 +124,21 @@ def bounded_jobs(jobs: int) -> int:
 
 
 def idle_cores() -> int:
-    """CPUs this process may use that other work does not keep busy: a worker on a busy
-    CPU only adds the cost of parallel reading. Other work is the larger of the processes
-    running now besides this one and the load average of the last minute, rounded (Linux
-    ``/proc/loadavg``, its fourth and first fields; elsewhere the load average alone). A
-    look at one instant misses work that pauses (a test runner between tests, a build
-    between files) and the minute's average lags work that just started: either one
-    alone chose ``-j 2`` where it was slower than ``-j 1`` (``docs/speed.md``)."""
-    cores = default_jobs()
+    """CPUs this process may use that other work leaves idle: a worker on a busy CPU only
+    adds the cost of parallel reading. Measured from the command's start to now
+    (:mod:`dnnlens.io.idle_cpus`: the kernel's CPU times, less this process's own), so that
+    this user's earlier runs, which the load average counts for a minute, do not make an
+    idle machine look busy; a CPU counts as idle when others left at least half of it.
+    Without ``/proc/stat`` (not Linux) there is no such measure, and the load average
+    would count those earlier runs: one process, unless ``-j`` says otherwise."""
     try:
-        with open("/proc/loadavg") as f:
-            fields = f.read().split()
-        running = int(fields[3].split("/")[0]) - 1  # this process is running
-        busy = max(running, round(float(fields[0])))
-    except (OSError, ValueError, IndexError):
-        try:
-            busy = round(os.getloadavg()[0])
-        except (AttributeError, OSError):  # not a Unix
-            busy = 0
-    return max(1, min(cores, cores - busy))
+        cpus = os.sched_getaffinity(0)
+    except AttributeError:  # not Linux: no /proc/stat either
+        return 1
+    idle = idle_since_start(cpus)
+    if idle is None:
+        return 1
+    return max(1, min(len(cpus), math.floor(idle + 0.5)))
 
 
 def _starts_like_trace(path: str) -> bool:
@@ -140,13 +154,10 @@ def _starts_like_trace(path: str) -> bool:
 
 
 def choose_jobs(sources: Sequence[InputSource]) -> int:
-    """The processes to read ``sources`` with when the user did not say: one per idle
-    CPU, up to one per :data:`AUTO_MIN_BYTES` of plain files (several only when that pays:
-    starting and merging workers costs about what scanning a few MiB does, and a CPU that
-    other work keeps busy gives a worker little)."""
-    cores = idle_cores()
-    if cores < 2:
-        return 1
+    """The processes to read ``sources`` with when the user did not say: one per
+    :data:`AUTO_MIN_BYTES` of plain files (several only when that pays: starting and
+    merging workers costs about what scanning a few MiB does), no more than the CPUs other
+    work leaves idle (:func:`idle_cores`, measured only when the size asks for several)."""
     total = 0
     for source in sources:
         if source.is_stdin:
@@ -157,7 +168,10 @@ def choose_jobs(sources: Sequence[InputSource]) -> int:
                 total += os.path.getsize(path)
         except OSError:
             continue
-    return max(1, min(cores, total // AUTO_MIN_BYTES + (1 if total >= AUTO_MIN_BYTES else 0)))
+    wanted = total // AUTO_MIN_BYTES + (1 if total >= AUTO_MIN_BYTES else 0)
+    if wanted < 2:
+        return 1
+    return max(1, min(wanted, idle_cores()))
 
 
 def ranges(path: str, jobs: int, folded: bool = False) -> list[tuple[int, int]] | None:
@@ -218,7 +232,7 @@ def _line_start(f: BinaryIO, pos: int, size: int) -> int:
     return size
 
 
-#: In a worker: its scanner (inherited at fork) and how many of its records and reasons
+#: In a worker: its scanner (given at its start) and how many of its records and reasons
 #: the parent knows.
 _WORKER: dict[str, Any] = {}
 
@@ -237,7 +251,7 @@ def _scan(task: Task, scanner: Scanner) -> tuple[InputScan, ReadStats, TableFind
 def _scan_folded(
     task: Task, scanner: Scanner
 ) -> tuple[InputScan, ReadStats, TableFinder, FoldedPart]:
-    """Scan a range as one process streams an input: in parts of :data:`PART_BYTES` of
+    """Scan a range as one process streams an input: in parts of ``task.part_bytes`` of
     text, each folded by a collector that keeps the last ``task.keep`` events."""
     assert task.keep
     stats = ReadStats()
@@ -250,7 +264,7 @@ def _scan_folded(
     for block in open_range_blocks(task.path, task.start, task.end, stats):
         bulk.feed(block)
         size += len(block)
-        if size >= PART_BYTES:
+        if size >= task.part_bytes:
             scanner.finish_scan(scan)
             collector.add(scan)
             scan, size = InputScan(task.path), 0
@@ -262,7 +276,7 @@ def _scan_folded(
 
 
 def scan_task(task: Task, scanner: Scanner | None = None) -> Part:
-    """Scan one range: with ``scanner`` here, else in a worker with the one it inherited."""
+    """Scan one range: with ``scanner`` here, else in a worker with the one it was given."""
     own = scanner if scanner is not None else _WORKER["scanner"]
     folded = None
     if task.keep:
@@ -286,21 +300,33 @@ def scan_range(path: str, start: int, end: int) -> Part:
     return Part(scan, scanner.records, scanner.reasons, stats, None, finder)
 
 
-def _worker_init() -> None:
+def _worker_init(scanner_state: bytes, tuned_pages: bool) -> None:
+    """A worker's start: signals, the parent's allocator settings (``tuned_pages``: the
+    parent reads with :func:`pages.reading_pages` on) and its scanner, unpickled from
+    ``scanner_state`` (the same bytes for every worker, so each knows the same records and
+    reasons as the parent's :attr:`Workers.inherited` says, a worker started later to
+    replace one included)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if hasattr(signal, "SIGHUP"):  # stops the main process like SIGTERM, ends a worker
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    if tuned_pages and pages.allow():  # held until the worker ends
+        _WORKER["pages"] = contextlib.ExitStack()
+        _WORKER["pages"].enter_context(pages.reading_pages())
+    scanner = pickle.loads(scanner_state)
+    _WORKER["scanner"] = scanner
+    _WORKER["sent"] = (len(scanner.records), len(scanner.reasons))
 
 
 class Workers:
     """``jobs`` processes scanning ``tasks``; :meth:`next_part` gives their parts in order.
 
     The first task, when small, is scanned here before the workers start, with
-    ``scanner``, which they inherit. ``meanwhile`` is called once, here, the first time a
-    worker's part is asked for (work of this process that needs no part: it then costs no
-    time of its own while the workers scan). Use as a context manager: on leaving it early
-    (a stop, an error) the workers are killed.
+    ``scanner``; each worker starts with a copy of it. ``method``: how the workers start
+    (None: :data:`START_METHOD`). ``meanwhile`` is called once,
+    here, the first time a worker's part is asked for (work of this process that needs no
+    part: it then costs no time of its own while the workers scan). Use as a context
+    manager: on leaving it early (a stop, an error) the workers are killed.
     """
 
     def __init__(
@@ -310,8 +336,10 @@ class Workers:
         stop: StopCheck | None,
         scanner: Scanner,
         meanwhile: Callable[[], None] | None = None,
+        method: str | None = None,
     ) -> None:
         self._meanwhile = meanwhile
+        self._method = method
         self._tasks = iter(tasks)
         self._first = tasks[0] if tasks else None
         self._jobs = jobs
@@ -320,7 +348,7 @@ class Workers:
         self._pending: deque[AsyncResult[Any] | Part] = deque()
         self._pool: Pool | None = None
         self._done = False
-        #: per worker: how many records and reasons it inherited (known here already)
+        #: per worker: how many records and reasons it started with (known here already)
         self.inherited = (0, 0)
 
     def __enter__(self) -> Workers:
@@ -335,7 +363,6 @@ class Workers:
             self._pool.terminate()
         self._pool.join()
         self._pool = None
-        _WORKER.clear()
 
     def _submit(self) -> None:
         while len(self._pending) < 2 * self._jobs:
@@ -346,11 +373,15 @@ class Workers:
                 if task is self._first and task.end - task.start <= 2 * WARM_BYTES:
                     self._pending.append(scan_task(task, self._scanner))
                     continue
-                # what the workers inherit (a worker started later to replace one does too)
-                _WORKER["scanner"] = self._scanner
+                # what every worker starts with, a worker started later to replace one too
+                state = pickle.dumps(self._scanner, pickle.HIGHEST_PROTOCOL)
                 self.inherited = (len(self._scanner.records), len(self._scanner.reasons))
-                _WORKER["sent"] = self.inherited
-                self._pool = get_context("fork").Pool(self._jobs, initializer=_worker_init)
+                method = self._method or START_METHOD
+                self._pool = multiprocessing.get_context(method).Pool(
+                    self._jobs,
+                    initializer=_worker_init,
+                    initargs=(state, pages.reading_tuned()),
+                )
             self._pending.append(self._pool.apply_async(scan_task, (task,)))
 
     def next_part(self) -> Part | None:
@@ -383,4 +414,4 @@ def tasks_of(
     """The tasks of a plan, in input order (``keep``: see :class:`Task`)."""
     for path, spans in plan:
         for start, end in spans or ():
-            yield Task(path, start, end, keep)
+            yield Task(path, start, end, keep, PART_BYTES)
