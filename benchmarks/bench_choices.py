@@ -9,9 +9,9 @@ Variants of ``dnnlens analyze LOG --format json -o /dev/null`` (the training log
 differs:
 
 * ``j1`` / ``j2`` / ``default``: ``-j 1``, ``-j 2``, no ``-j`` (dnnlens' own choice);
-* ``j2-no-pages``: ``-j 2`` with the allocator left as glibc sets it (``io/pages.py`` does
-  nothing when a ``MALLOC_*`` variable is set; ``MALLOC_TOP_PAD_`` is given glibc's own
-  default so nothing else changes);
+* ``j1-no-pages`` / ``j2-no-pages``: ``-j 1`` / ``-j 2`` with the allocator left as glibc
+  sets it (``io/pages.py`` does nothing when a ``MALLOC_*`` variable is set;
+  ``MALLOC_TOP_PAD_`` is given glibc's own default so nothing else changes);
 * ``j2-no-meanwhile``: ``-j 2`` without the report's imports made while workers scan;
 * ``j2-spawn`` / ``j2-forkserver``: ``-j 2`` with the workers started that way instead of
   by fork (``reading/parallel.py``, ``START_METHOD``).
@@ -59,6 +59,7 @@ VARIANTS: dict[str, tuple[list[str], str, dict[str, str]]] = {
     "j1": (["-j", "1"], "", {}),
     "j2": (["-j", "2"], "", {}),
     "default": ([], "", {}),
+    "j1-no-pages": (["-j", "1"], "", {"MALLOC_TOP_PAD_": GLIBC_TOP_PAD}),
     "j2-no-pages": (["-j", "2"], "", {"MALLOC_TOP_PAD_": GLIBC_TOP_PAD}),
     "j2-no-meanwhile": (["-j", "2"], NO_MEANWHILE, {}),
     "j2-spawn": (["-j", "2"], START.format("spawn"), {}),
