@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from dnnlens.cli import app
 from dnnlens.fmt import ms, ms_cell, pct
 from dnnlens.report.schema import schema_texts
+from shared_analyses import GROUP, analyze_json
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_logs"
@@ -35,6 +36,7 @@ PAIRS = {
     "sample_logs/legacy/onednn-3.2.0.log": "sample_logs/legacy/onednn-3.2.0-timestamp.log",
 }
 runner = CliRunner()
+pytestmark = pytest.mark.xdist_group(GROUP)
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -54,7 +56,7 @@ def schema(name: str) -> jsonschema.protocols.Validator:
 
 @cache
 def analyzed(log: str) -> dict:
-    code, out = run("analyze", str(ROOT / log), "-f", "json", "-q")
+    code, out, _ = analyze_json(ROOT / log)
     doc = json.loads(out)
     # a log with no verbose line at all is an input error (2), reported all the same
     assert code == (0 if any(i["parsed_lines"] for i in doc["inputs"]) else 2), out
