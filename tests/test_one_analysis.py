@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from dnnlens.cli import app
 from dnnlens.fmt import ms, ms_cell, pct
 from dnnlens.report.schema import schema_texts
+from shared_analyses import GROUP, analyze_json
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_logs"
@@ -35,6 +36,7 @@ PAIRS = {
     "sample_logs/legacy/onednn-3.2.0.log": "sample_logs/legacy/onednn-3.2.0-timestamp.log",
 }
 runner = CliRunner()
+pytestmark = pytest.mark.xdist_group(GROUP)
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -43,17 +45,22 @@ def run(*args: str) -> tuple[int, str]:
 
 
 @cache
-def schema(name: str) -> dict:
-    return json.loads((ROOT / "docs" / "schema" / name).read_text(encoding="utf-8"))
+def schema(name: str) -> jsonschema.protocols.Validator:
+    """The validator of the shipped schema ``name``, the schema itself checked once (what
+    ``jsonschema.validate`` does on every call, most of its cost)."""
+    shipped = json.loads((ROOT / "docs" / "schema" / name).read_text(encoding="utf-8"))
+    kind = jsonschema.validators.validator_for(shipped)
+    kind.check_schema(shipped)
+    return kind(shipped)
 
 
 @cache
 def analyzed(log: str) -> dict:
-    code, out = run("analyze", str(ROOT / log), "-f", "json", "-q")
+    code, out, _ = analyze_json(ROOT / log)
     doc = json.loads(out)
     # a log with no verbose line at all is an input error (2), reported all the same
     assert code == (0 if any(i["parsed_lines"] for i in doc["inputs"]) else 2), out
-    jsonschema.validate(doc, schema("analyze.schema.json"))
+    schema("analyze.schema.json").validate(doc)
     return doc
 
 
@@ -106,24 +113,25 @@ def test_views_agree(log: str, tmp_path: Path) -> None:
     assert f'<div class="v">{pct(share)}</div>' in html
     if doc["iterations"]["found"]:
         assert f"over {steady} steady of {s['iterations']} passes ({warmup} warm-up)" in html
-    # diff: against itself and its pair, each side is the analysis of its log
-    for other in {log, PAIRS.get(log, log)} | {k for k, v in PAIRS.items() if v == log}:
-        code, out = run("diff", str(ROOT / log), str(ROOT / other), "-f", "json", "-q")
-        assert code == 0, out
-        d = json.loads(out)
-        jsonschema.validate(d, schema("diff.schema.json"))
-        for side, name in ((d["base"], log), (d["new"], other)):
-            theirs = analyzed(name)["summary"]
-            assert side["typical_iteration_ms"] == theirs["typical_iteration_ms"]
-            assert side["steady_iterations"] == theirs["steady_iterations"]
-            assert side["warmup_iterations"] == theirs["warmup_iterations"]
-            assert side["reorder_share_of_iteration"] == theirs["reorder_share_of_iteration"]
-        assert d["total"]["base_typical_iteration_ms"] == typical
+    # diff: against its pair (this log first here, second in its pair's test), else against
+    # itself; each side is the analysis of its log
+    other = PAIRS.get(log) or next((k for k, v in PAIRS.items() if v == log), log)
+    code, out = run("diff", str(ROOT / log), str(ROOT / other), "-f", "json", "-q")
+    assert code == 0, out
+    d = json.loads(out)
+    schema("diff.schema.json").validate(d)
+    for side, name in ((d["base"], log), (d["new"], other)):
+        theirs = analyzed(name)["summary"]
+        assert side["typical_iteration_ms"] == theirs["typical_iteration_ms"]
+        assert side["steady_iterations"] == theirs["steady_iterations"]
+        assert side["warmup_iterations"] == theirs["warmup_iterations"]
+        assert side["reorder_share_of_iteration"] == theirs["reorder_share_of_iteration"]
+    assert d["total"]["base_typical_iteration_ms"] == typical
     # project: the baseline is the typical iteration, to the last bit
     code, out = run("project", str(ROOT / log), "-f", "json")
     assert code == 0, out
     p = json.loads(out)
-    jsonschema.validate(p, schema("project.schema.json"))
+    schema("project.schema.json").validate(p)
     assert p["baseline"]["typical_iteration_ms"] == typical == p["baseline_ms"]
     assert p["baseline"]["steady_iterations"] == steady
 

@@ -21,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dnnlens.cli import app
+from shared_analyses import GROUP, analyze_json
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "sample_logs" / "retinanet"
@@ -32,17 +33,18 @@ FRAMEWORK_RULES = {
     "unfused-optimizer", "elementwise-chain", "aten-normalization", "autocast-casts",
     "aten-layout-copies", "dataloader-stall", "aten-convolution",
 }  # fmt: skip
+pytestmark = pytest.mark.xdist_group(GROUP)
 runner = CliRunner()
 
 
 @cache
 def report(name: str, with_log: bool = True) -> dict:
-    paths = [str(RUNS / f"{name}.trace.json.gz")]
+    paths = [RUNS / f"{name}.trace.json.gz"]
     if with_log:
-        paths.append(str(RUNS / f"{name}.log.gz"))
-    result = runner.invoke(app, ["analyze", *paths, "-f", "json", "-q"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+        paths.append(RUNS / f"{name}.log.gz")
+    result = analyze_json(*paths)
+    assert result.exit_code == 0, result.stderr
+    return result.doc()
 
 
 def findings(name: str, with_log: bool = True) -> dict[str, dict]:

@@ -16,6 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from dnnlens.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 NCHW = ROOT / "sample_logs" / "convnet_nchw_infer.log"
@@ -23,13 +26,24 @@ NCHW_LINES, NCHW_EXECS = 338, 165
 WAIT = 60
 
 
-def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def _run(*args: str) -> subprocess.CompletedProcess:
+    """``dnnlens run`` in a process of its own."""
     return subprocess.run(
         [sys.executable, "-m", "dnnlens.cli", "run", *args],
         capture_output=True,
         text=True,
         timeout=WAIT,
-        cwd=cwd,
+    )
+
+
+def _run_here(*args: str) -> subprocess.CompletedProcess:
+    """``dnnlens run`` in this process (its exit code and both streams, as :func:`_run`
+    returns them): for what is about the program and the report, not about dnnlens's own
+    process (its start-up environment, signals it gets, several started at once)."""
+    result = CliRunner().invoke(app, ["run", *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return subprocess.CompletedProcess(
+        ["run", *args], result.exit_code, result.stdout, result.stderr
     )
 
 
@@ -40,7 +54,7 @@ def _print_nchw(code: int = 0) -> list[str]:
 
 def test_run_keeps_log_shows_output_and_passes_exit_code(tmp_path: Path) -> None:
     log = tmp_path / "kept.log"
-    proc = _run("--log", str(log), "--no-live", "--format", "json", "--", *_print_nchw(3))
+    proc = _run_here("--log", str(log), "--no-live", "--format", "json", "--", *_print_nchw(3))
     assert proc.returncode == 3
     assert log.read_text() == NCHW.read_text()
     assert proc.stdout == NCHW.read_text()  # the program's output, and nothing else
@@ -52,7 +66,7 @@ def test_run_keeps_log_shows_output_and_passes_exit_code(tmp_path: Path) -> None
 
 
 def test_the_terminal_report_goes_to_standard_error(tmp_path: Path) -> None:
-    proc = _run("--log", str(tmp_path / "k.log"), "--no-live", "--", *_print_nchw())
+    proc = _run_here("--log", str(tmp_path / "k.log"), "--no-live", "--", *_print_nchw())
     assert proc.returncode == 0
     assert proc.stdout == NCHW.read_text()
     assert "executions" in proc.stderr or "exec" in proc.stderr
@@ -61,28 +75,28 @@ def test_the_terminal_report_goes_to_standard_error(tmp_path: Path) -> None:
 def test_run_takes_the_analysis_options(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     args = ["--log", str(tmp_path / "k.log"), "-f", "json", "-o", str(out)]
-    proc = _run(*args, "--select", "layout-round-trip", "--", *_print_nchw())
+    proc = _run_here(*args, "--select", "layout-round-trip", "--", *_print_nchw())
     assert proc.returncode == 0, proc.stderr
     assert {f["rule"] for f in json.loads(out.read_text())["findings"]} == {"layout-round-trip"}
-    proc = _run(*args, "--fail-on", "info", "--", *_print_nchw())
+    proc = _run_here(*args, "--fail-on", "info", "--", *_print_nchw())
     assert proc.returncode == 1  # the program succeeded: the gate decides
 
 
 def test_run_takes_the_terminal_layout_options(tmp_path: Path) -> None:
     log = ["--log", str(tmp_path / "k.log"), "--no-live"]
-    short = _run(*log, "--width", "60", "--", *_print_nchw())
+    short = _run_here(*log, "--width", "60", "--", *_print_nchw())
     assert short.returncode == 0, short.stderr
     report = [line for line in short.stderr.splitlines() if not line.startswith("dnnlens: ")]
     assert report and max(len(line) for line in report) <= 60  # notes are one line each
     assert "Creations by cache state" not in short.stderr
-    full = _run(*log, "--width", "100", "--details", "--", *_print_nchw())
+    full = _run_here(*log, "--width", "100", "--details", "--", *_print_nchw())
     assert full.returncode == 0, full.stderr
     assert "Creations by cache state" in full.stderr  # --details: every table
 
 
 def test_run_sets_verbose_variables(tmp_path: Path) -> None:
     program = "import os; print(os.environ['ONEDNN_VERBOSE'], os.environ['DNNL_VERBOSE_TIMESTAMP'])"
-    proc = _run(
+    proc = _run_here(
         "--log", str(tmp_path / "k.log"), "--no-live", "--level", "2", "--",
         sys.executable, "-c", program,
     )  # fmt: skip
@@ -105,14 +119,14 @@ def test_what_dnnlens_sets_for_itself_never_reaches_the_program(tmp_path: Path) 
 
 
 def test_run_of_a_missing_program_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    proc = _run("--log", str(tmp_path / "k.log"), "--", "no-such-program-dnnlens")
+    proc = _run_here("--log", str(tmp_path / "k.log"), "--", "no-such-program-dnnlens")
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0
     assert "cannot run 'no-such-program-dnnlens'" in proc.stderr
 
 
 def test_run_error_with_markup_in_the_command_is_printed_as_is(tmp_path: Path) -> None:
-    proc = _run("--log", str(tmp_path / "k.log"), "--", "[/x]no-such")
+    proc = _run_here("--log", str(tmp_path / "k.log"), "--", "[/x]no-such")
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
         "dnnlens: error: cannot run '[/x]no-such': No such file or directory"
@@ -131,10 +145,13 @@ def test_run_error_with_markup_in_the_command_is_printed_as_is(tmp_path: Path) -
     ],
     ids=["format", "level", "log-dir", "output-dir", "rules", "select"],
 )
-def test_options_are_checked_before_the_program_starts(tmp_path: Path, args: list[str]) -> None:
+def test_options_are_checked_before_the_program_starts(
+    tmp_path: Path, args: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     marker = tmp_path / "ran"
     program = f"open({str(marker)!r}, 'w').close()"
-    proc = _run(*args, "--", sys.executable, "-c", program, cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    proc = _run_here(*args, "--", sys.executable, "-c", program)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     assert not marker.exists()  # the program never ran
@@ -162,7 +179,7 @@ def test_runs_started_together_keep_their_own_logs(tmp_path: Path) -> None:
 
 def test_a_program_killed_by_a_signal_gives_128_plus_n(tmp_path: Path) -> None:
     program = "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"
-    proc = _run("--log", str(tmp_path / "k.log"), "--", sys.executable, "-c", program)
+    proc = _run_here("--log", str(tmp_path / "k.log"), "--", sys.executable, "-c", program)
     assert proc.returncode == 128 + signal.SIGTERM  # as a shell reports it (was 241)
     assert "the program exited with 143" in proc.stderr
 
@@ -227,7 +244,7 @@ def test_signals_reach_the_program_and_it_is_never_orphaned(
 def test_run_html_report_goes_beside_the_log(tmp_path: Path) -> None:
     """``run -f html`` ran the program, then printed a 30-line traceback."""
     log = tmp_path / "k.log"
-    proc = _run("--log", str(log), "--no-live", "-f", "html", "--", *_print_nchw())
+    proc = _run_here("--log", str(log), "--no-live", "-f", "html", "--", *_print_nchw())
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stdout == NCHW.read_text()
@@ -237,7 +254,7 @@ def test_run_html_report_goes_beside_the_log(tmp_path: Path) -> None:
 def test_a_log_that_cannot_be_written_is_said_and_the_program_goes_on(tmp_path: Path) -> None:
     if not os.path.exists("/dev/full"):
         pytest.skip("needs /dev/full")
-    proc = _run("--log", "/dev/full", "--no-live", "--", *_print_nchw())
+    proc = _run_here("--log", "/dev/full", "--no-live", "--", *_print_nchw())
     assert proc.returncode == 0  # the program's code
     assert proc.stdout == NCHW.read_text()
     assert "/dev/full: cannot write the copy of the input (No space left on device)" in proc.stderr
