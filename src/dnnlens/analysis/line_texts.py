@@ -4,12 +4,12 @@ An input may be a pipe, standard input or a file that changed since: reading it 
 time would show another line or nothing. What the reader kept of every line it parsed is
 enough to say what the line said:
 
-* an event (create/exec) line: its record's fields and its own time (and timestamp), in
-  the order oneDNN prints them, after the marker of its release family
-  (``onednn_verbose,v1,primitive,exec,cpu,reorder,jit:blk,undef,<mds>,...,<time>``): the
-  line as printed, less a prefix before the marker (``[rank0]:``) and extra blanks;
-* a diagnostic line (check, dispatch, error, warning): its record's fields, its message
-  and the source location;
+* an event (create/exec) or diagnostic line: the text its record was parsed from
+  (``LineRecord.raw``, from the marker on), with the line's own timestamp put back after
+  the marker and its own time at the end: the line as printed, less a prefix before the
+  marker (``[rank0]:``) and blanks at its end. A diagnostic line keeps no timestamp (the
+  reader reads and checks it, and keeps none), so a timestamped log's diagnostic lines are
+  shown without theirs;
 * a malformed or foreign line the reader kept as an example: its text as read.
 
 A line none of these holds (an info line, a line of a profiler table, a line the window
@@ -26,12 +26,6 @@ import pandas as pd
 
 from dnnlens.model import ParsedLog
 from dnnlens.parsers.records import (
-    FAMILY_DNNL,
-    FAMILY_MKLDNN_0X,
-    FAMILY_MKLDNN_1_0,
-    FAMILY_ONEDNN_COMPONENT,
-    FAMILY_ONEDNN_FLAT,
-    FAMILY_ONEDNN_V1,
     LineRecord,
 )
 
@@ -47,51 +41,28 @@ def _number(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-def _operation(rec: LineRecord) -> str:
-    return f"{rec.operation}:{rec.cache}" if rec.cache else rec.operation
-
-
-#: The marker each release family starts its lines with (format doc §1).
-MARKERS = {
-    FAMILY_MKLDNN_0X: "mkldnn_verbose",
-    FAMILY_MKLDNN_1_0: "mkldnn_verbose",
-    FAMILY_DNNL: "dnnl_verbose",
-    FAMILY_ONEDNN_FLAT: "onednn_verbose",
-    FAMILY_ONEDNN_COMPONENT: "onednn_verbose",
-    FAMILY_ONEDNN_V1: "onednn_verbose,v1",
-}
-
-
-def _head(rec: LineRecord, timestamp_ms: float = math.nan) -> list[str]:
-    """The marker, the timestamp (when printed) and the component (from v3.3)."""
-    head = [MARKERS.get(rec.family, "onednn_verbose")]
-    if math.isfinite(timestamp_ms):
-        head.append(f"{timestamp_ms:.6f}")
-    if rec.family in (FAMILY_ONEDNN_COMPONENT, FAMILY_ONEDNN_V1):
-        head.append(rec.component or "primitive")
-    return head
+def _with_timestamp(raw: str, timestamp_ms: float) -> str:
+    """``raw`` with the timestamp where oneDNN prints it: after the marker and the format
+    version (a field starting with ``v``), as the scanner took it out."""
+    if not math.isfinite(timestamp_ms):
+        return raw
+    at = raw.find(",") + 1
+    if raw.startswith("v", at):
+        at = raw.find(",", at) + 1
+    if at <= 0:
+        return raw
+    return f"{raw[:at]}{timestamp_ms:.6f},{raw[at:]}"
 
 
 def event_text(rec: LineRecord, time_ms: float, timestamp_ms: float = math.nan) -> str:
-    """An event line as the reader parsed it: its record's fields and its own time."""
-    engine = [] if rec.family == FAMILY_MKLDNN_0X else [rec.engine]
-    fields = [*_head(rec, timestamp_ms), _operation(rec), *engine, rec.kind, rec.impl]
-    fields += [rec.prop_kind, rec.mds, rec.attrs, rec.aux, rec.problem]
-    if rec.extra:
-        fields.append(rec.extra)
-    if math.isfinite(time_ms):
-        fields.append(_number(time_ms))
-    return ",".join(fields)
+    """An event line as the reader parsed it: its record's text, timestamp and time."""
+    text = _with_timestamp(rec.raw, timestamp_ms)
+    return f"{text},{_number(time_ms)}" if math.isfinite(time_ms) else text
 
 
 def diagnostic_text(rec: LineRecord) -> str:
-    """A diagnostic line as the reader parsed it: its record's fields, message, location."""
-    fields = [*_head(rec), rec.operation, *([rec.kind] if rec.kind else [])]
-    if rec.engine:  # a dispatch line about one implementation: the primitive's fields
-        fields += [rec.engine, rec.kind, rec.impl, rec.prop_kind, rec.mds, rec.attrs]
-        fields += [rec.aux, rec.problem]
-    fields += [f for f in (rec.text, rec.location) if f]
-    return ",".join(fields)
+    """A diagnostic line as the reader parsed it (without a timestamp: none is kept)."""
+    return rec.raw
 
 
 def _rows(

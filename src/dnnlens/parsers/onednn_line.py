@@ -7,6 +7,7 @@ its timestamp and time, so this module is off the hot path.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from functools import lru_cache
 
@@ -224,7 +225,7 @@ def parse_line(text: str) -> LineRecord:
     (lark's parse is most of a small log's reading); what does not parse is not kept.
     """
     try:
-        return line_parser().parse(text)
+        return dataclasses.replace(line_parser().parse(text), raw=text)
     except MalformedLine:
         raise
     except VisitError as exc:

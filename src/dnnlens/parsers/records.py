@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: Release families, named after what their lines look like (format doc §1).
 FAMILY_MKLDNN_0X = "mkldnn-0.x"  # F0: mkldnn_verbose, no engine field (v0.13 - v0.21)
@@ -56,6 +56,10 @@ class LineRecord:
     text: str = ""
     location: str = ""
     extra: str = ""
+    #: the text the record was parsed from (from the marker on, without the timestamp and
+    #: the time): what a report quotes of such a line. Not part of the record's identity:
+    #: two lines that say the same are one record.
+    raw: str = field(default="", compare=False)
 
 
 class MalformedLine(ValueError):
