@@ -8,14 +8,20 @@ so ``analyze(paths).to_dict()`` is what ``dnnlens analyze PATHS --format json`` 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dnnlens.app.session import DEFAULT_WINDOW_EVENTS, Outcome, SessionError, Settings, analyse
+from dnnlens.app.session import (
+    DEFAULT_WINDOW_EVENTS,
+    Outcome,
+    SessionError,
+    Settings,
+    analyse,
+    marker_problem,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -268,11 +274,9 @@ def analyze(
         ignore=list(ignore),
         config=os.fspath(config) if config is not None else None,
     )
-    if iteration_marker is not None:
-        try:
-            re.compile(iteration_marker)
-        except re.error as exc:
-            raise InputError(f"iteration_marker {iteration_marker!r} is no regex: {exc}") from None
+    problem = marker_problem(iteration_marker, "iteration_marker")
+    if problem is not None:
+        raise InputError(problem)
     log = read(specs, jobs=jobs, window_events=settings.reading_window(), marker=iteration_marker)
     if not log.scans and log.framework is None:
         raise InputError("; ".join(log.input_errors) or "no input")

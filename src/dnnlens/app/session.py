@@ -4,6 +4,7 @@ finding the terminal shows is the finding a notebook gets."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,6 +122,18 @@ def _analyses(log: ParsedLog, settings: Settings) -> tuple[list[Any], list[Any]]
             "events; give each input on its own to see each run"
         )
     return analyses, runs
+
+
+def marker_problem(regex: str | None, name: str = "--iteration-marker") -> str | None:
+    """What is wrong with an iteration marker, as one line naming it as ``name``; None
+    when nothing is (checked before anything is read)."""
+    if regex is None:
+        return None
+    try:
+        re.compile(regex)
+    except re.error as exc:
+        return f"{name} {regex!r} is not a valid regex: {exc}"
+    return None
 
 
 def marker_lines_of(log: ParsedLog, regex: str | None) -> dict[str, Any] | None:

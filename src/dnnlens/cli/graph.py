@@ -48,21 +48,17 @@ def register(app: typer.Typer) -> None:
         skip: SkipOption = 0,
     ) -> None:
         """The op graph of one steady iteration, with stats from all of them."""
-        import re
-
+        from dnnlens.app.session import marker_lines_of, marker_problem
         from dnnlens.reading import load
 
-        if marker is not None:
-            try:
-                re.compile(marker)
-            except re.error as exc:
-                raise _fail(f"--marker {marker!r} is not a valid regex: {exc}") from None
+        problem = marker_problem(marker, "--marker")
+        if problem is not None:
+            raise _fail(problem)
         log = load(paths, marker=marker)
         if not log.scans:
             raise _fail("; ".join(log.input_errors) or "no input")
 
         from dnnlens.analysis.analysis import Analysis, AnalysisOptions
-        from dnnlens.app.session import marker_lines_of
         from dnnlens.io.problems import input_problems
         from dnnlens.report.output import input_paths, refuse_input
         from dnnlens.report.renderers import ALL_RENDERERS, RenderOptions

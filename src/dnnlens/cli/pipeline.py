@@ -15,7 +15,6 @@ output stream: it goes to ``-o``, else to standard error.
 from __future__ import annotations
 
 import contextlib
-import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -208,14 +207,9 @@ def machine_profile(path: Path | None) -> Any:
 
 def marker_problem(options: ReportOptions) -> str | None:
     """What is wrong with ``--iteration-marker``, as one line (None: nothing)."""
-    marker = options.settings.iteration_marker
-    if marker is None:
-        return None
-    try:
-        re.compile(marker)
-    except re.error as exc:
-        return f"--iteration-marker {marker!r} is not a valid regex: {exc}"
-    return None
+    from dnnlens.app.session import marker_problem as problem
+
+    return problem(options.settings.iteration_marker)
 
 
 def check_options(options: ReportOptions) -> str | None:
