@@ -214,7 +214,6 @@ class Expansion:
     readable, and the notes of files skipped. The command line makes it for its progress
     bar and its choice of ``-j`` and hands the same one to :func:`dnnlens.reading.read`."""
 
-    specs: tuple[str, ...]
     sources: list[InputSource]
     errors: list[str]
     notes: list[str]
@@ -224,7 +223,7 @@ def expand(specs: Sequence[str]) -> Expansion:
     """:func:`expand_inputs` of ``specs``, as an :class:`Expansion`."""
     notes: list[str] = []
     sources, errors = expand_inputs(list(specs), notes)
-    return Expansion(tuple(specs), sources, errors, notes)
+    return Expansion(sources, errors, notes)
 
 
 def expand_inputs(

@@ -63,11 +63,6 @@ class Collector:
     running statistics from the start, so that :meth:`snapshot` costs little.
     """
 
-    def _marker(self) -> str | None:
-        """The iteration marker the scanner looked for (``ParsedLog.marker``)."""
-        marker = self.scanner.marker
-        return marker.pattern if marker is not None else None
-
     def __init__(self, scanner: Scanner, window_events: int | None, live: bool = False) -> None:
         self.scanner = scanner
         self.window_events = window_events or 0
@@ -82,6 +77,11 @@ class Collector:
         self._window: deque[_Piece] = deque()
         self._window_size = 0
         self._diag = np.zeros(0, dtype=np.int64)  # diagnostic lines per record id
+
+    def _marker(self) -> str | None:
+        """The iteration marker the scanner looked for (``ParsedLog.marker``)."""
+        marker = self.scanner.marker
+        return marker.pattern if marker is not None else None
 
     def begin(self, path: str) -> InputScan:
         """Start the next input; its scan (counts so far) is returned."""
