@@ -80,6 +80,21 @@ def test_a_scheduler_lost_midway_keeps_the_finished_runs(tmp_path: Path) -> None
             host="127.0.0.1", dashboard_address=None, scheduler_kwargs={{"dashboard": False}},
             worker_dashboard_address=None,
         )
+        import time
+        from dnnlens.fleet import build
+
+        def slow_after_the_first(*args, **kwargs):
+            # every run after the first still runs when the scheduler goes: their results
+            # cannot have arrived before it did, whatever the machine's speed (the count
+            # lives on a module: the task itself is sent by value)
+            from dnnlens.fleet import work
+
+            work.calls_seen = getattr(work, "calls_seen", 0) + 1
+            if work.calls_seen > 1:
+                time.sleep(3)
+            return work.analyse_run(*args, **kwargs)
+
+        build.analyse_run = slow_after_the_first
         real = progress.BuildProgress.advance
 
         def advance(self, report):
@@ -180,3 +195,38 @@ def test_a_build_stopped_while_a_plugin_loops_leaves_no_worker(tmp_path: Path) -
     while any(alive(p) for p in started) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert [p for p in started if alive(p)] == []
+
+
+class _Future:
+    def __init__(self, key: str, status: str) -> None:
+        self.key, self.status = key, status
+
+    def release(self) -> None:
+        pass
+
+
+def test_a_result_that_arrived_counts_whatever_the_future_says_later() -> None:
+    """A scheduler lost after a task's result arrived marks its future cancelled: the run
+    finished and is written (it was an internal error, "the task did not finish ({...})");
+    a cancelled task without a result is not finished."""
+    from collections import deque
+
+    from dnnlens.fleet.engine import DaskEngine
+
+    class Lost(Exception):
+        reason = "scheduler-connection-lost"
+
+    engine = DaskEngine.__new__(DaskEngine)
+    report = {"inputs": "the run's tables"}
+    engine._done = iter(
+        [(_Future("f1", "cancelled"), report), (_Future("f2", "cancelled"), Lost())]
+    )
+    engine._keys = {"f1": "run:1", "f2": "run:2"}
+    engine._lost = None
+    engine._unsent = deque()
+    engine.client = type("Client", (), {"scheduler": type("S", (), {"address": "tcp://x:1"})})()
+    outcomes = list(engine.completed())
+    assert outcomes[0] == ("run:1", report, None)
+    key, result, error = outcomes[1]
+    assert (key, result) == ("run:2", None)
+    assert str(error) == "not finished: the Dask scheduler at tcp://x:1 went away"

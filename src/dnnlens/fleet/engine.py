@@ -152,7 +152,9 @@ class DaskEngine:
                     continue
                 return
             key = self._keys.pop(future.key)
-            failed = future.status != "finished"
+            # a result that arrived is the task's, whatever the future's status says now (a
+            # scheduler lost after the result came marks its futures cancelled)
+            failed = future.status != "finished" and _is_error(result)
             future.release()
             if not failed:
                 yield key, result, None
@@ -171,6 +173,13 @@ class DaskEngine:
         finally:
             for log, level in self._log_levels.items():
                 log.setLevel(level)
+
+
+def _is_error(result: Any) -> bool:
+    """Whether ``as_completed`` handed over an exception, not a task's result."""
+    return isinstance(result, BaseException) or (
+        isinstance(result, tuple) and len(result) == 3 and isinstance(result[1], BaseException)
+    )
 
 
 def _task_error(result: Any) -> BaseException:
