@@ -13,8 +13,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from dnnlens.app.session import Settings, open_inputs
 from dnnlens.cli import app
-from dnnlens.reading import load
 from dnnlens.tools.benchdnn_run import PERF_PREFIX, parse_perf_line, run_benchdnn
 
 NCHW = Path(__file__).resolve().parent.parent / "sample_logs" / "convnet_nchw_infer.log"
@@ -32,6 +32,11 @@ print(template.replace("%prb%", prb).replace("%-time%", "0.0125").replace("%0tim
 """
 
 
+def _run(path: Path):  # -> Analysis
+    """The run of ``path`` as every command opens it."""
+    return open_inputs([str(path)], Settings()).single(str(path))
+
+
 def _fake(tmp_path: Path, fail_reorder: bool = False) -> Path:
     path = tmp_path / "benchdnn"
     path.write_text(FAKE.format(python=sys.executable, fail_reorder=fail_reorder))
@@ -46,7 +51,7 @@ def test_perf_line_reading() -> None:
 
 
 def test_top_primitives_run_alone(tmp_path: Path) -> None:
-    results = run_benchdnn(str(_fake(tmp_path)), load([str(NCHW)]), top=3)
+    results = run_benchdnn(str(_fake(tmp_path)), _run(NCHW), top=3)
     assert len(results) == 3
     for r in results:
         assert r.error is None
@@ -58,7 +63,7 @@ def test_top_primitives_run_alone(tmp_path: Path) -> None:
 
 
 def test_a_failing_reproducer_is_reported_and_the_rest_run(tmp_path: Path) -> None:
-    results = run_benchdnn(str(_fake(tmp_path, fail_reorder=True)), load([str(NCHW)]), top=3)
+    results = run_benchdnn(str(_fake(tmp_path, fail_reorder=True)), _run(NCHW), top=3)
     failed = [r for r in results if r.error]
     assert failed and all(r.kind == "reorder" for r in failed)
     assert "exited with 1" in failed[0].error and "unimplemented" in failed[0].error

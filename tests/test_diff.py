@@ -295,11 +295,11 @@ def test_load_inputs_hands_a_progress_to_a_loader_that_takes_one(monkeypatch, tm
     path.write_text("hello\n")
     seen = {}
 
-    def fake_load(specs, progress=None, jobs=1):
+    def fake_read(specs, progress=None, jobs=1, **_options):
         seen["progress"] = progress
         return load_text("x\n")
 
-    monkeypatch.setattr(load_module, "load", fake_load)
+    monkeypatch.setattr(load_module, "read", fake_read)
     monkeypatch.setattr("sys.stderr", _Tty())
     load_inputs([str(path)], quiet=False)
     assert seen["progress"] is not None

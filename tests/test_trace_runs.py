@@ -117,8 +117,8 @@ def test_a_trace_and_a_table_of_one_profile_stay_with_their_log() -> None:
 
 
 def test_pairing_rules() -> None:
-    """The order of the rules: time, then stem (same directory first, ties pair neither),
-    then the only log with the only file; a run takes one trace."""
+    """The order of the rules: time, then stem (same directory first, ties pair neither);
+    nothing else pairs (not even the only log with the only trace); a run takes one trace."""
     a, b = Run("a.log", ("x/a.log",), "file"), Run("b.log", ("x/b.log",), "file")
     assert stem("x/a.pt.trace.json.gz") == "a" and stem("run.log.gz") == "run"
     # by name
@@ -132,9 +132,10 @@ def test_pairing_rules() -> None:
     apart = FrameworkFile("x/a.trace.json", "trace", (40.0, 50.0))
     runs = pair_framework([a, b], [apart], spans)
     assert [r.how for r in runs] == ["file", "file", "trace"]
-    # the only log and the only file, whatever their names
-    (only,) = pair_framework([a], [FrameworkFile("z/prof.json", "trace")])
-    assert only.paired == "only"
+    # the only log and the only file of other names: two runs, the file's note says why
+    log_run, alone = pair_framework([a], [FrameworkFile("z/prof.json", "trace")])
+    assert log_run.framework == () and alone.how == "trace"
+    assert alone.note.startswith("prof.json is a profiler trace paired with no log")
     # two logs of one stem in other directories: a tie pairs neither
     c = Run("a.log", ("w/a.log",), "file")
     runs = pair_framework([a, c], [FrameworkFile("v/a.trace.json", "trace")])

@@ -275,7 +275,8 @@ def _line_shape_clues(log: ParsedLog) -> list[Clue]:
     """How the primitives were called, from the distinct event lines; each clue cites the
     first event of its kind."""
     found: dict[str, tuple[str, set[int]]] = {}
-    for rid, rec in enumerate(log.records):
+    for rid in log.event_records().tolist():
+        rec = log.records[rid]
         if rec.line_kind != LINE_EVENT:
             continue
         if rec.kind == "gemm_api":
@@ -314,5 +315,6 @@ def _only_gemm_api(log: ParsedLog, clues: tuple[Clue, ...]) -> bool:
     oneDNN ops are on."""
     if any(c.why == "TensorFlow's note on its oneDNN ops" for c in clues):
         return False
-    kinds = {r.kind for r in log.records if r.line_kind == LINE_EVENT and r.kind}
+    records = [log.records[rid] for rid in log.event_records().tolist()]
+    kinds = {r.kind for r in records if r.line_kind == LINE_EVENT and r.kind}
     return kinds == {"gemm_api"}

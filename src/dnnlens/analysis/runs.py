@@ -21,8 +21,11 @@ are parts of one run:
      the stem of a log run's log (``profile_nchw_infer.trace.json`` and
      ``profile_nchw_infer.log``), the log in the same directory first; two equally good
      logs pair with neither;
-  3. *the only one*: else, when the inputs are one log run and one trace or table file,
-     those two.
+
+  Nothing else pairs them: a trace of another run given beside a log (no shared stem, no
+  timestamps that meet) would otherwise re-base the log's findings on a step the log never
+  ran. A file that pairs with no log is a run of its own, and its :attr:`Run.note` says so
+  (the report's first lines show it); ``--combine`` joins inputs the names cannot.
 
   A run holds at most one trace file (the framework view is made of one trace), and the
   table files of its stem (a plain and a ``group_by_input_shape`` table of one profile);
@@ -66,7 +69,8 @@ class Run:
 
     ``how`` says why its logs are one run ("file", "ranks", "rotated", "combined"; "trace"
     for a run of profiler files alone); ``paired`` how its trace or table file was paired
-    with its logs ("time", "name", "only"; "" when it has none or no logs).
+    with its logs ("time", "name"; "" when it has none or no logs); ``note`` why a run of
+    profiler files alone was paired with none of the logs given beside it ("" otherwise).
     """
 
     name: str
@@ -74,6 +78,7 @@ class Run:
     how: str
     framework: tuple[str, ...] = ()
     paired: str = ""
+    note: str = ""
 
     @property
     def logs(self) -> tuple[str, ...]:
@@ -184,10 +189,6 @@ def pair_framework(
             held[i].append((f, "time" if best[0] else "name"))
         else:
             alone.append(f)
-    if len(runs) == 1 and len(files) == 1 and alone:  # the only log and the only file
-        if _overlap(files[0].span, spans[0]) is not None:
-            held[0].append((files[0], "only"))
-            alone = []
     out = []
     for run, mine in zip(runs, held, strict=True):
         if not mine:
@@ -206,8 +207,29 @@ def pair_framework(
         group.append(f)
     for group in groups.values():
         paths = tuple(g.path for g in group)
-        out.append(Run(os.path.basename(paths[0]), paths, "trace", paths))
+        note = _unpaired_note(group, runs, spans) if runs else ""
+        out.append(Run(os.path.basename(paths[0]), paths, "trace", paths, note=note))
     return out
+
+
+def _unpaired_note(group: Sequence[FrameworkFile], runs: Sequence[Run], spans: list[Span]) -> str:
+    """Why profiler files given beside logs are a run of their own (one line)."""
+    first = group[0]
+    name = stem(first.path)
+    what = "a profiler trace" if first.kind == "trace" else "a profiler table"
+    same = [r for r in runs if any(stem(p) == name for p in r.paths)]
+    if len(same) > 1:
+        why = f"{len(same)} logs are named {name!r}, equally well"
+    elif same:
+        why = f"its profiled span meets no timestamp of {os.path.basename(same[0].paths[0])}"
+    elif first.span is not None and any(s is not None for s in spans):
+        why = f"no log is named {name!r} and its profiled span meets no log's timestamps"
+    else:
+        why = f"no log is named {name!r} and no timestamps tell which log ran with it"
+    return (
+        f"{os.path.basename(first.path)} is {what} paired with no log ({why}): it is a run "
+        "of its own, and each log is judged on its own basis; --combine makes the inputs one run"
+    )
 
 
 def _log_span(log: ParsedLog, paths: Sequence[str]) -> Span:

@@ -5,11 +5,13 @@ finding the terminal shows is the finding a notebook gets."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
 from dnnlens.model import ParsedLog
+from dnnlens.textsafe import safe
 
 
 @dataclass
@@ -64,6 +66,41 @@ class Outcome:
     def findings(self) -> list[Any]:
         """Every run's findings, in report order within each run."""
         return [f for a in self.analyses for f in a.findings]
+
+    def single(self, what: str, combine: bool = True) -> Any:
+        """The analysis of the one run a command compares or exports (``what`` names the
+        input, e.g. ``BASE logs/``); :class:`SessionError` when the inputs are several runs
+        (as ``analyze`` shows them), never a blend of them; ``combine``: the command has
+        ``--combine`` to offer."""
+        if len(self.analyses) == 1:
+            return self.analyses[0]
+        names = ", ".join(safe(r.name) for r in self.runs[:4])
+        more = f" and {len(self.runs) - 4} more" if len(self.runs) > 4 else ""
+        raise SessionError(
+            f"{what} holds {len(self.runs)} runs ({names}{more}), as `dnnlens analyze` shows "
+            "them: name one run" + (", or give --combine to make them one" if combine else "")
+        )
+
+
+def open_inputs(
+    specs: Sequence[str], settings: Settings, *, quiet: bool = True, what: str = ""
+) -> Outcome:
+    """Read ``specs`` and analyse each of their runs, rules applied: what every command
+    that reports on runs (analyze's API, diff, project, graph, the exports, benchdnn's
+    runner) starts from, so a run gets one verdict whatever the command.
+
+    Every event is kept (the exports and the graph use all of them); the analyses look at
+    ``settings.window`` events, as ``analyze`` does. :class:`SessionError` (one line, the
+    input named as ``what``) when nothing can be read."""
+    from dnnlens.report.console import load_inputs
+
+    log = load_inputs(list(specs), quiet, marker=settings.iteration_marker)
+    problems = list(log.input_errors) + [s.read_error for s in log.scans if s.read_error]
+    if not log.scans and log.framework is None:
+        raise SessionError(
+            (f"{what} " if what else "") + safe("; ".join(p for p in problems if p) or "no input")
+        )
+    return analyse(log, settings)
 
 
 def analyse(log: ParsedLog, settings: Settings) -> Outcome:

@@ -1,7 +1,8 @@
 """``dnnlens diff BASE NEW``: what changed between two runs, as text, markdown or JSON.
 
-Each side is analysed exactly as ``dnnlens analyze`` analyses it, as one run (a glob or a
-directory may hold a verbose log and the profiler trace of the same run). The verdict
+Each side is the one run ``dnnlens analyze`` reports for it (a glob or a directory may hold
+a verbose log and the profiler trace of the same run); a side that ``analyze`` splits into
+several runs is refused with their names, unless ``--combine`` makes it one. The verdict
 compares what the reports are based on: the typical steps when both sides have a profiler
 trace (or a table with steps), with the phases and ops side by side and the oneDNN
 iterations as a part of the step; else the typical steady iterations. ``--basis mean``
@@ -69,6 +70,11 @@ def diff(
         "steps, or total / passes).",
     ),
     top: int = typer.Option(15, "--top", min=1, help="Rows per table (terminal, markdown)."),
+    combine: bool = typer.Option(
+        False,
+        "--combine",
+        help="Make all inputs of a side one run (a side that holds several runs is refused).",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Compare two runs: typical step (phases, ops) or iteration, kinds, primitives, passes."""
@@ -83,7 +89,7 @@ def diff(
         error(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
     try:
-        d = compare(base, new, basis, quiet)
+        d = compare(base, new, basis, quiet, combine)
     except SessionError as exc:
         error(str(exc))
         raise typer.Exit(EXIT_USAGE) from None

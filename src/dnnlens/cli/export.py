@@ -12,6 +12,7 @@ from pathlib import Path
 
 import typer
 
+from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
 from dnnlens.errors import EXIT_USAGE, OutputError, UsageError, say
 
 export_app = typer.Typer(
@@ -43,6 +44,20 @@ def _load(paths: list[str], quiet: bool):  # -> ParsedLog (imported lazily)
     if not log.scans:
         raise _fail("; ".join(log.input_errors) or "no input")
     return log
+
+
+def _run(paths: list[str], quiet: bool, window: int = DEFAULT_WINDOW_EVENTS):  # -> Analysis
+    """The one run of ``paths`` as ``analyze`` reports it (its findings included), opened by
+    :func:`~dnnlens.app.session.open_inputs`; several runs or no input: one line, exit 2."""
+    from dnnlens.app.session import SessionError, Settings, open_inputs
+
+    try:
+        outcome = open_inputs(paths, Settings(window=window), quiet=quiet)
+        if not outcome.log.scans:
+            raise SessionError("; ".join(outcome.log.input_errors) or "no input")
+        return outcome.single("INPUTS", combine=False)
+    except SessionError as exc:
+        raise _fail(str(exc)) from None
 
 
 def _refuse_input(output: Path | str | None, log) -> None:  # noqa: ANN001 - ParsedLog
@@ -103,10 +118,15 @@ def perfetto(
     no_creates: bool = typer.Option(
         False, "--no-creates", help="Leave primitive creation events out."
     ),
+    analysis_window: int = typer.Option(
+        DEFAULT_WINDOW_EVENTS,
+        "--window",
+        min=0,
+        help="Events (the last ones) the analysis looks at, as analyze's --window; 0 for all.",
+    ),
     quiet: bool = _QUIET,
 ) -> None:
     """Chrome trace-event JSON for ui.perfetto.dev: one slice per primitive execution."""
-    from dnnlens.analysis.analysis import Analysis, AnalysisOptions
     from dnnlens.report.console import note
     from dnnlens.report.perfetto import TraceOptions, parse_window
     from dnnlens.report.renderers import ALL_RENDERERS, RenderOptions
@@ -115,10 +135,11 @@ def perfetto(
         window = parse_window(iterations) if iterations else None
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    log = _load(paths, quiet)
+    analysis = _run(
+        paths, quiet, analysis_window
+    )  # the run analyze reports, its findings annotated
+    log = analysis.log
     _refuse_input(output, log)
-    analysis = Analysis(log, AnalysisOptions(window_events=None))
-    analysis.findings = _findings(analysis, quiet)
     options = TraceOptions(window=window, include_creates=not no_creates, max_events=max_events)
     try:
         stats = ALL_RENDERERS["perfetto"].write(analysis, output, RenderOptions(trace=options))
@@ -141,19 +162,6 @@ def perfetto(
     _finish(log, quiet)
 
 
-def _findings(analysis, quiet: bool) -> list:  # noqa: ANN001 - Analysis, imported lazily
-    """Findings of the rules, as trace annotations; a rule setup problem only leaves the
-    annotations out (and says so)."""
-    from dnnlens.report.console import note
-    from dnnlens.rules.engine import RuleOptions, RuleSetupError, run_rules
-
-    try:
-        return run_rules(analysis, RuleOptions())
-    except RuleSetupError as exc:
-        note(f"findings left out of the trace: {exc}", quiet)
-        return []
-
-
 @_command("benchdnn")
 def benchdnn(
     paths: list[str] = _PATHS,
@@ -168,12 +176,11 @@ def benchdnn(
     quiet: bool = _QUIET,
 ) -> None:
     """benchdnn batch lines reproducing the primitives that cost the most time."""
-    from dnnlens.analysis.analysis import Analysis
     from dnnlens.report.console import note
     from dnnlens.report.renderers import ALL_RENDERERS, RenderOptions
 
-    log = _load(paths, quiet)
-    analysis = Analysis(log)  # the ranking analyze reports: the same primitives, same order
+    analysis = _run(paths, quiet)  # the ranking analyze reports: the same primitives, same order
+    log = analysis.log
     chosen, options = ALL_RENDERERS["benchdnn"], RenderOptions(top=top)
     try:
         if output is None:

@@ -48,30 +48,29 @@ def register(app: typer.Typer) -> None:
         skip: SkipOption = 0,
     ) -> None:
         """The op graph of one steady iteration, with stats from all of them."""
-        from dnnlens.app.session import marker_lines_of, marker_problem
-        from dnnlens.reading import load
+        from dnnlens.app.session import SessionError, Settings, marker_problem, open_inputs
 
         problem = marker_problem(marker, "--marker")
         if problem is not None:
             raise _fail(problem)
-        log = load(paths, marker=marker)
-        if not log.scans:
-            raise _fail("; ".join(log.input_errors) or "no input")
+        settings = Settings(window=window, skip_iterations=skip, iteration_marker=marker)
+        try:  # the run analyze reports, with its warm-up and iterations
+            outcome = open_inputs(paths, settings, quiet=True)
+            if not outcome.log.scans:
+                raise SessionError("; ".join(outcome.log.input_errors) or "no input")
+            analysis = outcome.single("INPUTS", combine=False)
+        except SessionError as exc:
+            raise _fail(str(exc)) from None
+        log = outcome.log
 
-        from dnnlens.analysis.analysis import Analysis, AnalysisOptions
         from dnnlens.io.problems import input_problems
         from dnnlens.report.output import input_paths, refuse_input
         from dnnlens.report.renderers import ALL_RENDERERS, RenderOptions
 
-        markers = marker_lines_of(log, marker)
         try:
             refuse_input(output, input_paths(log))
         except UsageError as exc:
             raise _fail(str(exc)) from None
-        options = AnalysisOptions(
-            window_events=window or None, skip_iterations=skip, marker_lines=markers
-        )
-        analysis = Analysis(log, options)
         try:
             ALL_RENDERERS["graph"].write(analysis, output, RenderOptions(graph_format=fmt.value))
         except OSError as exc:

@@ -79,7 +79,7 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             raise fail(str(exc)) from None
         try:
-            result, parsed = projection(log, changes, model, measured)
+            result, analysis = projection(log, changes, model, measured)
         except SessionError as exc:
             raise fail(str(exc)) from None
         bench: list[Any] = []
@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
             from dnnlens.tools.benchdnn_run import run_benchdnn
 
             try:
-                bench = run_benchdnn(str(benchdnn), parsed, top=benchdnn_top)
+                bench = run_benchdnn(str(benchdnn), analysis, top=benchdnn_top)
             except OSError as exc:
                 raise fail(f"cannot run benchdnn {benchdnn}: {exc.strerror or exc}") from None
         if fmt == "json":

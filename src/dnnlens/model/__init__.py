@@ -221,3 +221,14 @@ class ParsedLog:
     record_stats: pd.DataFrame | None = None
     diagnostic_counts: dict[str, int] | None = None
     window: EventWindow | None = None
+
+    def event_records(self) -> np.ndarray:
+        """The ids of the distinct event lines this log's events ran (sorted), over every
+        event read: ``records`` is one table for all inputs read together, so a run split
+        from them (:func:`dnnlens.analysis.runs.split_log`) holds other runs' lines too, and
+        what is said about *this* run's lines must start from here."""
+        if self.record_stats is not None and len(self.record_stats):
+            return np.sort(self.record_stats.index.to_numpy(dtype=np.int64))
+        if not len(self.events):
+            return np.zeros(0, dtype=np.int64)
+        return np.unique(self.events["record"].to_numpy(dtype=np.int64))

@@ -192,15 +192,26 @@ class InputProgress:
         self.finish()
 
 
-def load_inputs(specs: list[str], quiet: bool = False, jobs: int = 1) -> ParsedLog:
-    """:func:`dnnlens.reading.load` with a progress bar on long inputs (unless ``quiet``)."""
-    from dnnlens.reading import load
+def load_inputs(
+    specs: list[str],
+    quiet: bool = False,
+    jobs: int = 1,
+    *,
+    window_events: int | None = None,
+    marker: str | None = None,
+) -> ParsedLog:
+    """:func:`dnnlens.reading.read` with a progress bar on long inputs (unless ``quiet``);
+    by default every event is kept (``window_events`` None), as export, diff and graph
+    need."""
+    from dnnlens.reading import read
 
     if progress_enabled(quiet):
         expansion = expand(specs)  # once: a directory's files are looked into
         with InputProgress(expansion.sources, True) as progress:
-            return load(expansion, progress=progress, jobs=jobs)
-    return load(specs, jobs=jobs)
+            return read(
+                expansion, progress=progress, jobs=jobs, window_events=window_events, marker=marker
+            )
+    return read(specs, jobs=jobs, window_events=window_events, marker=marker)
 
 
 def note(message: str, quiet: bool = False) -> None:

@@ -760,6 +760,9 @@ def render_runs(analyses: list[Analysis], runs: list[Any]) -> str:
         "".join(rows)
         + '<p class="note">Each input is a run of its own unless it is part of one (ranks, '
         "rotated logs, a profiler trace or table and the log of its run); --combine makes "
-        "them one.</p>",
+        "them one.</p>"
+        + "".join(
+            f'<p class="note">{esc(run.note)}</p>' for run in runs if getattr(run, "note", "")
+        ),
     )
     return _page(f"{len(runs)} runs", [overview, *parts])

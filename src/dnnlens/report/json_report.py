@@ -188,6 +188,7 @@ def runs_doc(analyses: list[Analysis], runs: list[Any], log: Any = None) -> s.Ru
         doc = report_doc(analysis)
         doc.run_name, doc.run_inputs = run.name, run.how
         doc.run_paths, doc.run_paired = list(run.paths), getattr(run, "paired", "")
+        doc.run_note = getattr(run, "note", "") or None
         docs.append(doc)
     if log is not None:
         inputs = [input_doc(scan, log.reasons) for scan in log.scans]

@@ -346,9 +346,12 @@ class ReportDoc:
     run_name: str | None = None
     run_inputs: str | None = None
     #: With several runs: the run's input paths, and how its trace or table file was
-    #: paired with its logs (``time``, ``name``, ``only``; "" for none).
+    #: paired with its logs (``time``, ``name``; "" for none).
     run_paths: list[str] | None = None
     run_paired: str | None = None
+    #: With several runs: why a run of profiler files alone is paired with none of the
+    #: logs given beside it (the report's first lines say it too); absent otherwise.
+    run_note: str | None = None
     training: TrainingDoc | None = None
     #: The machine every peak and efficiency is measured against, with how its clock and
     #: bandwidth are known (:meth:`dnnlens.analysis.machine.Machine.to_json`).

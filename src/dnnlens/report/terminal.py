@@ -502,6 +502,9 @@ def render_runs(
         unit = "step" if b.unit == "step" else "iter"
         table.add_row(names[run.name], str(len(run.paths)), f"{ms_cell(b.ms)} ms/{unit}", first)
     table.print(console)
+    for run in runs:  # a trace of another run: said before any figure of either run
+        if getattr(run, "note", ""):
+            console.print(safe(run.note), markup=False)
     for i, (a, run) in enumerate(zip(analyses, runs, strict=True), 1):
         console.print()
         console.rule(f"{i}. {safe(run.name)}", align="left")

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dnnlens.analysis.analysis import Analysis
-from dnnlens.model import ParsedLog
 from dnnlens.report.benchdnn import top_entries
 
 PERF_PREFIX = "dnnlens-perf"
@@ -79,19 +78,20 @@ def parse_perf_line(text: str) -> tuple[float, float] | None:
 
 def run_benchdnn(
     binary: str,
-    log: ParsedLog,
+    analysis: Analysis,
     top: int = 5,
     timeout_s: float = 300.0,
     extra_args: tuple[str, ...] = (),
 ) -> list[BenchResult]:
-    """Run the reproducers of the ``top`` primitives of ``log`` with ``binary``.
+    """Run the reproducers of the ``top`` primitives of a run's ``analysis`` (the one
+    ``analyze`` reports, :func:`dnnlens.app.session.open_inputs`) with ``binary``.
 
     A primitive without a reproducer, a benchdnn that fails, times out or prints no
     performance line gives a result carrying ``error``; the others still run. Raises
     ``FileNotFoundError``/``PermissionError`` only when ``binary`` cannot be started at all.
     """
     results: list[BenchResult] = []
-    for entry in top_entries(Analysis(log), top):  # the report's ranking
+    for entry in top_entries(analysis, top):  # the report's ranking
         r = entry.record
         mean = entry.time_ms / entry.count if entry.count else float("nan")
         if entry.case is None:
