@@ -40,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,6 +109,23 @@ def stem(path: str) -> str:
         name = cut
 
 
+def of_stem(path: str, name: str) -> bool:
+    """Whether ``path`` is a file of the run called ``name``: its stem is ``name``, or
+    ``name`` and more dotted words (``adamw_bad.top.table.txt`` and
+    ``sgd_bad.memory.table.txt``: more tables of the ``adamw_bad`` and ``sgd_bad``
+    profiles)."""
+    own = stem(path)
+    return own == name or own.startswith(name + ".")
+
+
+def _family(f: FrameworkFile, files: Sequence[FrameworkFile]) -> str:
+    """The stem ``f`` is grouped under among profiler files that pair with no log: the
+    shortest stem of another file in its directory that it is a file of (its own else)."""
+    folder = os.path.dirname(f.path)
+    names = [stem(g.path) for g in files if os.path.dirname(g.path) == folder]
+    return min((n for n in names if of_stem(f.path, n)), key=len, default=stem(f.path))
+
+
 def group_runs(paths: list[str], combine: bool = False) -> list[Run]:
     """The runs of some log paths (module docstring), in the order of their first input."""
     if not paths:
@@ -161,7 +178,7 @@ def _score(f: FrameworkFile, run: Run, span: Span) -> tuple[int, float, int, int
     if overlap is None:  # both have times and they do not meet: two runs
         return None
     timed = overlap == overlap  # not nan
-    same_stem = any(stem(p) == stem(f.path) for p in run.paths)
+    same_stem = any(of_stem(f.path, stem(p)) for p in run.paths)
     if not (timed or same_stem):
         return None
     same_dir = any(os.path.dirname(p) == os.path.dirname(f.path) for p in run.paths)
@@ -199,7 +216,7 @@ def pair_framework(
         out.append(dataclasses.replace(run, paths=run.paths + paths, framework=paths, paired=how))
     groups: dict[tuple[str, str], list[FrameworkFile]] = {}
     for f in alone:  # a trace and a table file of one stem: one run
-        key = (os.path.dirname(f.path), stem(f.path))
+        key = (os.path.dirname(f.path), _family(f, alone))
         group = groups.setdefault(key, [])
         if f.kind == "trace" and any(g.kind == "trace" for g in group):
             key = (key[0], f.path)  # a second trace of the stem: a run of its own
@@ -217,7 +234,7 @@ def _unpaired_note(group: Sequence[FrameworkFile], runs: Sequence[Run], spans: l
     first = group[0]
     name = stem(first.path)
     what = "a profiler trace" if first.kind == "trace" else "a profiler table"
-    same = [r for r in runs if any(stem(p) == name for p in r.paths)]
+    same = [r for r in runs if any(of_stem(first.path, stem(p)) for p in r.paths)]
     if len(same) > 1:
         why = f"{len(same)} logs are named {name!r}, equally well"
     elif same:
@@ -276,6 +293,29 @@ def find_runs(log: ParsedLog, combine: bool = False) -> list[Run]:
         return [Run(name, tuple(every), how, tuple(f.path for f in files))]
     runs = group_runs(logs)
     return pair_framework(runs, files, [_log_span(log, r.paths) for r in runs])
+
+
+def plan_runs(paths: Sequence[str], kind_of: Callable[[str], str | None]) -> list[Run]:
+    """The runs of files not read yet, by their names and ``kind_of`` each (``"log"``,
+    ``"trace"``, ``"table"``; None, a file that holds nothing dnnlens reads, is a log run of
+    its own, which reading then refuses with its reason): the grouping :func:`find_runs`
+    makes of the same files when their timestamps decide nothing. ``fleet build`` names
+    and hashes its runs before it reads them; reading can only split a planned run further
+    (a trace whose span meets no timestamp of its log), which that run's analysis then
+    refuses rather than blends."""
+    logs: list[str] = []
+    files: list[FrameworkFile] = []
+    for path in paths:
+        kind = kind_of(path)
+        if kind in ("trace", "table"):
+            files.append(FrameworkFile(path, kind))
+        else:
+            logs.append(path)
+    if len(logs) + len(files) <= 1:
+        every = [*logs, *(f.path for f in files)]
+        framework = tuple(f.path for f in files)
+        return [Run(os.path.basename(p), (p,), "file", framework) for p in every]
+    return pair_framework(group_runs(logs), files)
 
 
 def split_log(log: ParsedLog, runs: list[Run]) -> list[ParsedLog]:

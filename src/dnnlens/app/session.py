@@ -31,6 +31,11 @@ class Settings:
     config: str | None = None
     #: JSON ``run`` key (``dnnlens run``: its command and exit code)
     run_info: dict[str, Any] | None = None
+    #: look for dnnlens.toml / pyproject.toml when ``config`` is not given (a fleet
+    #: worker's current directory is not the user's: it never looks)
+    search_config: bool = True
+    #: say on stderr when a Python rule file is run
+    announce_python: bool = True
 
     def reading_window(self) -> int | None:
         """The events reading keeps: every one under ``--skip-iterations`` (the warm-up is
@@ -46,6 +51,8 @@ class Settings:
             select=list(self.select),
             ignore=list(self.ignore),
             config_path=self.config,
+            search_config=self.search_config,
+            announce_python=self.announce_python,
         )
 
 

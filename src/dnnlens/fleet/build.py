@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from dnnlens.analysis.analysis import AnalysisOptions
+from dnnlens.app.session import Settings as SessionSettings
 from dnnlens.errors import OutputError
 from dnnlens.fleet.dataset import Dataset, Settings
 from dnnlens.fleet.discover import RunNames, RunSpec, discover
@@ -44,23 +44,25 @@ class BuildOptions:
     #: A plain file at least this large is scanned in byte ranges of about this size.
     split_bytes: int = SPLIT_MIN_BYTES
 
-    def analysis_options(self) -> AnalysisOptions:
-        """The analysis options of every run (as ``analyze --window/--skip-iterations``)."""
+    def session_settings(self) -> SessionSettings:
+        """What every run is analysed with: ``analyze``'s settings for these options
+        (``--window``, ``--skip-iterations``, rules), the configuration only the one named,
+        never searched for (a worker's current directory is not the user's)."""
         s = self.settings
-        return AnalysisOptions(window_events=s.window_events, skip_iterations=s.skip_iterations)
-
-    def rule_options(self) -> RuleOptions:
-        """The rule options of every run: only the configuration named, never searched for
-        (a worker's current directory is not the user's)."""
-        s = self.settings
-        return RuleOptions(
-            rule_paths=list(s.rule_files),
+        return SessionSettings(
+            skip_iterations=s.skip_iterations,
+            window=s.window_events or 0,
+            rules=list(s.rule_files),
             select=list(s.select),
             ignore=list(s.ignore),
-            config_path=s.config,
+            config=s.config,
             search_config=False,
             announce_python=False,
         )
+
+    def rule_options(self) -> RuleOptions:
+        """The rule options of every run (of :meth:`session_settings`)."""
+        return self.session_settings().rule_options()
 
 
 @dataclass
@@ -221,7 +223,7 @@ class _Build:
             return
         identity = RunIdentity(name, digest, files)
         self.pending[digest] = identity.name
-        job = RunJob(identity, self.options.analysis_options(), self.options.rule_options())
+        job = RunJob(identity, self.options.session_settings())
         self.jobs[i] = job
         parts = self._ranges(files)
         self.engine.submit(f"run:{i}", analyse_run, job, parts=parts or None)

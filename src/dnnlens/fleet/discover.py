@@ -1,10 +1,12 @@
 """Which files make up which run, and what each run is called in the dataset.
 
 Paths, globs and directories expand as for ``analyze`` (:func:`dnnlens.io.inputs.expand_inputs`).
-Then, grouped ``by file`` (the default), each log file is a run, named after the file
-(:func:`dnnlens.report.tables_export.run_name`), and a profiler trace ``run.trace.json``
-beside ``run.log`` belongs to that run; grouped ``by directory``, the files directly in one
-directory are one run (the ranks of one job), named after the directory.
+Then, grouped ``by file`` (the default), the runs are the ones ``dnnlens analyze`` makes of
+the same files (:func:`dnnlens.analysis.runs.plan_runs`: ranks and rotations of one log, a
+profiler trace and tables of the log's stem, each file's kind told by its first bytes),
+named after their first file (:func:`dnnlens.report.tables_export.run_name`); grouped ``by
+directory``, the files directly in one directory are one run (the ranks of one job), named
+after the directory.
 
 A name is the run's own when no other run has it; two runs of one name (``a/train.log``
 and ``b/train.log``, or a new ``train.log`` beside an older one in the dataset) are told
@@ -19,8 +21,10 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from dnnlens.analysis.runs import plan_runs
+from dnnlens.io.content import head_kind
 from dnnlens.io.inputs import expand_inputs
-from dnnlens.report.tables_export import run_name, trace_log_path
+from dnnlens.report.tables_export import run_name
 
 GROUPS = ("file", "directory")
 _HASH_CHARS = 12
@@ -47,19 +51,24 @@ def discover(
         raise ValueError(f"unknown grouping {group!r} (file or directory)")
     sources, errors = expand_inputs(paths)
     inside = os.path.join(os.path.abspath(dataset), "") if dataset is not None else None
-    grouped: dict[tuple[str, str], list[str]] = {}
+    chosen: list[str] = []
     for source in sources:
         if source.is_stdin:
             errors.append("-: a fleet is built from files, not standard input")
             continue
         if inside is not None and os.path.abspath(source.path).startswith(inside):
             continue
-        folder = os.path.dirname(os.path.abspath(source.path))
-        if group == "directory":
+        chosen.append(source.path)
+    grouped: dict[tuple[str, str], list[str]] = {}
+    if group == "directory":
+        for path in chosen:
+            folder = os.path.dirname(os.path.abspath(path))
             key = (folder, run_name(Path(folder).name or "run", set()))
-        else:
-            key = (folder, run_name(trace_log_path(source.path), set()))
-        grouped.setdefault(key, []).append(source.path)
+            grouped.setdefault(key, []).append(path)
+    else:
+        for run in plan_runs(chosen, head_kind):
+            folder = os.path.dirname(os.path.abspath(run.paths[0]))
+            grouped[(folder, run_name(run.name, set()))] = list(run.paths)
     specs = [
         RunSpec(stem, tuple(sorted(files)), sum(_size(f) for f in files))
         for (_, stem), files in sorted(grouped.items())

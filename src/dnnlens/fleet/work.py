@@ -2,9 +2,9 @@
 
 They run on a Dask worker or in this process alike (:mod:`dnnlens.fleet.engine`), take and
 return plain picklable values, and never print. A run is analysed exactly as ``dnnlens
-analyze`` analyses the same files: :func:`dnnlens.reading.read`, an
-:class:`~dnnlens.analysis.analysis.Analysis` with the build's options, the rules through
-:func:`~dnnlens.rules.verdict.apply_rules`. A file large enough to be split is scanned in
+analyze`` analyses the same files: :func:`dnnlens.reading.read`, then
+:func:`dnnlens.app.session.analyse` with the build's settings (the runs, the analysis, the
+rules), whose one run is the run's. A file large enough to be split is scanned in
 byte ranges by other tasks first (:func:`dnnlens.reading.parallel.scan_range`), and the
 front door merges them as it merges the parts of ``analyze -j`` (``read(..., parts=...)``),
 which gives the same scan.
@@ -22,15 +22,13 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from dnnlens.analysis.analysis import Analysis, AnalysisOptions
+from dnnlens.app.session import SessionError, Settings, analyse
 from dnnlens.fleet.rows import RunFile, RunIdentity, run_tables
 from dnnlens.io.inputs import display_path
 from dnnlens.io.problems import input_problems
 from dnnlens.model import ParsedLog
 from dnnlens.reading import parallel, read
 from dnnlens.reading.parallel import Part
-from dnnlens.rules.engine import RuleOptions, RuleSetupError
-from dnnlens.rules.verdict import apply_rules
 
 _HASH_BLOCK = 1 << 20
 
@@ -44,11 +42,10 @@ class RunFailure:
 
 @dataclass(frozen=True)
 class RunJob:
-    """Everything a worker needs to analyse one run."""
+    """Everything a worker needs to analyse one run: its files and ``analyze``'s settings."""
 
     identity: RunIdentity
-    analysis: AnalysisOptions = field(default_factory=AnalysisOptions)
-    rules: RuleOptions = field(default_factory=lambda: RuleOptions(search_config=False))
+    settings: Settings = field(default_factory=lambda: Settings(search_config=False))
 
 
 def hash_files(paths: tuple[str, ...]) -> tuple[RunFile, ...] | RunFailure:
@@ -101,9 +98,8 @@ def analyse_run(
     problems = input_problems(log)
     if problems.errors:
         return RunFailure("; ".join(problems.errors))
-    analysis = Analysis(log, job.analysis)
-    try:
-        apply_rules(analysis.prepare(), job.rules)
-    except RuleSetupError as exc:
+    try:  # the one run analyze makes of these files, its rules applied
+        analysis = analyse(log, job.settings).single(display_path(paths[0]), combine=False)
+    except SessionError as exc:
         return RunFailure(str(exc))
     return run_tables(analysis, job.identity)

@@ -17,7 +17,7 @@ import lzma
 import re
 from typing import BinaryIO
 
-__all__ = ["HEAD_BYTES", "holds_run"]
+__all__ = ["HEAD_BYTES", "head_kind", "holds_run"]
 
 #: How much of a file's text is looked at: a program may print a while before oneDNN's first
 #: line, and 8 MiB is read in milliseconds.
@@ -64,17 +64,25 @@ def holds_run(path: str) -> bool:
     Read a piece at a time and stopped at the first sign, so that a directory of large
     logs costs a few kilobytes each. A file that cannot be read counts as one: opening it
     again says what is wrong."""
+    return head_kind(path) is not None
+
+
+def head_kind(path: str) -> str | None:
+    """What the head of ``path`` holds: ``"log"`` (a verbose line; a file that cannot be
+    read too: opening it again says what is wrong), ``"table"`` (a printed profiler table
+    and no verbose line before it), ``"trace"`` (a profiler trace), or None (nothing
+    dnnlens reads). What groups files into runs before they are read (``fleet build``)."""
     try:
         with _opened(path) as raw:
-            return _holds_run(raw)
+            return _head_kind(raw)
     except (OSError, EOFError, lzma.LZMAError, ValueError):
-        return True
+        return "log"
 
 
-def _holds_run(raw: BinaryIO) -> bool:
+def _head_kind(raw: BinaryIO) -> str | None:
     first = raw.read(_PIECE_BYTES)
     if first[:2] in _UTF16_MARKS:  # rare: decoded whole
-        return _holds(_text(first + raw.read(HEAD_BYTES - len(first))), json=None)
+        return _kind(_text(first + raw.read(HEAD_BYTES - len(first))), json=None)
     json: bool | None = None  # does the text start like JSON (None: only blanks so far)
     tail, read, piece = b"", 0, first
     while piece:
@@ -82,21 +90,24 @@ def _holds_run(raw: BinaryIO) -> bool:
             start = piece.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
             json = None if not start else start in (b"{", b"[")
         # the piece with the end of the last one: a mark may straddle them
-        if _holds(tail + piece, json=bool(json)):
-            return True
+        kind = _kind(tail + piece, json=bool(json))
+        if kind is not None:
+            return kind
         read += len(piece)
         if read >= HEAD_BYTES:
             break
         tail = piece[-_OVERLAP:]
         piece = raw.read(min(_PIECE_BYTES, HEAD_BYTES - read))
-    return False
+    return None
 
 
-def _holds(text: bytes, json: bool | None) -> bool:
+def _kind(text: bytes, json: bool | None) -> str | None:
     """A verbose line or a table in ``text``; or a trace's keys, in a text that starts like
     JSON (``json`` None: decide from ``text`` itself)."""
-    if _VERBOSE.search(text) or _TABLE.search(text):
-        return True
+    if _VERBOSE.search(text):
+        return "log"
+    if _TABLE.search(text):
+        return "table"
     if json is None:
         json = text.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[")
-    return json and _TRACE.search(text) is not None
+    return "trace" if json and _TRACE.search(text) is not None else None

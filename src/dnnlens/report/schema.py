@@ -500,10 +500,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 # -- the documents of diff and project ------------------------------------------------
 
 
@@ -646,3 +642,7 @@ class ProjectionDoc:
     headline: HeadlineDoc | None
     estimate: HeadlineDoc | None
     benchdnn: list[Row] | None = None
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
