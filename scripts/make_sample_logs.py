@@ -122,7 +122,10 @@ class Scenario:
     memory_format: str = "nchw"  # "nchw" or "channels_last"
     dtype: str = "fp32"  # "fp32" or "bf16_autocast"
     mode: str = "infer"  # "infer" or "train"
-    warmup: int = 1
+    #: passes the program runs before its timed ones: what it intends as warm-up. What
+    #: dnnlens finds is the steady state's warm-up (``SteadyState.warmup``), which is more
+    #: when the passes after these are still slow (4 in convnet_nchw_infer.log)
+    warmup_calls: int = 1
     timed: int = 10
     env: dict[str, str] = field(default_factory=lambda: dict(_VERBOSE2))
     runner: str = "eager"  # "eager", "compile_freezing" or "jit_freeze"
@@ -137,8 +140,8 @@ class Scenario:
 
     @property
     def total(self) -> int:
-        """Total number of model passes (warmup + timed)."""
-        return self.warmup + self.timed
+        """Total number of model passes (warm-up calls + timed)."""
+        return self.warmup_calls + self.timed
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -183,14 +186,14 @@ SCENARIOS: dict[str, Scenario] = {
             "torch.compile (inductor) with torch._inductor.config.freezing=True, NCHW fp32 "
             "inference under torch.no_grad(); compilation happens during the 2 warmup passes.",
             runner="compile_freezing",
-            warmup=2,
+            warmup_calls=2,
         ),
         Scenario(
             "jit_freeze_infer",
             "Fallback for compile_freezing_infer: torch.jit.freeze(torch.jit.trace(model)), "
             "NCHW fp32 inference under torch.no_grad().",
             runner="jit_freeze",
-            warmup=2,
+            warmup_calls=2,
             fallback_only=True,
         ),
         Scenario(
@@ -501,7 +504,7 @@ def run_child(sc: Scenario, out_dir: Path) -> None:
     model, inputs, targets = _build_model(sc)
     step = _make_step(sc, model, inputs, targets)
 
-    for _ in range(sc.warmup):
+    for _ in range(sc.warmup_calls):
         step()
     with _maybe_profile(sc) as prof:
         for _ in range(sc.timed):
@@ -747,7 +750,7 @@ def _manifest_entries(result: dict, out_dir: Path, generator_command: str) -> li
         "memory_format": sc.memory_format,
         "dtype": sc.dtype,
         "mode": sc.mode,
-        "warmup_passes": sc.warmup,
+        "warmup_passes": sc.warmup_calls,
         "timed_passes": sc.timed,
         "total_passes": sc.total,
         "profiled_passes": sc.timed if sc.profile else 0,

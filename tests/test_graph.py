@@ -44,7 +44,7 @@ def _ids(df, mask) -> set[str]:
 
 def test_nchw_inference_round_trips_and_weights() -> None:
     g = _graph("convnet_nchw_infer.log")
-    assert g.iterations.as_dict() == {"count": 11, "warmup": 1, "period_exec": 15}
+    assert g.iterations.as_dict() == {"count": 11, "warmup_structural": 1, "period_exec": 15}
     assert g.graph.number_of_nodes() == 15
     r = g.reorders
     assert list(r.columns) == list(REORDER_COLUMNS)
@@ -80,7 +80,7 @@ def test_nchw_inference_round_trips_and_weights() -> None:
 
 def test_channels_last_inference_weights_only() -> None:
     g = _graph("convnet_cl_infer.log")
-    assert g.iterations.as_dict() == {"count": 11, "warmup": 1, "period_exec": 8}
+    assert g.iterations.as_dict() == {"count": 11, "warmup_structural": 1, "period_exec": 8}
     r = g.reorders
     assert len(r) == 4 and (r["tensor"] == "weight").all() and not r["round_trip"].any()
     assert set(r["consumer_arg"]) == {"wei"}
@@ -100,7 +100,7 @@ def test_training_backward_ops() -> None:
     # forward weight reorders, 3 into backward_data's wei (Bcda16b, ABcd8a8b) and 4 weight
     # gradients read from backward_weights (ABcd8b8a/Acdb8a -> abcd): 11.
     g = _graph("convnet_nchw_train.log")
-    assert g.iterations.as_dict() == {"count": 6, "warmup": 1, "period_exec": 42}
+    assert g.iterations.as_dict() == {"count": 6, "warmup_structural": 1, "period_exec": 42}
     kinds = g.nodes["prop_kind"].value_counts().to_dict()
     assert kinds["forward_training"] == 4
     assert kinds["backward_data"] == 3
@@ -121,7 +121,7 @@ def test_training_backward_ops() -> None:
     assert g.graph.edges["n17_convolution", "n18_reorder"]["src_arg"] == "src"
 
     g = _graph("convnet_cl_train.log")
-    assert g.iterations.as_dict() == {"count": 6, "warmup": 1, "period_exec": 22}
+    assert g.iterations.as_dict() == {"count": 6, "warmup_structural": 1, "period_exec": 22}
     r = g.reorders
     # 66 reorder execs = 6 x 11, all with OIhw dims (16x3x3x3, 16x16x3x3, 32x16x3x3)
     assert len(r) == 11 and (r["tensor"] == "weight").all() and not r["round_trip"].any()
@@ -132,7 +132,7 @@ def test_compile_freezing_weights_once_post_ops_fused() -> None:
     # lines 8-15: the 4 weight reorders, once; then 12 passes x 4 convolutions with
     # attr-post-ops eltwise_relu / sum+eltwise_relu (grep -o 'attr-post-ops:[^ ,]*')
     g = _graph("compile_freezing_infer.log")
-    assert g.iterations.as_dict() == {"count": 12, "warmup": 1, "period_exec": 4}
+    assert g.iterations.as_dict() == {"count": 12, "warmup_structural": 1, "period_exec": 4}
     steady = g.nodes[g.nodes["steady"]]
     assert list(steady["kind"]) == ["convolution"] * 4
     assert list(steady["post_ops"]) == ["relu", "relu", "sum+relu", "relu"]
@@ -148,7 +148,7 @@ def test_lstm() -> None:
     # per pass: reorders 1x1x32x4x64 and 1x1x64x4x64 (layer 1 wei_layer/wei_iter), rnn
     # l1t20mb4sic64slc32, two 1x1x64x4x64 reorders, rnn l1t20mb4sic64slc64
     g = _graph("lstm_infer.log")
-    assert g.iterations.as_dict() == {"count": 11, "warmup": 1, "period_exec": 6}
+    assert g.iterations.as_dict() == {"count": 11, "warmup_structural": 1, "period_exec": 6}
     assert list(g.nodes["kind"]) == ["reorder", "reorder", "rnn", "reorder", "reorder", "rnn"]
     r = g.reorders.set_index("node")
     assert (r["tensor"] == "weight").all()
@@ -163,7 +163,7 @@ def test_legacy_logs(path: Path) -> None:
     # src and weights into the conv layouts, back to nchw, the inner product's weights, the
     # backward_data weights, + the 2 int8 ones (src f32 -> s8 acdb, weights -> s8 blocked)
     g = build_graph(load([str(path)]).events)
-    assert g.iterations.as_dict() == {"count": 3, "warmup": 1, "period_exec": 15}
+    assert g.iterations.as_dict() == {"count": 3, "warmup_structural": 1, "period_exec": 15}
     assert g.graph.number_of_nodes() == 17
     r = g.reorders
     assert len(r) == 7 and (r["tensor"] == "weight").sum() == 4

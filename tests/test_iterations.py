@@ -83,7 +83,7 @@ EXPECTED = {
 def test_sample_iterations(name: str) -> None:
     count, warmup, period = EXPECTED[name]
     it = find_iterations(load([str(SAMPLES / name)]).events)
-    assert (it.count, it.warmup, it.period_exec) == (count, warmup, period)
+    assert (it.count, it.warmup_structural, it.period_exec) == (count, warmup, period)
     assert len(it.times) == count
     assert list(it.times.columns) == list(TIME_COLUMNS)
 
@@ -103,7 +103,7 @@ def test_legacy_iterations(path: Path) -> None:
     # the probe runs 3 iterations (README); 47 exec rows = 2 one-time int8 reorders (src and
     # weights, before the loop) + 3 x 15; the first iteration holds the cache misses
     it = find_iterations(load([str(path)]).events)
-    assert (it.count, it.warmup, it.period_exec) == (3, 1, 15)
+    assert (it.count, it.warmup_structural, it.period_exec) == (3, 1, 15)
     assert it.times["exec_count"].tolist() == [17, 15, 15]
 
 
@@ -114,7 +114,7 @@ def test_pass_starts_and_rows() -> None:
     it = find_iterations(log.events)
     assert it.times["first_line"].tolist() == list(range(10, 311, 30))
     assert it.times["exec_count"].tolist() == [15] * 11
-    assert it.times["warmup"].tolist() == [True] + [False] * 10
+    assert it.times["structural_warmup"].tolist() == [True] + [False] * 10
     assert it.times["regular"].all()
     ev = log.events
     is_exec = (ev["operation"].astype(str) == "exec").to_numpy()
@@ -130,7 +130,8 @@ def test_pass_starts_and_rows() -> None:
     assert it.times["time_ms"].sum() == pytest.approx(t[is_exec].sum())
     assert it.times["reorder_ms"].sum() == pytest.approx(t[is_exec & reorder].sum())
     # pass 0 (lines 8..37) is the structural warm-up: it creates with cache misses
-    assert it.warmup == 1 and it.times["warmup"].tolist() == [True] + [False] * 10
+    assert it.warmup_structural == 1
+    assert it.times["structural_warmup"].tolist() == [True] + [False] * 10
 
 
 def test_other_pass_starts() -> None:
@@ -167,7 +168,7 @@ def test_training_step_starts() -> None:
     for name, lines in starts.items():
         it = find_iterations(load([str(SAMPLES / name)]).events)
         assert it.times["first_line"].tolist() == lines, name
-        assert it.times["warmup"].tolist() == [True] + [False] * (len(lines) - 1), name
+        assert it.times["structural_warmup"].tolist() == [True] + [False] * (len(lines) - 1), name
 
 
 def _exec_index(events: pd.DataFrame) -> np.ndarray:
@@ -182,7 +183,7 @@ def test_irregular_passes_are_tolerated() -> None:
     rows = np.concatenate([rows[: dup + 1], [dup], rows[dup + 1 :]])
     rows = rows[rows != drop]
     it = find_iterations(ev.iloc[rows].reset_index(drop=True))
-    assert (it.count, it.warmup, it.period_exec) == (11, 1, 15)
+    assert (it.count, it.warmup_structural, it.period_exec) == (11, 1, 15)
     assert it.times["exec_count"].tolist() == [15] * 5 + [16, 15, 15, 14, 15, 15]
     assert it.inputs[0].irregular == 2
 
@@ -202,7 +203,7 @@ def test_truncated_last_pass() -> None:
 def test_two_inputs_are_numbered_in_turn() -> None:
     log = load([str(SAMPLES / "convnet_cl_infer.log"), str(SAMPLES / "lstm_infer.log")])
     it = find_iterations(log.events)
-    assert it.count == 22 and it.warmup == 2
+    assert it.count == 22 and it.warmup_structural == 2
     assert [i.count for i in it.inputs] == [11, 11]
     assert [i.first_iteration for i in it.inputs] == [0, 11]
     assert it.period_exec == 8  # the main input has the most exec rows (88 > 66)
@@ -234,7 +235,7 @@ def test_marker_lines_override(tmp_path: Path) -> None:
     assert found.tolist() == [38 + 31 * k for k in range(11)]
     assert log.marker == r"^=== pass"
     it = find_iterations(log.events, {str(path): found})
-    assert (it.count, it.warmup, it.period_exec) == (11, 1, 15)
+    assert (it.count, it.warmup_structural, it.period_exec) == (11, 1, 15)
     assert it.inputs[0].method == "markers"
     # one array works for a single input; markers every 2 passes give 6 iterations
     it2 = find_iterations(log.events, found[1::2])
@@ -246,4 +247,4 @@ def test_marker_lines_override(tmp_path: Path) -> None:
 def test_empty_table() -> None:
     it = find_iterations(load([str(SAMPLES / "convnet_bf16_autocast_infer.log")]).events)
     assert it.count == 0 and len(it.times) == 0 and (it.iteration == -1).all()
-    assert it.as_dict() == {"count": 0, "warmup": 0, "period_exec": 0}
+    assert it.as_dict() == {"count": 0, "warmup_structural": 0, "period_exec": 0}

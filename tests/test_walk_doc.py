@@ -53,6 +53,9 @@ def test_line_10_is_the_row_the_doc_describes(analysis: Analysis) -> None:
 
 
 def test_passes_and_the_typical_iteration_are_the_doc_s(analysis: Analysis) -> None:
-    assert (analysis.iterations.count, analysis.iterations.warmup) == (11, 1)
+    steady = analysis.steady
+    assert (analysis.iterations.count, steady.warmup) == (11, 4)
+    assert (steady.warmup_structural, steady.warmup_slow) == (1, 3)
     assert round(analysis.typical_iteration_ms, 4) == 2.0857
-    assert "11 here, 1\nwarm-up" in DOC and "(2.0857 ms)" in DOC
+    assert "11 here),\ntheir warm-up (`steady`: 4 passes, 1 that creates primitives and 3" in DOC
+    assert "(2.0857 ms)" in DOC

@@ -13,7 +13,9 @@ Definitions (these are the contract of :class:`Iterations`):
   script ran. Exec rows before the first full period that are not template records (one-time
   weight reorders, a first call's extra work) are part of the first iteration; a stretch of
   rows as long as ``k`` periods that was not cut is counted as ``k`` iterations.
-* **warmup** = the number of *leading* iterations that are not steady state: they create
+* **warmup_structural** = the number of *leading* iterations whose *structure* is not yet
+  steady (the run's warm-up is :attr:`dnnlens.analysis.steady.SteadyState.warmup`, which
+  adds the passes that are only slow; it is the one every report and command says): they create
   more primitives than the run's median pass (``create:cache_miss``: a run whose every pass
   creates its primitives, the cache off or shapes that change, has no such pass) or run
   other primitives than the template (sizes and order aside). Never more than the passes
@@ -27,7 +29,7 @@ Definitions (these are the contract of :class:`Iterations`):
   to the iteration of the next exec row of their input. Which rows are steady state is
   :mod:`dnnlens.analysis.steady`'s answer (structural and slow warm-up), not this module's.
 * Several inputs are handled one by one; their iterations are numbered one after the other
-  and ``count``/``warmup`` are sums. ``period_exec`` and ``template`` are those of the
+  and ``count``/``warmup_structural`` are sums. ``period_exec`` and ``template`` are those of the
   *main* input (the one with the most exec rows).
 
 A user regex for the program's own marker lines can replace the detection: the reader
@@ -68,7 +70,7 @@ _CANDIDATES_PER_ORDER = 12
 _MAX_SIGNATURE = 64
 #: Columns of :attr:`Iterations.times`.
 TIME_COLUMNS = (
-    "iteration", "input", "warmup", "regular", "exec_count", "time_ms", "reorder_ms",
+    "iteration", "input", "structural_warmup", "regular", "exec_count", "time_ms", "reorder_ms",
     "first_line", "last_line",
 )  # fmt: skip
 
@@ -87,7 +89,7 @@ class InputIterations:
 
     input: str
     count: int
-    warmup: int
+    warmup_structural: int
     period_exec: int
     exec_rows: int
     first_iteration: int
@@ -107,24 +109,19 @@ class Iterations:
     """Iterations of a whole event table (see the module docstring for the definitions).
 
     ``times`` has one row per iteration with the columns of :data:`TIME_COLUMNS`:
-    ``iteration`` (global index), ``input``, ``warmup`` (bool), ``regular`` (its exec
+    ``iteration`` (global index), ``input``, ``structural_warmup`` (bool), ``regular`` (its exec
     sequence is the template), ``exec_count``, ``time_ms`` (sum of its exec times),
     ``reorder_ms`` (the reorder part of it), ``first_line``/``last_line`` (physical lines).
     """
 
     count: int
-    warmup: int
+    warmup_structural: int
     period_exec: int
     iteration: np.ndarray
     times: pd.DataFrame
     inputs: list[InputIterations]
     template: np.ndarray
     main_input: str = ""
-
-    @property
-    def warmup_iterations(self) -> np.ndarray:
-        """Global indices of the warm-up iterations."""
-        return self.times["iteration"].to_numpy()[self.times["warmup"].to_numpy(dtype=bool)]
 
     @property
     def main(self) -> InputIterations | None:
@@ -150,8 +147,13 @@ class Iterations:
         return main.step_line if main is not None else ""
 
     def as_dict(self) -> dict[str, int]:
-        """The ``iterations`` object of the JSON exports."""
-        return {"count": self.count, "warmup": self.warmup, "period_exec": self.period_exec}
+        """The passes found, their structural warm-up and period (the run's warm-up is the
+        steady state's)."""
+        return {
+            "count": self.count,
+            "warmup_structural": self.warmup_structural,
+            "period_exec": self.period_exec,
+        }
 
 
 # ---------------------------------------------------------------------------------------
@@ -600,7 +602,7 @@ def _one_input(
     info = InputIterations(
         input=name,
         count=len(segments),
-        warmup=warmup,
+        warmup_structural=warmup,
         period_exec=p,
         exec_rows=n,
         first_iteration=0,
@@ -719,7 +721,7 @@ def find_iterations(
         t = np.nan_to_num(times_ms[exec_pos][inside])
         table["iteration"].append(np.arange(next_index, next_index + nseg))
         table["input"].extend([res.info.input] * nseg)
-        table["warmup"].append(res.warm)
+        table["structural_warmup"].append(res.warm)
         table["regular"].append(res.regular)
         table["exec_count"].append(np.bincount(idx, minlength=nseg))
         table["time_ms"].append(np.bincount(idx, weights=t, minlength=nseg))
@@ -733,14 +735,15 @@ def find_iterations(
     columns = {c: v if c == "input" else np.concatenate(v) if v else [] for c, v in table.items()}
     times = pd.DataFrame(columns, columns=list(TIME_COLUMNS))
     times = with_dtypes(times, {
-        "iteration": "int64", "warmup": "bool", "regular": "bool", "exec_count": "int64",
+        "iteration": "int64", "structural_warmup": "bool", "regular": "bool",
+        "exec_count": "int64",
         "time_ms": "float64", "reorder_ms": "float64", "first_line": "int64", "last_line": "int64",
     })  # fmt: skip
     infos = [r.info for r in results]
     main = max(infos, key=lambda i: i.exec_rows, default=None)
     return Iterations(
         count=next_index,
-        warmup=sum(i.warmup for i in infos),
+        warmup_structural=sum(i.warmup_structural for i in infos),
         period_exec=main.period_exec if main else 0,
         iteration=iteration,
         times=times,

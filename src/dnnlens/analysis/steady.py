@@ -117,7 +117,7 @@ def steady_state(iterations: Iterations) -> SteadyState:
     """The steady state of the event table ``iterations`` was found on (module docstring)."""
     times = iterations.times.copy()
     slow = np.zeros(len(times), dtype=bool)
-    structural = times["warmup"].to_numpy(dtype=bool)
+    structural = times["structural_warmup"].to_numpy(dtype=bool)
     for _, rows in times.groupby("input", sort=False).indices.items():
         candidates = rows[~structural[rows]]
         k = slow_leading(times["time_ms"].to_numpy()[candidates])

@@ -109,7 +109,7 @@ def _iterations_dict(g: OpGraph, st: SteadyState) -> dict[str, Any]:
                 "input": i.input,
                 "count": i.count,
                 "warmup": int(warm_by_input.get(i.input, 0)),
-                "warmup_structural": i.warmup,
+                "warmup_structural": i.warmup_structural,
                 "period_exec": i.period_exec,
                 "exec_rows": i.exec_rows,
                 "method": i.method,
