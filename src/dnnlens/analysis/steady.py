@@ -19,6 +19,10 @@ The one definition used everywhere (rules, reports, ``diff``, ``project``, the d
   and stays (the per-primitive medians discount it);
 * both together never take more passes than the run keeps steady
   (:func:`~dnnlens.analysis.iterations.max_warmup`);
+* **partial**: the last pass of an input when it stops short: fewer executions than the
+  input's period and not the template's sequence (a log cut by Ctrl-C, a program that
+  ended mid-pass). It is neither warm-up nor steady: a per-iteration figure is a figure of
+  whole passes, and a pass two thirds run would make "11 reorders per iteration" 10.43;
 * **steady**: every other pass. With fewer than two steady passes there is no repeating
   iteration to speak of, and every event counts as steady state (one pass: the whole log).
 """
@@ -55,8 +59,9 @@ class SteadyState:
     """Passes, warm-up and the steady-state mask of one event table.
 
     ``iteration`` and ``steady`` are aligned with the event rows. ``passes`` counts every
-    pass (warm-up included); ``warmup`` = ``warmup_structural`` + ``warmup_slow``.
-    ``times`` is :attr:`Iterations.times` with two more columns: ``slow`` (slow warm-up)
+    pass (warm-up and a partial last pass included); ``warmup`` = ``warmup_structural`` +
+    ``warmup_slow``; ``partial`` the inputs' last passes that stopped short. ``times`` is
+    :attr:`Iterations.times` with three more columns: ``slow`` (slow warm-up), ``partial``
     and ``steady``.
     """
 
@@ -67,6 +72,7 @@ class SteadyState:
     iteration: np.ndarray
     steady: np.ndarray
     times: pd.DataFrame
+    partial: int = 0
 
     @property
     def warmup(self) -> int:
@@ -76,7 +82,7 @@ class SteadyState:
     @property
     def steady_passes(self) -> int:
         """Passes in steady state."""
-        return max(self.passes - self.warmup, 0)
+        return max(self.passes - self.warmup - self.partial, 0)
 
     @property
     def found(self) -> bool:
@@ -92,6 +98,13 @@ class SteadyState:
     def warmup_left_out(self) -> int:
         """Warm-up passes left out of the steady state (0 when the whole log is used)."""
         return self.warmup if self.found else 0
+
+    @property
+    def left_out_words(self) -> str:
+        """The passes left out of the steady state, in words: ``4 warm-up`` or ``4
+        warm-up, 1 partial`` (what the reports print in brackets after the passes)."""
+        partial = self.partial if self.found else 0
+        return f"{self.warmup_left_out} warm-up" + (f", {partial} partial" if partial else "")
 
     @property
     def rule(self) -> str:
@@ -113,18 +126,35 @@ def slow_leading(times_ms: np.ndarray) -> int:
     return slow
 
 
+def _partial_last(times: pd.DataFrame, rows: np.ndarray, period: int) -> bool:
+    """Whether the last of an input's passes (``rows`` of ``times``) stopped short: fewer
+    executions than the input's period, not the template, after enough whole passes."""
+    if len(rows) <= MIN_STEADY_PASSES or period <= 0:
+        return False
+    last = rows[-1]
+    return (
+        not bool(times["regular"].iat[last]) and int(times["exec_count"].iat[last]) < period
+    )
+
+
 def steady_state(iterations: Iterations) -> SteadyState:
     """The steady state of the event table ``iterations`` was found on (module docstring)."""
     times = iterations.times.copy()
     slow = np.zeros(len(times), dtype=bool)
+    partial = np.zeros(len(times), dtype=bool)
     structural = times["structural_warmup"].to_numpy(dtype=bool)
-    for _, rows in times.groupby("input", sort=False).indices.items():
+    periods = {i.input: i.period_exec for i in iterations.inputs}
+    for name, rows in times.groupby("input", sort=False).indices.items():
+        if _partial_last(times, rows, periods.get(name, 0)):
+            partial[rows[-1]] = True
+            rows = rows[:-1]
         candidates = rows[~structural[rows]]
         k = slow_leading(times["time_ms"].to_numpy()[candidates])
         k = min(k, max(max_warmup(len(rows)) - int(structural[rows].sum()), 0))
         slow[candidates[:k]] = True
     times["slow"] = slow
-    times["steady"] = ~(structural | slow)
+    times["partial"] = partial
+    times["steady"] = ~(structural | slow | partial)
     warm = np.zeros(max(iterations.count, 1), dtype=bool)
     warm[times["iteration"].to_numpy()[~times["steady"].to_numpy()]] = True
     it = iterations.iteration
@@ -139,10 +169,11 @@ def steady_state(iterations: Iterations) -> SteadyState:
         iteration=it,
         steady=steady,
         times=times,
+        partial=int(partial.sum()),
     )
     if not state.found:  # no repeating iteration: the whole log is the steady state
         return SteadyState(
             state.passes, state.warmup_structural, state.warmup_slow, state.period_exec,
-            it, np.ones(len(it), dtype=bool), times,
+            it, np.ones(len(it), dtype=bool), times, state.partial,
         )  # fmt: skip
     return state

@@ -149,7 +149,7 @@ def _cards(a: Analysis) -> str:
             ms(a.typical_iteration_ms),
             (f"{verdict_text.onednn_part(a)}; " if a.report_basis.unit == "step" else "")
             + (
-                f"over {st.divisor} steady of {st.passes} passes ({st.warmup_left_out} warm-up)"
+                f"over {st.divisor} steady of {st.passes} passes ({st.left_out_words})"
                 if st.found
                 else "no repeating iteration: the whole log"
             ),

@@ -102,10 +102,11 @@ def iterations_doc(analysis: Analysis) -> s.IterationsDoc:
             time_ms=float(r.time_ms),
             reorder_ms=float(r.reorder_ms),
             regular=bool(r.regular),
-            warmup=not bool(r.steady),
+            warmup=not (bool(r.steady) or bool(r.partial)),
             steady=bool(r.steady),
             first_line=int(r.first_line),
             last_line=int(r.last_line),
+            partial=bool(r.partial),
         )  # fmt: skip
         for r in t.itertuples(index=False)
     ]
@@ -119,6 +120,7 @@ def iterations_doc(analysis: Analysis) -> s.IterationsDoc:
         found=st.found,
         warmup_rule=st.rule,
         passes=passes,
+        partial=st.partial,
         method=it.method,
         step_line=it.step_line,
     )

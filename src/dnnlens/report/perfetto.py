@@ -405,7 +405,9 @@ def iter_trace_json(
     stats = stats if stats is not None else TraceStats()
     log = analysis.log
     events, steady = analysis.events, analysis.steady
-    warm = set(steady.times["iteration"].to_numpy()[~steady.times["steady"].to_numpy()].tolist())
+    t = steady.times
+    left_out = ~t["steady"].to_numpy() & ~t["partial"].to_numpy(dtype=bool)
+    warm = set(t["iteration"].to_numpy()[left_out].tolist())
     inputs, window, truncated = _select(log, events, steady.passes, options, stats)
     stats.window, stats.truncated = window, truncated
     records = _record_json(_record_info(log))

@@ -218,6 +218,8 @@ class PassDoc:
     steady: bool
     first_line: int
     last_line: int
+    #: the input's last pass, stopped short (neither warm-up nor steady)
+    partial: bool = False
 
 
 @dataclass
@@ -233,6 +235,9 @@ class IterationsDoc:
     found: bool
     warmup_rule: str
     passes: list[PassDoc]
+    #: inputs' last passes that stopped short (Ctrl-C, a program ended mid-pass): in
+    #: ``count``, in neither ``warmup`` nor ``steady``
+    partial: int = 0
     #: how the passes were cut: ``steps`` (the program's step lines), ``markers`` (the
     #: user's), ``period`` (the repeating exec sequence), ``single`` or ``none``
     method: str = "period"

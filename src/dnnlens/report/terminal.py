@@ -50,7 +50,7 @@ def _about(a: Analysis, names: dict[str, str]) -> str:
     s, st, b, fw = a.summary, a.steady, a.report_basis, a.framework
     logs = ", ".join(names[x.path] for x in a.log.scans)
     passes = (
-        f"{st.passes:,} passes ({st.warmup_left_out} warm-up)"
+        f"{st.passes:,} passes ({st.left_out_words})"
         if st.found
         else "no repeating iteration"
     )
