@@ -42,7 +42,12 @@ NOT_RUN = {
     ("run",): "runs a program",
     ("capture",): "runs a program (torch)",
     ("machine", "probe"): "measures this machine for seconds",
-    ("fleet",): "a dataset of many runs, or a Dask cluster (tests/test_fleet_*.py)",
+}
+#: Options of ``fleet build`` a test cannot honour here, and why (tests/test_fleet*.py
+#: build on a Dask cluster of their own).
+NOT_RUN_OPTIONS = {
+    "--scheduler": "needs a Dask scheduler on another machine",
+    "--workers": "starts a local Dask cluster of that many processes",
 }
 
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
@@ -129,12 +134,43 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+#: The nightly logs docs/fleet.md's commands name: copies of the NCHW sample, each with a
+#: line of its own (a run whose content is in the dataset already is skipped), and one run
+#: 7% slower than the rest: above ``fleet diff``'s default 5%, below the page's 10%.
+FLEET_LOGS = {"nightly-0412": 1.0, "base": 1.0, "pr-1234-a": 1.0, "nightly-0413": 1.07}
+
+
+def fleet_logs(where: Path) -> None:
+    """``logs/`` and ``jobs/`` as docs/fleet.md assumes them, and ``fleet/`` built from
+    ``logs/`` (the query and diff sections start from a dataset)."""
+    lines = NCHW.read_text(encoding="utf-8").splitlines(keepends=True)
+    for name, factor in FLEET_LOGS.items():
+        out = [f"nightly job {name}\n"]
+        for line in lines:
+            if ",exec," in line and factor != 1.0:
+                head, _, time = line.rstrip("\n").rpartition(",")
+                line = f"{head},{float(time) * factor:.6f}\n"
+            out.append(line)
+        (where / "logs").mkdir(exist_ok=True)
+        (where / "logs" / f"{name}.log").write_text("".join(out), encoding="utf-8")
+    for rank in (0, 1):
+        job = where / "jobs" / "job-17"
+        job.mkdir(parents=True, exist_ok=True)
+        (job / f"rank{rank}.log").write_text("".join(lines), encoding="utf-8")
+    built = CliRunner().invoke(app, ["fleet", "build", "logs/**/*.log", "-o", "fleet/", "-q"])
+    assert built.exit_code == 0, built.output
+
+
 def run_command(cmd: Command, where: Path) -> tuple[int, str | None]:
     """Run one documented command; its exit code and what it printed (``None``: the rest
     of its pipeline needs a tool that is not installed)."""
     for words, why in NOT_RUN.items():
         if tuple(cmd.argv[: len(words)]) == words:
             pytest.skip(f"dnnlens {' '.join(words)}: {why}")
+    if cmd.argv[:1] == ["fleet"]:
+        for option, why in NOT_RUN_OPTIONS.items():
+            if option in cmd.argv:
+                pytest.skip(f"dnnlens fleet {option}: {why}")
     env = {"COLUMNS": None, "NO_COLOR": "1", **cmd.env}
     result = CliRunner().invoke(app, cmd.argv, env=env)  # type: ignore[arg-type]
     if result.exception is not None and not isinstance(result.exception, SystemExit):
@@ -175,6 +211,10 @@ def check_excerpt(excerpt: str, output: str) -> None:
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
 def test_documented_commands_run_as_shown(block: Block, workdir: Path) -> None:
     cmds = commands(block)
+    if any(cmd.argv[:1] == ["fleet"] for cmd in cmds):
+        pytest.importorskip("duckdb")
+        pytest.importorskip("distributed")
+        fleet_logs(workdir)
     if cmds:
         printed: list[str | None] = []
         for cmd in cmds:
