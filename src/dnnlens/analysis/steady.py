@@ -132,9 +132,7 @@ def _partial_last(times: pd.DataFrame, rows: np.ndarray, period: int) -> bool:
     if len(rows) <= MIN_STEADY_PASSES or period <= 0:
         return False
     last = rows[-1]
-    return (
-        not bool(times["regular"].iat[last]) and int(times["exec_count"].iat[last]) < period
-    )
+    return not bool(times["regular"].iat[last]) and int(times["exec_count"].iat[last]) < period
 
 
 def steady_state(iterations: Iterations) -> SteadyState:

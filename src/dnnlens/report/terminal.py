@@ -49,11 +49,7 @@ def _about(a: Analysis, names: dict[str, str]) -> str:
     trace's typical step, oneDNN's part of it; or the oneDNN typical iteration)."""
     s, st, b, fw = a.summary, a.steady, a.report_basis, a.framework
     logs = ", ".join(names[x.path] for x in a.log.scans)
-    passes = (
-        f"{st.passes:,} passes ({st.left_out_words})"
-        if st.found
-        else "no repeating iteration"
-    )
+    passes = f"{st.passes:,} passes ({st.left_out_words})" if st.found else "no repeating iteration"
     profile = ""
     if fw is not None:
         doc = fw.to_json()["steps"]
