@@ -216,12 +216,19 @@ def test_a_utf16_trace_on_standard_input_is_a_trace(case: str) -> None:
 
 
 def test_a_trace_of_another_run_beside_a_log_is_analysed_with_a_note(tmp_path: Path) -> None:
-    """The trace's step (two ops, 0.005 ms) cannot hold the log's typical iteration (2.09
-    ms): the two are not of one run. That is the inputs' disagreement, not a bug of a rule
-    whose impact is a part of its own iteration: exit 0, the findings kept, one note."""
+    """A trace of another stem and no timestamps is a run of its own beside the log (the log
+    is judged on its own basis, the trace's run says why it stands alone); joined with
+    ``--combine``, its step (two ops, 0.005 ms) cannot hold the log's typical iteration
+    (2.09 ms): the inputs' disagreement, not a bug of a rule whose impact is a part of its own
+    iteration: exit 0, the findings kept, one note."""
     trace = tmp_path / "t.json"
     trace.write_text(_trace(_op(), _op(ts=9, dur=3)))
     code, out, err = run("-f", "json", str(NCHW), str(trace))
+    assert code == EXIT_OK, err
+    log_run, trace_run = json.loads(out)["runs"]
+    assert log_run["basis"]["unit"] == "iteration" and "run_note" not in log_run
+    assert trace_run["run_note"].startswith("t.json is a profiler trace paired with no log")
+    code, out, err = run("-f", "json", str(NCHW), str(trace), "--combine")
     assert code == EXIT_OK, err
     doc = json.loads(out)
     assert doc["summary"]["exec_count"] == NCHW_EXECS
