@@ -38,14 +38,38 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+# The parsed forms a record carries (LineRecord.parsed_*) and the scan of an input, named
+# here for the layers above, which read them and never import a parser.
+from dnnlens.parsers.attrs import Attrs, PostOp
+from dnnlens.parsers.common import DATA_TYPES
 from dnnlens.parsers.isa import split_impl
+from dnnlens.parsers.memdesc import MdList, MemDesc
+from dnnlens.parsers.problem import Problem
 from dnnlens.parsers.records import LineRecord
 from dnnlens.parsers.scanner import InputScan
+from dnnlens.parsers.torch_table import ProfilerTable
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from dnnlens.parsers.torch_trace import FrameworkData
+
+__all__ = [
+    "DATA_TYPES",
+    "Attrs",
+    "EventWindow",
+    "InputScan",
+    "LineRecord",
+    "MdList",
+    "MemDesc",
+    "ParsedLog",
+    "PostOp",
+    "Problem",
+    "ProfilerTable",
+    "build_diagnostics",
+    "build_events",
+    "direction_of",
+]
 
 #: Record attributes copied into string (categorical) columns.
 RECORD_COLUMNS = (
