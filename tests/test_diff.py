@@ -20,6 +20,7 @@ from dnnlens.analysis.diff import diff_analyses
 from dnnlens.analysis.layouts import flow_label
 from dnnlens.cli import app
 from dnnlens.cli.diff import parse_percent
+from dnnlens.parsers.memdesc import parse_mds
 from dnnlens.reading import load, load_text
 from dnnlens.report.console import color_allowed, make_console, progress_enabled
 from dnnlens.report.diff_report import render_json
@@ -164,10 +165,9 @@ def test_empty_logs_compare_without_numbers():
 
 
 def test_flow_label_dtype():
-    assert (
-        flow_label("src:f32::blocked:abcd::f0 dst:bf16::blocked:abcd::f0") == "f32:abcd->bf16:abcd"
-    )
-    assert flow_label("in:f32_nchw out:f32_nChw8c") == "nchw->nChw8c"
+    mds = parse_mds("src:f32::blocked:abcd::f0 dst:bf16::blocked:abcd::f0")
+    assert flow_label(mds) == "f32:abcd->bf16:abcd"
+    assert flow_label(parse_mds("in:f32_nchw out:f32_nChw8c")) == "nchw->nChw8c"
 
 
 @pytest.mark.parametrize("text,value", [("5%", 0.05), ("5", 0.05), ("0.5 %", 0.005), ("0", 0.0)])

@@ -192,13 +192,14 @@ def test_memory_descriptors_split_per_argument(tmp_path):
 
 
 def test_md_columns_of_one_field():
+    from dnnlens.parsers.memdesc import parse_mds
     from dnnlens.report.tables_export import md_args, md_columns
 
-    mds = (
+    mds = parse_mds(
         "src:f32:a:blocked:abcd::f0 wei:bf16::blocked:Acdb8a::f0 bia:undef::undef::: "
         "dst:f32:a:any:any::f0"
     )
-    assert md_args([mds, "diff_dst:f32::blocked:ab::f0"]) == [
+    assert md_args([mds, parse_mds("diff_dst:f32::blocked:ab::f0")]) == [
         "src",
         "wei",
         "bia",

@@ -18,6 +18,8 @@ from dnnlens.analysis.linking import (
     shape_fits,
 )
 from dnnlens.cli import app
+from dnnlens.parsers.memdesc import parse_mds
+from dnnlens.parsers.problem import parse_problem
 from dnnlens.parsers.torch_table import read_table_file
 from dnnlens.reading import load
 
@@ -225,22 +227,32 @@ def test_analysis_extras_without_framework_data():
 
 
 def test_shape_fits():
-    conv = "mb4_ic16oc32_ih32oh16kh3sh2dh0ph1_iw32ow16kw3sw2dw0pw1"
+    conv = parse_problem("convolution", "mb4_ic16oc32_ih32oh16kh3sh2dh0ph1_iw32ow16kw3sw2dw0pw1")
     assert shape_fits("convolution", conv, "[[4, 16, 32, 32], [32, 16, 3, 3], [], []]")
     assert not shape_fits("convolution", conv, "[[4, 16, 32, 32], [16, 16, 3, 3], []]")
     assert shape_fits("convolution", conv, "") is None
     backward = "[[4, 32, 16, 16], [4, 16, 32, 32], [32, 16, 3, 3], [], []]"
     assert shape_fits("convolution", conv, backward)  # grad_output, input, weight
-    rnn = "l1t20mb4sic64slc32dhc64dic64"
+    rnn = parse_problem("rnn", "l1t20mb4sic64slc32dhc64dic64")
     assert shape_fits("rnn", rnn, "[[20, 4, 32], [256, 32], [256, 64], [256], [256]]")
     assert not shape_fits("rnn", rnn, "[[20, 4, 64], [256, 64], [256, 64], [256], [256]]")
-    assert shape_fits("reorder", "4x16x32x32", "[[4, 16, 32, 32]]") is None
+    reorder = parse_problem("reorder", "4x16x32x32")
+    assert shape_fits("reorder", reorder, "[[4, 16, 32, 32]]") is None
 
 
 def test_reorder_direction():
-    assert reorder_direction("src:f32::blocked:abcd::f0 dst:f32::blocked:aBcd8b::f0") == "in"
-    assert reorder_direction("src:f32::blocked:aBcd8b::f0 dst:f32::blocked:abcd::f0") == "out"
-    assert reorder_direction("src:f32::blocked:abcd::f0 dst:f32::blocked:acdb::f0") == "other"
+    assert (
+        reorder_direction(parse_mds("src:f32::blocked:abcd::f0 dst:f32::blocked:aBcd8b::f0"))
+        == "in"
+    )
+    assert (
+        reorder_direction(parse_mds("src:f32::blocked:aBcd8b::f0 dst:f32::blocked:abcd::f0"))
+        == "out"
+    )
+    assert (
+        reorder_direction(parse_mds("src:f32::blocked:abcd::f0 dst:f32::blocked:acdb::f0"))
+        == "other"
+    )
 
 
 def test_each_table_of_a_log_links_to_the_stretch_since_the_table_before_it(tmp_path, monkeypatch):
@@ -259,9 +271,9 @@ def test_each_table_of_a_log_links_to_the_stretch_since_the_table_before_it(tmp_
     reads = []
     real = linking._Execs.of_events.__func__
 
-    def counted(cls, events):
+    def counted(cls, events, records=None):
         reads.append(len(events))
-        return real(cls, events)
+        return real(cls, events, records)
 
     monkeypatch.setattr(linking._Execs, "of_events", classmethod(counted))
     results = link_framework(log)

@@ -333,7 +333,7 @@ class Analysis:
         """The op graph of one steady iteration (:mod:`dnnlens.analysis.graph`)."""
         from dnnlens.analysis.graph import build_graph
 
-        return build_graph(self._windowed[0], self.iterations, self.steady.steady)
+        return build_graph(self._windowed[0], self.iterations, self.steady.steady, self.log.records)
 
     @fact
     def reorders(self) -> pd.DataFrame:
@@ -651,12 +651,12 @@ class ReorderPart:
 
 def _no_cost_notes(log: ParsedLog, points: list[Any]) -> list[str]:
     """One note per reason some executed primitives have no cost (impossible sizes)."""
-    from dnnlens.analysis.costmodel import no_cost_reason
+    from dnnlens.analysis.costmodel import record_no_cost_reason
 
     counts: dict[str, int] = {}
     for point in points:
         rec = log.records[point.record]
-        why = no_cost_reason(rec.kind, rec.problem, rec.mds, rec.prop_kind, rec.aux, rec.attrs)
+        why = record_no_cost_reason(rec)
         if why is not None:
             counts[why] = counts.get(why, 0) + 1
     return [f"no cost for {n} primitives: {why}" for why, n in sorted(counts.items())]

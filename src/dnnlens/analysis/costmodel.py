@@ -16,7 +16,9 @@ In short:
   ``binary`` post-op reads its second operand. Caches and repeated passes are not modelled.
 
 :func:`primitive_cost` never raises: a kind or descriptor it does not understand gives
-``None``.
+``None``. A line of a log is costed from its record (:func:`record_cost`: the descriptors the
+record parsed once); the text forms are for descriptors no log printed (a projection's
+what-if, a test), which become a record of their own.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -36,9 +39,10 @@ from dnnlens.analysis.tensor_dims import (
     list_tensor_dims,
     named_tensor_dims,
 )
-from dnnlens.parsers.attrs import parse_attrs, parse_aux
-from dnnlens.parsers.memdesc import MemDesc, parse_mds
-from dnnlens.parsers.problem import parse_problem, spatial_dims
+from dnnlens.parsers.attrs import Attrs
+from dnnlens.parsers.memdesc import MemDesc
+from dnnlens.parsers.problem import spatial_dims
+from dnnlens.parsers.records import LINE_EVENT, LineRecord
 
 __all__ = [
     "DTYPE_BITS",
@@ -49,6 +53,8 @@ __all__ = [
     "padded_elements",
     "primitive_cost",
     "primitive_flops",
+    "record_cost",
+    "record_no_cost_reason",
 ]
 
 #: Bits per element of each oneDNN data type.
@@ -272,7 +278,7 @@ def _gemm_shape(kind: str, prob_dims: dict, groups: Groups) -> tuple[int, int, i
 
 
 def _rnn_flops(
-    d: dict[str, int | None], aux: dict[str, str], prop_kind: str, has_proj: bool
+    d: dict[str, int | None], aux: Mapping[str, str], prop_kind: str, has_proj: bool
 ) -> tuple[int, str] | None:
     layers, t, mb = d.get("l", 1), d.get("t"), d.get("mb")
     sic, slc = d.get("sic"), d.get("slc")
@@ -298,7 +304,7 @@ def _rnn_flops(
 
 
 def _list_dims(
-    kind: str, groups: Groups, mds: list[MemDesc], aux: dict[str, str]
+    kind: str, groups: Groups, mds: list[MemDesc], aux: Mapping[str, str]
 ) -> list[Dims | None]:
     """Complete dims of each md of a dims-list descriptor (see ``list_tensor_dims``).
 
@@ -357,7 +363,11 @@ def _access(kind: str, prop_kind: str, arg: str) -> str:
 
 
 def _norm_extra(
-    kind: str, prob: dict[str, int | None], elements_dims: Dims, aux: dict[str, str], prop_kind: str
+    kind: str,
+    prob: dict[str, int | None],
+    elements_dims: Dims,
+    aux: Mapping[str, str],
+    prop_kind: str,
 ) -> tuple[list[TensorCost], bool]:
     """Statistics and scale/shift tensors of a normalisation; and whether stats are computed."""
     flags = aux.get("flags", "")
@@ -394,13 +404,13 @@ def _norm_extra(
     return out, computes
 
 
-def _post_op_tensors(attrs: str, dst: TensorCost | None) -> tuple[list[TensorCost], int]:
+def _post_op_tensors(attrs: Attrs, dst: TensorCost | None) -> tuple[list[TensorCost], int]:
     """Extra tensors read by post-ops, and their operation count (1 per dst element each)."""
     if dst is None:
         return [], 0
     extra: list[TensorCost] = []
     ops = 0
-    for po in parse_attrs(attrs).post_ops:
+    for po in attrs.post_ops:
         if po.kind == "sum":
             extra.append(_tensor("dst(sum)", po.dtype or dst.dtype, dst.dims, access="read"))
         elif po.kind in ("binary", "prelu"):
@@ -422,21 +432,50 @@ class _Refused(Exception):
 
 
 @lru_cache(maxsize=1 << 14)
+def _record_cost_or_reason(record: LineRecord) -> Cost | str | None:
+    """The cost of one call of a record, the reason it has none when a count is impossible,
+    or ``None`` (a kind or descriptor the model does not cover). Keyed by the record's
+    printed fields: equal lines are costed once."""
+    try:
+        return _cost(record)
+    except _Refused as refused:
+        return str(refused)
+
+
+def record_cost(record: LineRecord) -> Cost | None:
+    """The cost of one call of the primitive of ``record``, or ``None`` (no cost: see
+    :func:`record_no_cost_reason`)."""
+    cost = _record_cost_or_reason(record)
+    return cost if isinstance(cost, Cost) else None
+
+
+def record_no_cost_reason(record: LineRecord) -> str | None:
+    """Why the primitive of ``record``, whose sizes were printed, has no cost (``None``: it
+    has one, or the model does not cover its kind)."""
+    cost = _record_cost_or_reason(record)
+    return cost if isinstance(cost, str) else None
+
+
+def _as_record(
+    kind: str, problem: str, mds: str, prop_kind: str, aux: str, attrs: str
+) -> LineRecord:
+    return LineRecord(
+        LINE_EVENT, "", kind=kind, prop_kind=prop_kind, mds=mds, attrs=attrs, aux=aux,
+        problem=problem,
+    )  # fmt: skip
+
+
 def cost_or_reason(
     kind: str, problem: str, mds: str = "", prop_kind: str = "", aux: str = "", attrs: str = ""
 ) -> Cost | str | None:
-    """The cost of one call, the reason it has none when a count is impossible, or
-    ``None`` (a kind or descriptor the model does not cover)."""
-    try:
-        return _cost(kind, problem, mds, prop_kind, aux, attrs)
-    except _Refused as refused:
-        return str(refused)
+    """:func:`record_cost` or :func:`record_no_cost_reason` of descriptors given as text."""
+    return _record_cost_or_reason(_as_record(kind, problem, mds, prop_kind, aux, attrs))
 
 
 def primitive_cost(
     kind: str, problem: str, mds: str = "", prop_kind: str = "", aux: str = "", attrs: str = ""
 ) -> Cost | None:
-    """The cost of one call of a primitive line, or ``None`` (no cost: see
+    """The cost of one call of a primitive line given as text, or ``None`` (no cost: see
     :func:`no_cost_reason`)."""
     cost = cost_or_reason(kind, problem, mds, prop_kind, aux, attrs)
     return cost if isinstance(cost, Cost) else None
@@ -445,8 +484,8 @@ def primitive_cost(
 def no_cost_reason(
     kind: str, problem: str, mds: str = "", prop_kind: str = "", aux: str = "", attrs: str = ""
 ) -> str | None:
-    """Why a primitive whose sizes were printed has no cost (``None``: it has one, or
-    the model does not cover its kind)."""
+    """Why a primitive given as text, whose sizes were printed, has no cost (``None``: it
+    has one, or the model does not cover its kind)."""
     cost = cost_or_reason(kind, problem, mds, prop_kind, aux, attrs)
     return cost if isinstance(cost, str) else None
 
@@ -459,24 +498,23 @@ def primitive_flops(
     return None if cost is None else float(cost.flops)
 
 
-def _cost(
-    kind: str, problem: str, mds_text: str, prop_kind: str, aux_text: str, attrs: str
-) -> Cost | None:
+def _cost(record: LineRecord) -> Cost | None:
+    kind, problem, prop_kind = record.kind, record.problem, record.prop_kind
     k = (kind or "").strip().lower().removesuffix("_v2")
     if not k or k == "graph_partition" or k == "zero_pad":
         return None
     if not (problem or "").strip():
         return None
-    prob = parse_problem(k, problem)
+    prob = record.parsed_problem
     if prob.overflow:  # oneDNN's "#": its print buffer was too small for the sizes
         raise _Refused("sizes not printed (oneDNN's '#': its buffer overflowed)")
     d = dict(prob.dims)
     if _negative_sizes(d, prob.tensors):
         # no tensor has a negative size: a damaged or hand-made line
         raise _Refused("a size below zero (a damaged or hand-edited line)")
-    aux = parse_aux(aux_text)
-    mdl = [md for md in parse_mds(mds_text) if not md.is_absent and md.arg not in _NO_TENSOR]
-    fpmath = parse_attrs(attrs).fpmath if attrs else None
+    aux = record.parsed_aux
+    mdl = [md for md in record.parsed_mds if not md.is_absent and md.arg not in _NO_TENSOR]
+    fpmath = record.parsed_attrs.fpmath if record.attrs else None
     groups = list_groups(problem) if prob.form == "dims" or prob.error else ()
     direction = _direction(prop_kind)
     notes: list[str] = []
@@ -612,7 +650,7 @@ def _cost(
         return None
 
     dst_t = next((t for t in tensors if t.access == "write"), None)
-    extra, po_ops = _post_op_tensors(attrs, dst_t)
+    extra, po_ops = _post_op_tensors(record.parsed_attrs, dst_t)
     if extra or po_ops:
         tensors.extend(extra)
         flops += po_ops

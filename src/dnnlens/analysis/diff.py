@@ -32,6 +32,8 @@ from typing import Any
 from dnnlens.analysis.analysis import Analysis
 from dnnlens.analysis.layouts import flow_label, md_layouts
 from dnnlens.analysis.training import TrainingStep
+from dnnlens.model import MdList
+from dnnlens.parsers.memdesc import parse_mds
 
 BASES = ("typical", "mean")
 #: What the verdict is about: the framework step (both sides have a profiler trace or
@@ -246,17 +248,23 @@ class Diff:
         return [p for p in self.primitives if p["status"] == status]
 
 
-def primitive_identity(kind: str, prop_kind: str, problem: str, mds: str) -> tuple[str, ...]:
+def primitive_identity(
+    kind: str, prop_kind: str, problem: str, mds: MdList | str
+) -> tuple[str, ...]:
     """What makes two primitives of two runs the same one (``diff`` and ``fleet diff``):
     kind, prop_kind, problem, and a reorder's layout flow; other layouts and the
-    implementation are attributes, so a layout change is "changed", not a new primitive."""
-    flow = flow_label(mds) if kind == "reorder" else ""
-    return kind, prop_kind, problem, flow
+    implementation are attributes, so a layout change is "changed", not a new primitive.
+
+    ``mds`` is a record's parsed memory descriptors, or the field as text where there is no
+    record (a fleet dataset's rows)."""
+    if kind != "reorder":
+        return kind, prop_kind, problem, ""
+    return kind, prop_kind, problem, flow_label(parse_mds(mds) if isinstance(mds, str) else mds)
 
 
 def _primitive_key(analysis: Analysis, rid: int) -> tuple[str, ...]:
     r = analysis.log.records[rid]
-    return primitive_identity(r.kind, r.prop_kind, r.problem, r.mds)
+    return primitive_identity(r.kind, r.prop_kind, r.problem, r.parsed_mds)
 
 
 def _empty_entry() -> dict[str, Any]:
@@ -277,7 +285,7 @@ def _per_primitive(analysis: Analysis) -> dict[tuple[str, str, str, str], dict[s
         entry["ms"] += float(row["time_ms"])
         entry["typical_ms"] += float(part.get(int(rid), 0.0))
         entry["impls"][r.impl] += count
-        entry["layouts"][md_layouts(r.mds)] += count
+        entry["layouts"][md_layouts(r.parsed_mds)] += count
     return out
 
 

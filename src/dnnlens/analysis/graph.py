@@ -82,6 +82,7 @@ record           id of its line in ``ParsedLog.records`` (the ``record`` event c
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
@@ -99,9 +100,7 @@ from dnnlens.analysis.tensor_dims import (
     list_tensor_dims,
     named_tensor_dims,
 )
-from dnnlens.parsers.attrs import parse_attrs, parse_aux
-from dnnlens.parsers.memdesc import parse_mds
-from dnnlens.parsers.problem import parse_problem
+from dnnlens.parsers.records import LINE_EVENT, LineRecord
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -115,6 +114,7 @@ __all__ = [
     "Tensor",
     "build_graph",
     "op_tensors",
+    "record_tensors",
 ]
 
 REORDER_COLUMNS: tuple[str, ...] = (
@@ -217,17 +217,33 @@ def _role(kind: str, prop_kind: str, arg: str) -> tuple[bool, bool]:
     return True, False
 
 
-@lru_cache(maxsize=1 << 14)
 def op_tensors(
     kind: str, prop_kind: str, mds: str, problem: str, aux: str
 ) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
-    """``(inputs, outputs)`` tensors of a primitive line, from its printed fields."""
+    """:func:`record_tensors` of a primitive line given as its printed fields."""
+    return record_tensors(_as_record(kind, prop_kind, mds, problem, aux))
+
+
+def _as_record(
+    kind: str, prop_kind: str, mds: str, problem: str, aux: str, attrs: str = ""
+) -> LineRecord:
+    return LineRecord(
+        LINE_EVENT, "", kind=kind, prop_kind=prop_kind, mds=mds, attrs=attrs, aux=aux,
+        problem=problem,
+    )  # fmt: skip
+
+
+@lru_cache(maxsize=1 << 14)
+def record_tensors(record: LineRecord) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
+    """``(inputs, outputs)`` tensors of a primitive line, from the descriptors its record
+    parsed."""
+    kind, prop_kind = record.kind, record.prop_kind
     k = _kind(kind)
-    mdl = [md for md in parse_mds(mds) if not md.is_absent]
-    prob = parse_problem(kind, problem)
-    aux_map = parse_aux(aux)
+    mdl = [md for md in record.parsed_mds if not md.is_absent]
+    prob = record.parsed_problem
+    aux_map = record.parsed_aux
     if prob.form == "dims":
-        dims = list_tensor_dims(k, list_groups(problem), mdl, aux_map)
+        dims = list_tensor_dims(k, list_groups(record.problem), mdl, aux_map)
     else:
         named = dict(prob.dims)
         dims = [named_tensor_dims(k, named, md, aux_map) if named else None for md in mdl]
@@ -487,13 +503,16 @@ def build_graph(
     events: pd.DataFrame,
     iterations: Iterations | None = None,
     steady: np.ndarray | None = None,
+    records: Sequence[LineRecord] | None = None,
 ) -> OpGraph:
     """The op graph of one steady iteration of an event table, with stats from all passes.
 
     ``iterations`` defaults to :func:`~dnnlens.analysis.iterations.find_iterations` of the
     events (pass one found with marker lines to override the detection); ``steady`` is the
     steady-state mask of the event rows (:mod:`dnnlens.analysis.steady`) that
-    ``steady_count`` counts (every row by default).
+    ``steady_count`` counts (every row by default). ``records`` are the records the
+    ``record`` column points into (``ParsedLog.records``), whose parsed descriptors the
+    nodes read; without them each node is read from its printed fields.
     """
     iters = iterations if iterations is not None else find_iterations(events)
     is_exec = category_mask(events["operation"], lambda v: v == "exec")
@@ -541,11 +560,16 @@ def build_graph(
         (f"n{i}_" if i < n_pos else f"x{i - n_pos}_") + (cols["kind"][i] or "op")
         for i in range(n_nodes)
     ]
-    tensors = {
-        i: op_tensors(cols["kind"][i], cols["prop_kind"][i], cols["mds"][i],
-                      cols["problem"][i], cols["aux"][i])
-        for i in range(n_nodes)
-    }  # fmt: skip
+    node_lines = (
+        [records[int(r)] for r in node_records]
+        if records is not None
+        else [
+            _as_record(cols["kind"][i], cols["prop_kind"][i], cols["mds"][i],
+                       cols["problem"][i], cols["aux"][i], cols["attrs"][i])
+            for i in range(n_nodes)
+        ]
+    )  # fmt: skip
+    tensors = {i: record_tensors(node_lines[i]) for i in range(n_nodes)}
 
     graph = Digraph(name="dnnlens op graph")
     records: list[dict[str, object]] = []
@@ -553,9 +577,7 @@ def build_graph(
         ins, outs = tensors[i]
         src_t = ins[0] if ins else None
         dst_t = outs[0] if outs else None
-        post_ops = "+".join(
-            po.short_alg or po.kind for po in parse_attrs(cols["attrs"][i]).post_ops
-        )
+        post_ops = "+".join(po.short_alg or po.kind for po in node_lines[i].parsed_attrs.post_ops)
         row = {
             "node": names[i],
             "position": i if i < n_pos else -1,

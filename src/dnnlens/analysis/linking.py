@@ -29,7 +29,7 @@ import math
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -37,12 +37,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dnnlens.model import ParsedLog
-from dnnlens.parsers.memdesc import parse_mds
-from dnnlens.parsers.problem import parse_problem
+from dnnlens.model import MdList, ParsedLog, Problem
+from dnnlens.model.regions import marker_ranges
+from dnnlens.parsers.records import LINE_EVENT, LineRecord
 from dnnlens.parsers.torch_table import ProfilerTable
 from dnnlens.parsers.torch_trace import TraceData
-from dnnlens.reading.tables import marker_ranges
 
 METHODS = ("timestamp", "shape", "order")
 #: Trace categories that are framework ops (python frames and device work are not).
@@ -128,15 +127,20 @@ class _Execs:
     mds: np.ndarray
     time: np.ndarray
     stamp: np.ndarray
+    #: each exec's id in ``records`` (-1: none)
+    record: np.ndarray
 
     @classmethod
     def of(cls, log: ParsedLog) -> _Execs:
-        return cls.of_events(log.events)
+        return cls.of_events(log.events, log.records)
 
     @classmethod
-    def of_events(cls, events: pd.DataFrame) -> _Execs:
+    def of_events(cls, events: pd.DataFrame, records: Sequence[LineRecord] | None = None) -> _Execs:
+        """The execs of ``events``; ``records`` are the records their ``record`` column
+        points into (``ParsedLog.records``), whose parsed descriptors linking reads."""
         ev = events[events["operation"] == "exec"]
         coded = {n: c for n in ("kind", "mds") if (c := _coded(ev[n])) is not None}
+        known = records is not None and "record" in ev
         return cls(
             index=ev.index.to_numpy(),
             input=_texts(ev["input"]),
@@ -147,7 +151,13 @@ class _Execs:
             mds=_texts(ev["mds"]),
             time=np.nan_to_num(ev["time_ms"].to_numpy(dtype=np.float64)),
             stamp=ev["timestamp_ms"].to_numpy(dtype=np.float64),
+            record=(
+                ev["record"].to_numpy(dtype=np.int64)
+                if known
+                else np.full(len(ev), -1, dtype=np.int64)
+            ),
             _coded=coded,
+            _records=records if known else None,
         )
 
     def __len__(self) -> int:
@@ -155,6 +165,16 @@ class _Execs:
 
     #: (codes, names) of the kind and mds columns when they were categorical
     _coded: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict, repr=False)
+    _records: Sequence[LineRecord] | None = field(default=None, repr=False)
+
+    def record_at(self, pos: int) -> LineRecord:
+        """The record of the exec at ``pos`` (its descriptors parsed once): the log's, or
+        without one, a record of its printed fields."""
+        rid = int(self.record[pos])
+        if self._records is not None and rid >= 0:
+            return self._records[rid]
+        return _printed(str(self.kind[pos]), str(self.prop[pos]), str(self.problem[pos]),
+                        str(self.mds[pos]))  # fmt: skip
 
     @cached_property
     def kind_codes(self) -> tuple[np.ndarray, list[str]]:
@@ -180,9 +200,12 @@ class _Execs:
         reorder = codes[positions] == kinds.index("reorder")
         mds_codes, mds_names = self._mds_codes
         into = self.__dict__.setdefault("_into", np.full(len(mds_names), -1, dtype=np.int8))
-        wanted = mds_codes[positions[reorder]]
-        for c in np.unique(wanted[into[wanted] < 0]).tolist():
-            into[c] = reorder_direction(mds_names[c]) == "in"
+        at = positions[reorder]
+        wanted = mds_codes[at]
+        new = into[wanted] < 0
+        codes, first = np.unique(wanted[new], return_index=True)
+        for c, pos in zip(codes.tolist(), at[new][first].tolist(), strict=True):
+            into[c] = reorder_direction(self.record_at(pos).parsed_mds) == "in"
         out = np.zeros(len(positions), dtype=bool)
         out[reorder] = into[wanted] == 1
         return out
@@ -242,9 +265,16 @@ def _texts(column: pd.Series) -> np.ndarray:
 
 
 @lru_cache(maxsize=4096)
-def reorder_direction(mds: str) -> str:
-    """``in`` (plain -> blocked), ``out`` (blocked -> plain) or ``other``."""
-    tags = {md.arg: md.tag for md in parse_mds(mds).mds}
+def _printed(kind: str, prop_kind: str, problem: str, mds: str) -> LineRecord:
+    """A record of an exec known only by its printed fields (events without their records),
+    one per distinct fields."""
+    return LineRecord(LINE_EVENT, "", kind=kind, prop_kind=prop_kind, mds=mds, problem=problem)
+
+
+def reorder_direction(mds: MdList) -> str:
+    """``in`` (plain -> blocked), ``out`` (blocked -> plain) or ``other``, of a reorder's
+    parsed memory descriptors."""
+    tags = {md.arg: md.tag for md in mds.mds}
     src, dst = tags.get("src", ""), tags.get("dst", "")
     src_plain, dst_plain = bool(_PLAIN_TAG.fullmatch(src)), bool(_PLAIN_TAG.fullmatch(dst))
     if src_plain and not dst_plain and dst:
@@ -279,13 +309,12 @@ def _tensors(dims_json: str) -> tuple[tuple[int, ...], ...]:
     return tuple(out)
 
 
-def shape_fits(kind: str, problem: str, dims_json: str) -> bool | None:
-    """Does the problem of a primitive fit an op's input dims? None: cannot tell."""
+def shape_fits(kind: str, problem: Problem, dims_json: str) -> bool | None:
+    """Does the (parsed) problem of a primitive fit an op's input dims? None: cannot tell."""
     tensors = _tensors(dims_json)
     if not tensors:
         return None
-    p = parse_problem(kind, problem)
-    d = p.dims
+    d = problem.dims
     if kind in ("convolution", "deconvolution"):
         spatial = [s for s in ("d", "h", "w") if f"i{s}" in d]
         if "mb" not in d or "ic" not in d or not spatial:
@@ -313,12 +342,12 @@ def shape_fits(kind: str, problem: str, dims_json: str) -> bool | None:
         if "mb" not in d or "ic" not in d:
             return None
         return any(
-            t[0] == d["mb"] and math.prod(t[1:]) == p.dims.get("K", d["ic"])
+            t[0] == d["mb"] and math.prod(t[1:]) == problem.dims.get("K", d["ic"])
             for t in tensors
             if len(t) >= 2
         )
-    if kind == "matmul" and p.tensors:
-        src = p.tensors[0]
+    if kind == "matmul" and problem.tensors:
+        src = problem.tensors[0]
         return any(t == src or t[-2:] == src[-2:] for t in tensors)
     return None
 
@@ -454,7 +483,7 @@ def _walk(
             label = int(labels[jj])
             if execs.prop[pos] in used[label]:
                 continue
-            fits = shape_fits(kind, execs.problem[pos], dims_of(label))
+            fits = shape_fits(kind, execs.record_at(pos).parsed_problem, dims_of(label))
             if fits is False:
                 continue
             found, method = jj, "shape" if fits else "order"
@@ -537,7 +566,7 @@ def _by_sequence(
         tail.append(p)
     lead_kept: list[int] = []
     for p in reversed(window[:first]):  # input reorders of the first op, just before it
-        if execs.kind[p] == "reorder" and reorder_direction(execs.mds[p]) == "in":
+        if execs.kind[p] == "reorder" and reorder_direction(execs.record_at(p).parsed_mds) == "in":
             lead_kept.append(p)
         else:
             break
@@ -556,7 +585,7 @@ def _start_candidates(
         i
         for i, p in enumerate(anchor_pos)
         if execs.kind[p] == first_kind
-        and shape_fits(first_kind, execs.problem[p], dims) is not False
+        and shape_fits(first_kind, execs.record_at(p).parsed_problem, dims) is not False
     ]
     return cands[-WINDOW_CANDIDATES:] or [0]
 
@@ -776,7 +805,7 @@ def link_trace(log: ParsedLog, trace: TraceData, events: pd.DataFrame | None = N
     """Link the exec events of ``log`` (or ``events``, some of them) to the ops of ``trace``."""
     markers = log.framework.markers if log.framework is not None else {}
     rows = log.events if events is None else events
-    return link_trace_events(rows, trace, markers, have_log=bool(log.scans))
+    return link_trace_events(rows, trace, markers, have_log=bool(log.scans), records=log.records)
 
 
 def link_trace_events(
@@ -784,13 +813,15 @@ def link_trace_events(
     trace: TraceData,
     markers: dict[str, list[tuple[int, str]]],
     have_log: bool = True,
+    records: Sequence[LineRecord] | None = None,
 ) -> LinkResult:
     """Link the exec rows of an event table to the ops of ``trace``.
 
     ``markers`` are the profiler_start/stop lines per input; ``have_log`` says whether a
-    verbose log was given at all (for the notes).
+    verbose log was given at all (for the notes); ``records`` the log's records, whose
+    parsed descriptors the events' ``record`` column points to.
     """
-    execs = _Execs.of_events(events)
+    execs = _Execs.of_events(events, records)
     ops = _op_frame(trace)
     notes: list[str] = []
     links: dict[int, tuple[int, str]] = {}
@@ -910,6 +941,8 @@ def link_table(
     """
     markers = log.framework.markers if log.framework is not None else {}
     rows = log.events if events is None else events
+    if execs is None:
+        execs = _Execs.of_events(rows, log.records)
     return link_table_events(rows, table, markers, execs, since)
 
 
@@ -1070,7 +1103,8 @@ def link_framework(log: ParsedLog, events: pd.DataFrame | None = None) -> list[L
     if fw.traces:
         return [link_trace(log, t, rows) for t in fw.traces]
     plain = [t for t in fw.tables if not t.by_input_shape] or fw.tables
-    execs = _Execs.of_events(rows)  # once for every table: each then costs what its window holds
+    # once for every table: each then costs what its window holds
+    execs = _Execs.of_events(rows, log.records)
     lines: dict[str, list[int]] = defaultdict(list)
     for t in plain:
         lines[t.source].append(t.line)

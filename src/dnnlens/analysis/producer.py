@@ -38,8 +38,7 @@ import numpy as np
 
 from dnnlens.analysis.columns import str_values
 from dnnlens.model import ParsedLog
-from dnnlens.parsers.memdesc import parse_mds
-from dnnlens.parsers.records import LINE_EVENT
+from dnnlens.parsers.records import LINE_EVENT, LineRecord
 from dnnlens.parsers.scanner import InputScan
 
 __all__ = [
@@ -291,9 +290,9 @@ def _line_shape_clues(log: ParsedLog) -> list[Clue]:
     ]
 
 
-def _hwio(rec: Any) -> bool:
+def _hwio(rec: LineRecord) -> bool:
     """A reorder from, or a convolution on, 4-D weights in ``cdba`` (HWIO)."""
-    mds = parse_mds(rec.mds)
+    mds = rec.parsed_mds
     md = mds.get("src") if rec.kind == "reorder" else mds.get("wei")
     return md is not None and md.tag == "cdba"
 

@@ -42,12 +42,11 @@ from typing import Any
 import numpy as np
 
 from dnnlens.analysis.columns import str_values
-from dnnlens.analysis.costmodel import Cost, primitive_cost
+from dnnlens.analysis.costmodel import Cost, primitive_cost, record_cost
 from dnnlens.analysis.creations import Creations
 from dnnlens.analysis.machine import Machine, isa_gain, machine_for_log
-from dnnlens.parsers.attrs import parse_attrs, parse_aux
 from dnnlens.parsers.isa import is_reference
-from dnnlens.parsers.memdesc import parse_mds
+from dnnlens.parsers.records import LineRecord
 
 __all__ = [
     "CHANGES",
@@ -111,6 +110,8 @@ class Step:
     aux: str
     time_ms: float
     samples: int
+    #: the record itself: its descriptors, parsed once
+    line: LineRecord = field(repr=False, compare=False)
     tensor: str = ""  # reorders: activation or weight
     producers: list[int] = field(default_factory=list)
     consumers: list[int] = field(default_factory=list)
@@ -129,7 +130,7 @@ class Step:
     @property
     def src_layout(self) -> str:
         """Layout tag of the source (``src``, ``data``, ``src_layer``, ``in``)."""
-        mds = parse_mds(self.mds)
+        mds = self.line.parsed_mds
         for arg in ("src", "data", "src_layer", "in", "query"):
             md = mds.get(arg)
             if md is not None:
@@ -139,14 +140,14 @@ class Step:
     @property
     def dst_layout(self) -> str:
         """Layout tag of the destination (``dst``, ``out``, last md)."""
-        mds = parse_mds(self.mds)
+        mds = self.line.parsed_mds
         md = mds.get("dst") or mds.get("out") or (mds[-1] if len(mds) else None)
         return md.layout if md is not None else ""
 
     @property
     def dtype(self) -> str:
         """Compute data type (:func:`dnnlens.analysis.costmodel.compute_dtype`)."""
-        c = primitive_cost(self.kind, self.problem, self.mds, self.prop_kind, self.aux, self.attrs)
+        c = record_cost(self.line)
         return c.dtype if c else ""
 
     @property
@@ -350,7 +351,7 @@ def iteration_steps(analysis: Any) -> StepTable:
                 position=k, record=rid, kind=rec.kind, impl=rec.impl,
                 prop_kind=rec.prop_kind, problem=rec.problem, mds=rec.mds, attrs=rec.attrs,
                 aux=rec.aux, time_ms=t if t == t else 0.0,
-                samples=int(samples.get(nodes[k], 0)),
+                samples=int(samples.get(nodes[k], 0)), line=rec,
                 example=f"{inputs[row]}:{int(line_all[row])}", node=nodes[k],
             )
         )  # fmt: skip
@@ -660,7 +661,7 @@ def _scaled(s: Step, tables: list[StepTable], m: Machine) -> tuple[float, str, s
 
 
 def _cost(s: Step) -> Cost | None:
-    return primitive_cost(s.kind, s.problem, s.mds, s.prop_kind, s.aux, s.attrs)
+    return record_cost(s.line)
 
 
 def _roof_ms(cost: Cost, m: Machine) -> float:
@@ -730,12 +731,12 @@ def _fuse(state: _State, ctx: _Context) -> None:
             state.note(f"{s.name}: no single producer that takes an eltwise post-op: kept", True)
             continue
         p = prods[0]
-        alg = parse_aux(s.aux).get("alg", "eltwise")
+        alg = s.line.parsed_aux.get("alg", "eltwise")
         alt = _alternatives(
             p,
             occ[p.position],
             ctx.measured + [state.table],
-            lambda c, alg=alg: any(po.alg == alg for po in parse_attrs(c.attrs).post_ops),
+            lambda c, alg=alg: any(po.alg == alg for po in c.line.parsed_attrs.post_ops),
         )
         state.set(
             s,
@@ -748,7 +749,7 @@ def _fuse(state: _State, ctx: _Context) -> None:
         if alt is not None:
             state.set(p, alt.time_ms, "measured", f"with post-op {alg}: {alt.detail}")
             continue
-        cost = primitive_cost(s.kind, s.problem, s.mds, s.prop_kind, s.aux, s.attrs)
+        cost = record_cost(s.line)
         extra = cost.flops / ctx.machine.peak(cost.dtype) / 1e6 if cost else 0.0
         state.set(
             p,
@@ -785,7 +786,8 @@ def _dtype(state: _State, ctx: _Context, target: str = "bf16") -> None:
             state.set(s, alt.time_ms, "measured", f"in {target}: {alt.detail}")
             changed += 1
             continue
-        old = primitive_cost(s.kind, s.problem, s.mds, s.prop_kind, s.aux, s.attrs)
+        old = record_cost(s.line)
+        # a what-if line no log printed: costed from its text
         new = primitive_cost(s.kind, s.problem, _to_bf16(s.mds), s.prop_kind, s.aux, s.attrs)
         if old is None or new is None:
             state.set(

@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from dnnlens.analysis.columns import row_dicts
-from dnnlens.analysis.costmodel import Cost, primitive_cost
+from dnnlens.analysis.costmodel import Cost, record_cost
 from dnnlens.analysis.machine import Machine
 
 __all__ = [
@@ -174,7 +174,7 @@ def roofline_points(
             steady_count=int(steady_counts.get(rid, 0)),
             example=f"{row['first_input']}:{int(row['first_line'])}",
         )  # fmt: skip
-        cost = primitive_cost(rec.kind, rec.problem, rec.mds, rec.prop_kind, rec.aux, rec.attrs)
+        cost = record_cost(rec)
         if cost is not None:
             p.dtype, p.flops, p.bytes, p.intensity = (
                 cost.dtype,

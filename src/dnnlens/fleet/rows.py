@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from dnnlens.analysis.analysis import Analysis
 from dnnlens.fleet import schema
+from dnnlens.model import LineRecord
 from dnnlens.report.json_report import to_json_dict
 from dnnlens.report.tables_export import md_columns
 
@@ -96,7 +97,7 @@ def run_tables(analysis: Analysis, run: RunIdentity) -> dict[str, pa.Table]:
     rows = {
         "inputs": _input_rows(doc, run),
         "primitives": [
-            _primitive_row(p, records[p["record"]].mds, analysis.typical.share(p["iter_ms"]), run)
+            _primitive_row(p, records[p["record"]], analysis.typical.share(p["iter_ms"]), run)
             for p in doc["primitives"]
         ],
         "findings": [_finding_row(i, f, run) for i, f in enumerate(doc["findings"])],
@@ -160,13 +161,15 @@ def _input_rows(doc: dict[str, Any], run: RunIdentity) -> list[dict[str, Any]]:
     return rows
 
 
-def _primitive_row(p: dict[str, Any], mds: str, share: float, run: RunIdentity) -> dict[str, Any]:
+def _primitive_row(
+    p: dict[str, Any], record: LineRecord, share: float, run: RunIdentity
+) -> dict[str, Any]:
     return {
         "run": run.name,
-        "mds": mds,
+        "mds": record.mds,
         "share_of_iteration": share,
         **{column: p[key] for column, key in _PRIMITIVE_KEYS.items()},
-        **md_columns(mds, schema.PRIMITIVE_MD_ARGS),
+        **md_columns(record.parsed_mds, schema.PRIMITIVE_MD_ARGS),
     }
 
 

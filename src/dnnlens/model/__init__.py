@@ -38,14 +38,58 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+# The parsed forms a record carries (LineRecord.parsed_*) and the scan of an input, named
+# here for the layers above, which read them and never import a parser.
+from dnnlens.parsers.common import DATA_TYPES
 from dnnlens.parsers.isa import split_impl
 from dnnlens.parsers.records import LineRecord
 from dnnlens.parsers.scanner import InputScan
+from dnnlens.parsers.torch_table import ProfilerTable
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from dnnlens.parsers.attrs import Attrs, PostOp
+    from dnnlens.parsers.memdesc import MdList, MemDesc
+    from dnnlens.parsers.problem import Problem
     from dnnlens.parsers.torch_trace import FrameworkData
+
+#: The types of the parsed descriptors, imported on first use: reading parses none, and
+#: their modules would add a few ms to the start of every read.
+_PARSED_TYPES = {
+    "Attrs": "dnnlens.parsers.attrs",
+    "PostOp": "dnnlens.parsers.attrs",
+    "MdList": "dnnlens.parsers.memdesc",
+    "MemDesc": "dnnlens.parsers.memdesc",
+    "Problem": "dnnlens.parsers.problem",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _PARSED_TYPES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = [
+    "DATA_TYPES",
+    "Attrs",
+    "EventWindow",
+    "InputScan",
+    "LineRecord",
+    "MdList",
+    "MemDesc",
+    "ParsedLog",
+    "PostOp",
+    "Problem",
+    "ProfilerTable",
+    "build_diagnostics",
+    "build_events",
+    "direction_of",
+]
 
 #: Record attributes copied into string (categorical) columns.
 RECORD_COLUMNS = (

@@ -11,23 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dnnlens.model.regions import marker_ranges
+
 if TYPE_CHECKING:
     from dnnlens.parsers.torch_trace import FrameworkData
-
-
-def marker_ranges(markers: list[tuple[int, str]]) -> list[tuple[int, int]]:
-    """The ``(start, stop)`` lines of each profiled region of a log (an open one ends at the
-    end of the log)."""
-    ranges, start = [], None
-    for line, what in markers:
-        if what == "start":
-            start = line
-        elif start is not None:
-            ranges.append((start, line))
-            start = None
-    if start is not None:
-        ranges.append((start, 1 << 62))
-    return ranges
 
 
 def table_region_start(markers: list[tuple[int, str]], table_line: int) -> int | None:

@@ -20,17 +20,14 @@ Comment lines carry log text shown terminal-safe (:func:`dnnlens.textsafe.safe`)
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from dnnlens.analysis.analysis import Analysis
 from dnnlens.analysis.shares import share
 from dnnlens.fmt import pct_cell
-from dnnlens.parsers.attrs import Attrs, parse_attrs, parse_aux
-from dnnlens.parsers.common import DATA_TYPES
-from dnnlens.parsers.memdesc import MdList, MemDesc, parse_mds
-from dnnlens.parsers.problem import parse_problem
-from dnnlens.parsers.records import LineRecord
+from dnnlens.model import DATA_TYPES, Attrs, LineRecord, MdList, MemDesc
 from dnnlens.textsafe import safe
 
 #: The knobs this module writes (benchdnn ``knobs_*.md`` and the driver docs); a token
@@ -165,7 +162,7 @@ def _direction(prop_kind: str, kind: str) -> str:
     return DIRS[prop_kind]
 
 
-def _alg(aux: dict[str, str], prefix: str) -> str | None:
+def _alg(aux: Mapping[str, str], prefix: str) -> str | None:
     alg = aux.get("alg")
     if not alg:
         return None
@@ -305,7 +302,7 @@ def attr_options(attrs: Attrs, driver: str, notes: list[str]) -> list[str]:
 
 
 def _conv_like(
-    r: LineRecord, mds: MdList, aux: dict[str, str], driver: str, notes: list[str]
+    r: LineRecord, mds: MdList, aux: Mapping[str, str], driver: str, notes: list[str]
 ) -> tuple[list[str], str]:
     src = _find(mds, "src", "diff_src")
     wei = _find(mds, "wei", "diff_wei")
@@ -334,7 +331,7 @@ def _conv_like(
 
 
 def _matmul(
-    r: LineRecord, mds: MdList, aux: dict[str, str], notes: list[str]
+    r: LineRecord, mds: MdList, aux: Mapping[str, str], notes: list[str]
 ) -> tuple[list[str], str]:
     src, wei, dst = _find(mds, "src"), _find(mds, "wei"), _find(mds, "dst")
     bia = _find(mds, "bia")
@@ -350,7 +347,7 @@ def _matmul(
         opts.append(f"--runtime_dims_masks={aux['runtime_dims_masks']}")
     opts += _strides_or_tags([("s", src), ("w", wei), ("d", dst)])
     problem = r.problem
-    prb = parse_problem(r.kind, r.problem)
+    prb = r.parsed_problem
     if prb.form == "named":  # v1.2 - v2.1 [b<B>]m<M>n<N>k<K>
         m, n, k, b = (prb.get(x) for x in ("M", "N", "K", "B"))
         if None in (m, n, k):
@@ -366,7 +363,7 @@ def _matmul(
 
 
 def _reorder(
-    r: LineRecord, mds: MdList, aux: dict[str, str], notes: list[str]
+    r: LineRecord, mds: MdList, aux: Mapping[str, str], notes: list[str]
 ) -> tuple[list[str], str]:
     src, dst = _find(mds, "src", "in"), _find(mds, "dst", "out")
     if src is None or dst is None:
@@ -391,7 +388,7 @@ def _reorder(
 
 
 def _pool(
-    r: LineRecord, mds: MdList, aux: dict[str, str], notes: list[str]
+    r: LineRecord, mds: MdList, aux: Mapping[str, str], notes: list[str]
 ) -> tuple[list[str], str]:
     src, dst = _find(mds, "src", "diff_src"), _find(mds, "dst", "diff_dst")
     if src is None or dst is None:
@@ -408,7 +405,7 @@ def _pool(
 
 
 def _eltwise(
-    r: LineRecord, mds: MdList, aux: dict[str, str], notes: list[str]
+    r: LineRecord, mds: MdList, aux: Mapping[str, str], notes: list[str]
 ) -> tuple[list[str], str]:
     data = _find(mds, "src", "data", "diff_src", "dst")
     if data is None:
@@ -424,7 +421,7 @@ def _eltwise(
 
 
 def _bnorm(
-    r: LineRecord, mds: MdList, aux: dict[str, str], notes: list[str]
+    r: LineRecord, mds: MdList, aux: Mapping[str, str], notes: list[str]
 ) -> tuple[list[str], str]:
     data = _find(mds, "src", "data", "diff_src")
     if data is None:
@@ -448,7 +445,7 @@ def _sources(mds: MdList) -> list[MemDesc]:
 
 
 def _binary_or_sum(
-    r: LineRecord, mds: MdList, aux: dict[str, str], driver: str, notes: list[str]
+    r: LineRecord, mds: MdList, aux: Mapping[str, str], driver: str, notes: list[str]
 ) -> tuple[list[str], str]:
     srcs, dst = _sources(mds), _find(mds, "dst")
     if not srcs or dst is None:
@@ -468,7 +465,7 @@ def _binary_or_sum(
 
 
 def _softmax(
-    r: LineRecord, mds: MdList, aux: dict[str, str], notes: list[str]
+    r: LineRecord, mds: MdList, aux: Mapping[str, str], notes: list[str]
 ) -> tuple[list[str], str]:
     src = _find(mds, "src", "diff_src", "data")
     dst = _find(mds, "dst", "diff_dst") or src
@@ -490,7 +487,7 @@ def _softmax(
 
 
 def _rnn(
-    r: LineRecord, mds: MdList, aux: dict[str, str], notes: list[str]
+    r: LineRecord, mds: MdList, aux: Mapping[str, str], notes: list[str]
 ) -> tuple[list[str], str]:
     opts = [f"--prop={_direction(r.prop_kind, r.kind)}"]
     alg = RNN_ALGS.get(aux.get("alg", ""))
@@ -534,10 +531,10 @@ def benchdnn_case(r: LineRecord) -> Case:
     driver = DRIVERS.get(r.kind)
     if driver is None:
         raise Unsupported(f"no benchdnn conversion for primitive kind {r.kind!r}")
-    mds = parse_mds(r.mds)
+    mds = r.parsed_mds
     if mds.overflow or not len(mds):
         raise Unsupported("memory descriptors were not printed (or overflowed)")
-    aux = parse_aux(r.aux)
+    aux = r.parsed_aux
     notes: list[str] = []
     if driver in ("conv", "deconv", "ip"):
         opts, problem = _conv_like(r, mds, aux, driver, notes)
@@ -559,7 +556,7 @@ def benchdnn_case(r: LineRecord) -> Case:
         opts, problem = _rnn(r, mds, aux, notes)
     if not problem or "*" in problem or problem == "#":
         raise Unsupported(f"problem descriptor {r.problem!r} cannot be reproduced")
-    attrs = attr_options(parse_attrs(r.attrs), driver, notes) if r.kind != "gemm_api" else []
+    attrs = attr_options(r.parsed_attrs, driver, notes) if r.kind != "gemm_api" else []
     engine = r.engine.split("2")[-1] if "2" in r.engine else (r.engine or "cpu")
     head = ["--reset", "--allow-enum-tags-only=false", f"--engine={engine}"]
     options = head + opts + attrs

@@ -585,10 +585,9 @@ def _top_table(a: Analysis) -> str:
     for r in rows:
         rid = r["record"]
         t = stats.loc[rid] if rid in stats.index else None
+        mds = a.log.records[rid].parsed_mds
         layouts = (
-            flow_label(r["mds"]).replace("->", " → ")
-            if r["kind"] == "reorder"
-            else md_layouts(r["mds"])
+            flow_label(mds).replace("->", " → ") if r["kind"] == "reorder" else md_layouts(mds)
         )
         cls = " class=reorder" if r["kind"] == "reorder" else ""
         cells = (

@@ -14,7 +14,7 @@ from dnnlens._version import __version__
 from dnnlens.analysis.analysis import Analysis
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.training import TrainingStep
-from dnnlens.parsers.scanner import InputScan
+from dnnlens.model import InputScan
 from dnnlens.report import schema as s
 
 MALFORMED_LISTED = 100

@@ -144,7 +144,7 @@ def _record_info(log: ParsedLog) -> list[tuple[str, dict[str, str]]]:
     out = []
     for r in log.records:
         if r.kind == "reorder":
-            name = f"reorder {flow_label(r.mds)} {r.problem}"
+            name = f"reorder {flow_label(r.parsed_mds)} {r.problem}"
         elif r.kind == "graph_partition":
             name = f"graph {r.prop_kind} {r.problem}"
         else:

@@ -34,7 +34,7 @@ so ``-1.5`` stays a number; Parquet is typed and is written unchanged.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,9 +42,7 @@ import numpy as np
 import pandas as pd
 
 from dnnlens.errors import OutputError
-from dnnlens.model import ParsedLog, build_diagnostics, build_events
-from dnnlens.parsers.memdesc import parse_mds
-from dnnlens.parsers.scanner import InputScan
+from dnnlens.model import InputScan, MdList, ParsedLog, build_diagnostics, build_events
 
 FORMATS = ("parquet", "csv")
 _SUFFIXES = (".gz", ".json", ".log", ".txt")
@@ -92,14 +90,15 @@ def trace_log_path(path: str) -> str:
     return _TRACE.sub("", path)
 
 
-def md_args(mds_fields: Iterable[str]) -> list[str]:
-    """The argument names of the memory descriptors in ``mds_fields``, in first-seen order.
+def md_args(mds_fields: Iterable[MdList]) -> list[str]:
+    """The argument names of the (parsed) memory descriptors in ``mds_fields``, in
+    first-seen order.
 
     Names that cannot be part of a column name are left out (``mds`` keeps them as printed).
     """
     seen: dict[str, None] = {}
-    for text in mds_fields:
-        for md in parse_mds(text):
+    for parsed in mds_fields:
+        for md in parsed:
             if md.arg and _ARG_NAME.match(md.arg):
                 seen.setdefault(md.arg)
     return list(seen)
@@ -110,15 +109,15 @@ def md_column_names(args: Sequence[str]) -> list[str]:
     return [f"{arg}_{what}" for arg in args for what in MD_FIELDS]
 
 
-def md_columns(mds: str, args: Sequence[str]) -> dict[str, str | None]:
-    """The data type and layout of each of ``args`` in one memory-descriptor field.
+def md_columns(mds: MdList, args: Sequence[str]) -> dict[str, str | None]:
+    """The data type and layout of each of ``args`` in one (parsed) memory-descriptor field.
 
     ``None`` where the field names no such argument or its tensor is absent (``undef``):
     a missing value, never an empty string. The layout is the tag of blocked memory
     (``acdb``, ``aBcd8b``), else the format kind (``any``).
     """
     out: dict[str, str | None] = dict.fromkeys(md_column_names(args))
-    for md in parse_mds(mds):
+    for md in mds:
         key = f"{md.arg}_dtype"
         if key in out and out[key] is None and not md.is_absent:
             out[key] = md.dtype or None
@@ -126,11 +125,13 @@ def md_columns(mds: str, args: Sequence[str]) -> dict[str, str | None]:
     return out
 
 
-def _md_split(events: pd.DataFrame, args: Sequence[str]) -> pd.DataFrame:
-    """``events`` with :func:`md_columns` as categorical columns (parsed once per distinct
-    ``mds`` value, so the cost per event is one array lookup)."""
+def _md_split(
+    events: pd.DataFrame, args: Sequence[str], parsed: Mapping[str, MdList]
+) -> pd.DataFrame:
+    """``events`` with :func:`md_columns` as categorical columns (one per distinct ``mds``
+    value, ``parsed`` by the records, so the cost per event is one array lookup)."""
     mds = events["mds"]
-    per_value = [md_columns(str(v), args) for v in mds.cat.categories]
+    per_value = [md_columns(parsed[str(v)], args) for v in mds.cat.categories]
     codes = mds.cat.codes.to_numpy()
     columns = {}
     for name in md_column_names(args):
@@ -185,12 +186,17 @@ def _frames(log: ParsedLog, notes: list[str]) -> list[tuple[str, int, pd.DataFra
     """Per run and rank, its events with their iteration, from the analysis of that run."""
     from dnnlens.analysis.analysis import Analysis, AnalysisOptions
 
-    args = md_args(str(v) for v in log.events["mds"].cat.categories)
+    # every mds value of the event table is the field of some record
+    parsed: dict[str, MdList] = {}
+    for r in log.records:
+        if r.mds not in parsed:
+            parsed[r.mds] = r.parsed_mds
+    args = md_args(parsed[str(v)] for v in log.events["mds"].cat.categories)
     seen: set[str] = set()
     out = []
     for i, scan in enumerate(log.scans):
         part = Analysis(run_log(log, i), AnalysisOptions(window_events=None)).events
-        part = _missing_as_null(_md_split(part, args))
+        part = _missing_as_null(_md_split(part, args, parsed))
         run = run_name(scan.path, seen)
         ranks, found = event_ranks(scan, part["line"].to_numpy())
         if scan.prefixed and not found:

@@ -25,7 +25,7 @@ from dnnlens.report.text_layout import Grid, prose, unique_suffixes
 from dnnlens.textsafe import safe
 
 if TYPE_CHECKING:
-    from dnnlens.parsers.torch_table import ProfilerTable
+    from dnnlens.model import ProfilerTable
 
 MALFORMED_SHOWN = 10
 EVIDENCE_SHOWN = 3
@@ -289,11 +289,11 @@ def _kind_table(title: str, rows: list[dict[str, Any]], keys: list[str], top: in
     return table
 
 
-def _variant(row: dict[str, Any]) -> str:
+def _variant(row: dict[str, Any], a: Analysis) -> str:
     """What tells primitives of one kind, implementation and shape apart: a reorder's
     layouts (``abcd->ABcd16b16a``), another primitive's propagation kind."""
     if row["kind"] == "reorder":
-        return flow_label(str(row["mds"])) or "-"
+        return flow_label(a.log.records[row["record"]].parsed_mds) or "-"
     prop = str(row["prop_kind"] or "-")
     return _PROP_SHORT.get(prop, prop)
 
@@ -343,7 +343,7 @@ def _top(console: Console, a: Analysis, names: dict[str, str], top: int) -> None
             str(r["kind"]),
             str(r["impl"] or "-"),
             str(r["problem"]),
-            _variant(r),
+            _variant(r, a),
             f"{t['count'] / steady:g}" if t is not None else "0",
             ms_cell(t["median_ms"]) if t is not None else "-",
             ms_cell(t["p95_ms"]) if t is not None else "-",

@@ -26,12 +26,9 @@ from dnnlens.analysis.analysis import REORDER_COLUMNS, Analysis
 from dnnlens.analysis.findings import Evidence
 from dnnlens.analysis.producer import Producer
 from dnnlens.analysis.timing import MIN_RUNS_FOR_MEDIAN, TypicalIteration, record_stats
-from dnnlens.model import ParsedLog
+from dnnlens.model import Attrs, MdList, ParsedLog, Problem
 from dnnlens.model.stats import first_rows
-from dnnlens.parsers.attrs import Attrs, parse_attrs
 from dnnlens.parsers.isa import isa_from_header as _isa_from_header
-from dnnlens.parsers.memdesc import MdList, parse_mds
-from dnnlens.parsers.problem import Problem, parse_problem
 
 __all__ = [
     "MIN_RUNS_FOR_MEDIAN",
@@ -162,17 +159,16 @@ class RuleContext:
 
     # -- descriptors ----------------------------------------------------------------------
     def mds(self, record: int) -> MdList:
-        """Parsed memory descriptors of a record (memoised by the parser)."""
-        return parse_mds(self.log.records[int(record)].mds)
+        """Parsed memory descriptors of a record (parsed once, on the record)."""
+        return self.log.records[int(record)].parsed_mds
 
     def attrs(self, record: int) -> Attrs:
         """Parsed attributes of a record."""
-        return parse_attrs(self.log.records[int(record)].attrs)
+        return self.log.records[int(record)].parsed_attrs
 
     def problem(self, record: int) -> Problem:
         """Parsed problem descriptor of a record."""
-        r = self.log.records[int(record)]
-        return parse_problem(r.kind, r.problem)
+        return self.log.records[int(record)].parsed_problem
 
     # -- header ---------------------------------------------------------------------------
     @cached_property
