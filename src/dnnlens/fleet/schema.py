@@ -158,7 +158,8 @@ FINDINGS = (
     Column(
         "share_of_iteration",
         _F,
-        "its one share: its impact over the report's basis (the step with a profiler trace, else the typical iteration), the headline's figure (0-1)",
+        "its one share: its impact over the report's basis (the step with a profiler "
+        "trace, else the typical iteration), the headline's figure (0-1)",
     ),
     Column("fix", _S, "what to do about it"),
     Column("evidence", pa.list_(EVIDENCE), "lines that show it (path, line)"),
