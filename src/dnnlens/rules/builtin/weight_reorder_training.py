@@ -105,7 +105,11 @@ class WeightReorderTraining(FixedByProducer):
                 "weight_reorders_per_step": count,
                 "steps": step.steady_steps,
                 "by_role": {
-                    role: {"per_step": p.per_step, "ms": p.ms, "share": step.share(p.ms)}
+                    role: {
+                        "per_step": p.per_step,
+                        "ms": p.ms,
+                        "share_of_onednn_iteration": step.share(p.ms),
+                    }
                     for role, p, _ in present
                 },
                 "reorders": [
