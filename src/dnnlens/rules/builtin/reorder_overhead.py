@@ -20,11 +20,11 @@ class ReorderOverhead(FixedByProducer):
     of oneDNN's typical iteration (``share`` option; ``data.share_of_onednn_iteration``);
     the message states the report's one share (of the step, with a profiler trace: oneDNN's
     iteration is then named as a second basis), and the share of the summed raw times, over
-    the whole log, named as such. The op graph tells what each
-    reorder does (its role): weights converted for a pass or gradients going back,
-    activations in round trips, converted one way or copied; the message counts each, and
-    the fix is the one for the cause that holds the most reorder time. A log of reorders
-    only (a reorder benchmark, a fragment) is not judged.
+    the whole log, named as such. The op graph tells what each reorder does (its role):
+    weights converted for a pass or gradients going back, activations in round trips,
+    converted one way or copied; the message counts each, and the fix is the one for the
+    cause that holds the most reorder time. A log of reorders only (a reorder benchmark, a
+    fragment) is not judged.
 
     Fix: the one for the dominant cause, in the terms of the program that made the log
     (PyTorch, TensorFlow, OpenVINO, or oneDNN's own API when the log does not say): weights
