@@ -132,6 +132,7 @@ def test_every_view_prints_one_share_per_finding(name: str) -> None:
                 assert jf["data"][key] == pytest.approx(share, rel=1e-9), f"{where} data.{key}"
         # the fleet stores the headline's share
         assert row["share_of_iteration"] == jf["share_of_iteration"], where
+        assert row["impact_ms_per_basis"] == jf.get("impact_ms_per_basis"), where
         assert_one_share(row["message"], figure, f"{where} fleet message")
     assert timed, name
 

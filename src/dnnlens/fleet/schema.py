@@ -156,6 +156,11 @@ FINDINGS = (
     Column("message", _S, "the verdict"),
     Column("impact_ms_per_iteration", _F, "time per typical iteration it accounts for"),
     Column(
+        "impact_ms_per_basis",
+        _F,
+        "that per unit of the report's basis (per step beside a profiler trace), as printed",
+    ),
+    Column(
         "share_of_iteration",
         _F,
         "its one share: its impact over the report's basis (the step with a profiler "
