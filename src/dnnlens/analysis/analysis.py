@@ -544,7 +544,11 @@ class Analysis:
         return None if impact is None else self.report_basis.per_unit(impact, finding.basis)
 
     def share_basis_ms(self, finding: Finding) -> float:
-        """The figure a finding's share is of: the report's basis, except for the two kinds
+        """The figure a finding's share is of (:meth:`basis_ms_of`)."""
+        return self.basis_ms_of(finding.impact_ms_per_iteration, finding.basis)
+
+    def basis_ms_of(self, impact_ms: float | None, basis: str = "iteration") -> float:
+        """The figure an impact's share is of: the report's basis, except for the two kinds
         of time a typical iteration does not hold (``Finding.basis``): noise is a part of
         the mean steady pass, primitive creations of the iteration with them. A step holds
         both (its wall time includes them)."""
@@ -552,20 +556,21 @@ class Analysis:
         if b.unit == "step":
             return b.ms
         fw = self.framework
-        if finding.basis == "step" and fw is not None:
+        if basis == "step" and fw is not None:
             # a table's profiled window of several iterations: a framework finding is a
             # part of the wall time of one iteration there, not of oneDNN's typical one
             return float(fw.typical_step_ms) / max(b.iterations_per_step, 1)
-        if finding.basis == "mean_pass":
+        if basis == "mean_pass":
             return self.mean_steady_pass_ms
-        if finding.basis == "with_creations":
-            return b.ms + (self.impact_per_basis(finding) or 0.0)
+        if basis == "with_creations":
+            return b.ms + (b.per_unit(impact_ms, basis) if impact_ms is not None else 0.0)
         return b.ms
 
     def own_share(self, finding: Finding) -> float | None:
-        """A finding's impact as a share of its own basis (``Finding.basis``; JSON
-        ``share_of_iteration``): of the typical iteration, the step, the mean steady pass
-        or the iteration with its creations."""
+        """A finding's impact as a share of its own basis (``Finding.basis``): of the
+        typical iteration, the step, the mean steady pass or the iteration with its
+        creations. Only to check that a rule's impact is a part of its basis (the rule
+        engine); every report shows :meth:`share_of`."""
         impact = finding.impact_ms_per_iteration
         if impact is None:
             return None
@@ -579,13 +584,16 @@ class Analysis:
 
     def basis_label(self, finding: Finding) -> str:
         """The figure a finding's share is of, in words: ``the typical 2.09 ms``."""
+        return self.basis_words(finding.impact_ms_per_iteration, finding.basis)
+
+    def basis_words(self, impact_ms: float | None, basis: str = "iteration") -> str:
+        """The figure an impact's share is of, in words: ``the typical 4.81 ms step``."""
         from dnnlens.fmt import ms
 
         unit = self.report_basis.unit
-        own = finding.basis in ("mean_pass", "with_creations", "step") and unit != "step"
-        key = ("window_iteration" if finding.basis == "step" else finding.basis) if own else unit
-        words = BASES[key]
-        return words.format(ms=ms(self.share_basis_ms(finding)))
+        own = basis in ("mean_pass", "with_creations", "step") and unit != "step"
+        key = ("window_iteration" if basis == "step" else basis) if own else unit
+        return BASES[key].format(ms=ms(self.basis_ms_of(impact_ms, basis)))
 
     @property
     def mean_steady_pass_ms(self) -> float:
@@ -595,11 +603,30 @@ class Analysis:
         return total / max(self.steady.divisor, 1)
 
     def share_of(self, finding: Finding) -> float | None:
-        """A finding's impact as a share of the report's basis (``None``: not about time)."""
-        impact = self.impact_per_basis(finding)
-        if impact is None:
+        """A finding's one share: its impact over the report's basis, the figure the
+        headline, the message, the JSON (``share_of_basis``, ``share_of_iteration``) and the
+        dataset show (``None``: not about time)."""
+        return self.share_of_impact(finding.impact_ms_per_iteration, finding.basis)
+
+    def share_of_impact(self, impact_ms: float | None, basis: str = "iteration") -> float | None:
+        """An impact (ms per unit of ``basis``, as a finding has it) as a share of the
+        report's basis: what :meth:`share_of` says of a finding with that impact, for a rule
+        to print before its finding exists."""
+        if impact_ms is None:
             return None
-        return share(impact, self.share_basis_ms(finding))
+        b = self.report_basis
+        return share(b.per_unit(impact_ms, basis), self.basis_ms_of(impact_ms, basis))
+
+    def onednn_iteration_share(self, finding: Finding) -> float | None:
+        """A oneDNN finding's impact over oneDNN's typical iteration, in a report on a step
+        (JSON ``share_of_onednn_iteration``): the second basis, named wherever it is shown;
+        ``None`` in a report on an iteration (the one share is that already) and for other
+        findings."""
+        b = self.report_basis
+        impact = finding.impact_ms_per_iteration
+        if b.unit != "step" or not b.has_onednn or finding.basis != "iteration":
+            return None
+        return None if impact is None else share(impact, b.onednn_iteration_ms)
 
     def line_texts(self, wanted: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
         """What each wanted ``(input, line)`` said, from what the reader kept (its parsed

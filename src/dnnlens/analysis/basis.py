@@ -60,8 +60,9 @@ class ReportBasis:
         return share(self.per_unit(impact_ms, finding_basis), self.ms)
 
     def own_share(self, impact_ms: float, finding_basis: str) -> float | None:
-        """A finding's impact as a share of its own unit (JSON ``share_of_iteration``): a
-        oneDNN finding's of the typical iteration, a framework finding's of the step."""
+        """A finding's impact as a share of its own unit (what the rule engine checks a
+        built-in rule's impact against; every view shows :meth:`share`): a oneDNN
+        finding's of the typical iteration, a framework finding's of the step."""
         own = self.ms * self.iterations_per_step if self.unit != "step" else self.ms
         if finding_basis != "step":
             own = self.onednn_iteration_ms

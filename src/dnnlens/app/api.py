@@ -57,7 +57,7 @@ class Finding:
     fix: str
     #: the steady time per typical iteration it accounts for (None: not about time)
     impact_ms_per_iteration: float | None
-    #: that over the typical iteration (or step, for a framework finding)
+    #: its one share, of the report's basis (the step beside a profiler trace), as printed
     share_of_iteration: float | None
     evidence: tuple[Evidence, ...]
     data: dict[str, Any]

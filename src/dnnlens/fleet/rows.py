@@ -179,6 +179,7 @@ def _finding_row(position: int, f: dict[str, Any], run: RunIdentity) -> dict[str
         "position": position,
         **{k: f[k] for k in ("rule", "code", "severity", "title", "message", "fix")},
         "impact_ms_per_iteration": f["impact_ms_per_iteration"],
+        "impact_ms_per_basis": f.get("impact_ms_per_basis"),
         "share_of_iteration": f["share_of_iteration"],
         "evidence": [{"path": e["path"], "line": e["line"]} for e in f["evidence"]],
         "data_json": json.dumps(f["data"], sort_keys=True),

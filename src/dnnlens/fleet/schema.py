@@ -8,7 +8,9 @@ sees one table. A value that does not apply or was not printed is NULL; units ar
 column names (``_ms``, ``_bytes``, ``_per_s``); passes are numbered per run from 0.
 
 ``DATASET_SCHEMA_VERSION`` changes its major number when a column changes meaning or
-goes; columns may be added under the same major number.
+goes; columns may be added under the same major number. 2.0: a finding's
+``share_of_iteration`` is its one share, of the report's basis (1.0 stored a oneDNN
+finding's share of oneDNN's typical iteration, also in a report on a profiler step).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-DATASET_SCHEMA_VERSION = "1.0"
+DATASET_SCHEMA_VERSION = "2.0"
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,17 @@ FINDINGS = (
     Column("title", _S, "the rule's one-line description"),
     Column("message", _S, "the verdict"),
     Column("impact_ms_per_iteration", _F, "time per typical iteration it accounts for"),
-    Column("share_of_iteration", _F, "that over the typical iteration (0-1)"),
+    Column(
+        "impact_ms_per_basis",
+        _F,
+        "that per unit of the report's basis (per step beside a profiler trace), as printed",
+    ),
+    Column(
+        "share_of_iteration",
+        _F,
+        "its one share: its impact over the report's basis (the step with a profiler "
+        "trace, else the typical iteration), the headline's figure (0-1)",
+    ),
     Column("fix", _S, "what to do about it"),
     Column("evidence", pa.list_(EVIDENCE), "lines that show it (path, line)"),
     Column("data_json", _S, "the numbers behind the verdict, as JSON"),

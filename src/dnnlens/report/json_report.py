@@ -84,9 +84,10 @@ def finding_doc(f: Finding, analysis: Analysis) -> s.FindingDoc:
         data=dict(f.data),
         fix=f.fix,
         impact_ms_per_iteration=impact,
-        share_of_iteration=analysis.own_share(f),
+        share_of_iteration=analysis.share_of(f),
         impact_ms_per_basis=analysis.impact_per_basis(f),
         share_of_basis=analysis.share_of(f),
+        share_of_onednn_iteration=analysis.onednn_iteration_share(f),
     )
 
 

@@ -116,12 +116,21 @@ class FindingDoc:
     """A rule's verdict, with what it costs per typical iteration.
 
     ``impact_ms_per_iteration``: the steady time per iteration it accounts for (``None``
-    where the finding is not about time); ``share_of_iteration`` that over its ``basis``:
-    the typical iteration (``iteration``), or for a framework finding the profiler trace's
-    typical step (``step``). ``impact_ms_per_basis`` and ``share_of_basis`` are the same
-    in the report's one basis (:class:`BasisDoc`), as the text shows them: in a report on
-    a step, a oneDNN finding's impact counts once per typical iteration of the step.
-    ``findings`` are in report order: highest impact first.
+    where the finding is not about time), per unit of its ``basis``: the typical iteration
+    (``iteration``), or for a framework finding the profiler trace's typical step
+    (``step``). ``impact_ms_per_basis`` is that in the report's one basis
+    (:class:`BasisDoc`), as the text shows it: in a report on a step, a oneDNN finding's
+    impact counts once per typical iteration of the step.
+
+    ``share_of_basis`` is the finding's one share: ``impact_ms_per_basis`` over the report's
+    basis, the figure the headline, the message, the HTML and the fleet dataset show.
+    ``share_of_iteration`` is the same number (the key older readers know).
+    ``share_of_onednn_iteration`` is the second basis, named: a oneDNN finding's impact over
+    oneDNN's typical iteration in a report on a step (``null`` in a report on an iteration,
+    where the one share is that, and for framework findings). A share in ``data`` is the one
+    share under ``share``; any other is named by what it is of
+    (``share_of_onednn_iteration``, ``share_of_step`` of a framework finding, which is the
+    one share too). ``findings`` are in report order: highest impact first.
     """
 
     rule: str
@@ -137,6 +146,7 @@ class FindingDoc:
     share_of_iteration: float | None
     impact_ms_per_basis: float | None = None
     share_of_basis: float | None = None
+    share_of_onednn_iteration: float | None = None
 
 
 @dataclass

@@ -5,8 +5,10 @@ steady state, the typical iteration, the reorders of the op graph) is the analys
 computed once per run and shared with the reports; the context adds only what is about
 reading it (parsed descriptors by record, evidence lines, header values). A rule never
 computes a time share of its own: it takes parts of the typical iteration
-(:meth:`RuleContext.per_iteration_ms`, ``reorders["iter_ms"]``), so its figures are the
-figures every report shows.
+(:meth:`RuleContext.per_iteration_ms`, ``reorders["iter_ms"]``), and a message that states
+a share states the report's one (:meth:`RuleContext.share_text`, the headline's figure;
+oneDNN's own iteration only as a second basis named as such,
+:meth:`RuleContext.onednn_share_text`), so its figures are the figures every report shows.
 
 Timing (:mod:`dnnlens.analysis.timing`): every per-primitive statistic comes with its
 median and a typical run (``run_ms``); ``typical_ms`` = executions x typical run, a total
@@ -25,7 +27,9 @@ import pandas as pd
 from dnnlens.analysis.analysis import REORDER_COLUMNS, Analysis
 from dnnlens.analysis.findings import Evidence
 from dnnlens.analysis.producer import Producer
+from dnnlens.analysis.shares import share
 from dnnlens.analysis.timing import MIN_RUNS_FOR_MEDIAN, TypicalIteration, record_stats
+from dnnlens.fmt import ms, pct
 from dnnlens.model import Attrs, MdList, ParsedLog, Problem
 from dnnlens.model.stats import first_rows
 from dnnlens.parsers.isa import isa_from_header as _isa_from_header
@@ -151,6 +155,41 @@ class RuleContext:
     def per_iteration_ms(self, records: Any) -> float:
         """The part of the typical iteration spent in some records (runs per pass x run)."""
         return self.analysis.typical.part_ms(records)
+
+    # -- shares: the report's one basis ----------------------------------------------------
+    def share(self, impact_ms: float | None, basis: str = "iteration") -> float | None:
+        """What a finding of this impact (ms per ``basis`` unit) will show as its one share:
+        a part of the report's basis (:meth:`Analysis.share_of_impact`), the step in a
+        report on a profiler trace, else the typical iteration."""
+        return self.analysis.share_of_impact(impact_ms, basis)
+
+    def share_text(self, impact_ms: float | None, basis: str = "iteration") -> str:
+        """The one share in words, as the headline says it: ``14% of the typical 4.81 ms
+        step`` ('' without a basis to be a part of)."""
+        value = self.share(impact_ms, basis)
+        if value is None:
+            return ""
+        return f"{pct(value)} of {self.analysis.basis_words(impact_ms, basis)}"
+
+    def cost_text(self, impact_ms: float, basis: str = "iteration") -> str:
+        """A finding's cost as the headline says it: ``0.69 ms per step, 14% of the typical
+        4.81 ms step`` (in a report on an iteration, ``... per iteration, 32% of the typical
+        2.09 ms``); the time is per unit of the report's basis."""
+        b = self.analysis.report_basis
+        text = f"{ms(b.per_unit(impact_ms, basis))} per {b.unit}"
+        shared = self.share_text(impact_ms, basis)
+        return f"{text}, {shared}" if shared else text
+
+    def onednn_share_text(self, impact_ms: float) -> str:
+        """The second basis, named: ``50% of oneDNN's 1.40 ms per iteration``, in a report on
+        a step with a verbose log ('' otherwise: there the one share is of that already)."""
+        b = self.analysis.report_basis
+        if b.unit != "step" or not b.has_onednn:
+            return ""
+        value = share(impact_ms, b.onednn_iteration_ms)
+        if value is None:
+            return ""
+        return f"{pct(value)} of oneDNN's {ms(b.onednn_iteration_ms)} per iteration"
 
     @property
     def reorders(self) -> pd.DataFrame:

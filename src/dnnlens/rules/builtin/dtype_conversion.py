@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from dnnlens.analysis.columns import row_dicts
 from dnnlens.analysis.findings import Finding
-from dnnlens.rules.builtin._util import Fix, FixedByProducer, ms, pct, producer_fix, ratio
+from dnnlens.rules.builtin._util import Fix, FixedByProducer, ms, producer_fix, ratio
 from dnnlens.rules.context import RuleContext
 
 COMPUTE = ("convolution", "deconvolution", "inner_product", "matmul", "rnn", "gemm_api")
@@ -99,15 +99,14 @@ class DtypeConversion(FixedByProducer):
             pairs = sorted({self._pair(ctx, r) for r in steady_conv})
             parts.append(
                 f"{len(steady_conv)} reorders convert data type on every pass "
-                f"({', '.join(pairs)}): {ms(conv_ms)} per iteration, {pct(share_conv)}"
+                f"({', '.join(pairs)}): {ctx.cost_text(conv_ms)}"
             )
         if f32_steady and share_f32 >= minimum:
             low = ", ".join(f"{k} in {d}" for k, d in sorted(low_kinds))
             kinds = sorted({str(ctx.stats.loc[r, "kind"]) for r in f32_steady})
             parts.append(
                 f"{len(f32_steady)} {'/'.join(kinds)} primitives compute in f32 "
-                f"while {low} runs elsewhere in the log: {ms(f32_ms)} per iteration, "
-                f"{pct(share_f32)}"
+                f"while {low} runs elsewhere in the log: {ms(f32_ms)} per iteration"
             )
         if not parts:
             return
@@ -122,12 +121,13 @@ class DtypeConversion(FixedByProducer):
             data={
                 "conversion_reorders": len(steady_conv),
                 "conversion_ms_per_iteration": conv_ms,
-                "conversion_share": share_conv,
+                "share": ctx.share(conv_ms) if steady_conv and share_conv >= minimum else None,
+                "conversion_share_of_onednn_iteration": share_conv,
                 "conversions": sorted({self._pair(ctx, r) for r in steady_conv}),
                 "one_time_conversions": sorted({self._pair(ctx, r) for r in once}),
                 "f32_compute_primitives": len(f32_steady),
                 "f32_ms_per_iteration": f32_ms,
-                "f32_share": share_f32,
+                "f32_share_of_onednn_iteration": share_f32,
                 "low_precision": sorted(f"{k}:{d}" for k, d in low_kinds),
                 "producer": ctx.producer.to_json(),
             },

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dnnlens.analysis.columns import row_dicts
 from dnnlens.analysis.findings import Finding
 from dnnlens.parsers.isa import split_impl
-from dnnlens.rules.builtin._util import Fix, FixedByProducer, ms, pct, producer_fix, ratio
+from dnnlens.rules.builtin._util import Fix, FixedByProducer, ms, producer_fix, ratio
 from dnnlens.rules.context import RuleContext
 from dnnlens.rules.flops import ISA_CLASS_RANK, isa_class
 
@@ -103,8 +103,8 @@ class IsaBelowMachine(FixedByProducer):
         if low:
             listed = ", ".join(f"{r['kind']} {r['impl']}" for r in low[:3])
             parts.append(
-                f"{len(low)} primitives run kernels below {top} ({listed}): {pct(share)} of "
-                f"the typical iteration, {ms(low_ms)} per iteration"
+                f"{len(low)} primitives run kernels below {top} ({listed}): "
+                + (ctx.cost_text(low_ms) if low_ms >= capped_ms else f"{ms(low_ms)} per iteration")
             )
         used = sorted({split_impl(i)[1] for i in ctx.stats["impl"] if split_impl(i)[1]})
         msg = "; ".join(parts) + (f". Kernel ISAs in the log: {', '.join(used)}" if used else "")
@@ -123,7 +123,8 @@ class IsaBelowMachine(FixedByProducer):
                 "capped": bool(capped),
                 "expected_isa": machine or expected,
                 "below": [{k: r[k] for k in ("kind", "impl", "isa", "typical_ms")} for r in low],
-                "share": share,
+                "share": ctx.share(max(low_ms, capped_ms)) if (low or under_cap) else None,
+                "share_of_onednn_iteration": share,
                 "capped_ms_per_iteration": capped_ms,
                 "kernel_isas": used,
                 "producer": ctx.producer.to_json(),

@@ -14,7 +14,7 @@ from dnnlens.rules.builtin._reorder_causes import (
     causes_of,
     count_value,
 )
-from dnnlens.rules.builtin._util import FixedByProducer, ms, pct, producer_fix, ratio
+from dnnlens.rules.builtin._util import FixedByProducer, ms, producer_fix, ratio
 from dnnlens.rules.context import RuleContext
 
 
@@ -99,8 +99,7 @@ class LayoutRoundTrip(FixedByProducer):
             shown = trips
         msg = (
             f"{head}: {causes.activation_count:g} activation reorders per iteration "
-            f"({causes.activation_split()}{left_out}), cost {ms(per_iter)} of a typical "
-            f"{ms(iteration)} iteration ({pct(share)})"
+            f"({causes.activation_split()}{left_out}), cost {ctx.cost_text(per_iter)}"
         )
         evidence = [
             Evidence(str(p), int(n))
@@ -112,7 +111,8 @@ class LayoutRoundTrip(FixedByProducer):
             fix=fix,
             impact_ms=per_iter,
             data={
-                "share": share,
+                "share": ctx.share(per_iter),
+                "share_of_onednn_iteration": share,
                 "activation_reorder_ms_per_iteration": per_iter,
                 "round_trip_ms_per_iteration": trip_ms,
                 "one_way_ms_per_iteration": one_way_ms,

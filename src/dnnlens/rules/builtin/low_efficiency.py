@@ -9,7 +9,7 @@ from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.machine import CLOCK_ASSUMED
 from dnnlens.analysis.shares import share as share_of
 from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._util import pct
+from dnnlens.rules.builtin._util import ms, pct
 from dnnlens.rules.context import RuleContext
 
 #: The kinds the rule judges: where a FLOP rate against the peak means something.
@@ -72,19 +72,21 @@ class LowEfficiency(Rule):
         top = max(rows, key=lambda p: p["iter_ms"])
         worst = min(known, key=lambda p: p["efficiency"])
         above = [p for p in rows if p["efficiency"] is None and p["above_roof"]]
+        # the time above what the roof would take: what better kernels could save
+        lost = sum(p["iter_ms"] * (1.0 - p["efficiency"]) for p in known)
         msg = (
-            f"compute primitives ({pct(share)} of the typical iteration) reach "
+            f"compute primitives ({ms(time_total)} per iteration) reach "
             f"{achieved:.1f} GFLOP/s, {pct(eff)} of their roofline (weighted by time) "
             f"against the {m.peak_label(top['dtype'])}; lowest: {worst['kind']} "
-            f"{worst['problem']} at {worst['gflops']:.1f} GFLOP/s ({pct(worst['efficiency'])})"
+            f"{worst['problem']} at {worst['gflops']:.1f} GFLOP/s "
+            f"({pct(worst['efficiency'])} of its roofline); the time above their roofs: "
+            f"{ctx.cost_text(lost)}"
         )
         if above:
             msg += (
                 f"; {len(above)} ran faster than their roof and are left out: "
                 f"{above[0]['above_roof']}"
             )
-        # the time above what the roof would take: what better kernels could save
-        lost = sum(p["iter_ms"] * (1.0 - p["efficiency"]) for p in known)
         yield self.finding(
             msg,
             ctx.record_evidence([p["record"] for p in sorted(known, key=_by_efficiency)]),
@@ -95,7 +97,8 @@ class LowEfficiency(Rule):
                 "peak_basis": m.peak_basis(top["dtype"]),
                 "peak_assumed": m.peak_basis(top["dtype"]) == CLOCK_ASSUMED,
                 "efficiency": eff,
-                "compute_share": share,
+                "share": ctx.share(lost),
+                "compute_share_of_onednn_iteration": share,
                 "threads": m.threads,
                 "clock_ghz": m.freq_ghz,
                 "clock_basis": m.clock_basis,

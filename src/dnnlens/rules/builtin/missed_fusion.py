@@ -9,7 +9,7 @@ import numpy as np
 
 from dnnlens.analysis.columns import category_mask, str_values
 from dnnlens.analysis.findings import Finding
-from dnnlens.rules.builtin._util import Fix, FixedByProducer, ms, pct, producer_fix, ratio
+from dnnlens.rules.builtin._util import Fix, FixedByProducer, producer_fix, ratio
 from dnnlens.rules.context import RuleContext
 
 PRODUCERS = ("convolution", "deconvolution", "inner_product", "matmul")
@@ -112,8 +112,7 @@ class MissedFusion(FixedByProducer):
             pairs.append(f"{rp.kind} -> {'reorder -> ' if via else ''}{rc.kind} {alg} ({n} times)")
         msg = (
             f"{sum(found.values())} ops could have been post-ops of the convolution/matmul "
-            f"before them: {'; '.join(pairs)}; they cost {ms(per_iter)} per iteration "
-            f"({pct(share)})"
+            f"before them: {'; '.join(pairs)}; they cost {ctx.cost_text(per_iter)}"
         )
         yield self.finding(
             msg,
@@ -124,7 +123,8 @@ class MissedFusion(FixedByProducer):
                 "occurrences": int(sum(found.values())),
                 "pairs": len(found),
                 "ms_per_iteration": per_iter,
-                "share": share,
+                "share": ctx.share(per_iter),
+                "share_of_onednn_iteration": share,
                 "through_reorder": int(sum(n for k, n in found.items() if k[1] is not None)),
                 "producer": ctx.producer.to_json(),
             },

@@ -10,7 +10,6 @@ from dnnlens.rules.builtin._util import (
     FixedByProducer,
     is_reference,
     ms,
-    pct,
     producer_fix,
     ratio,
 )
@@ -86,9 +85,8 @@ class ReferenceImplementation(FixedByProducer):
             for (k, i), g in groups.head(4).iterrows()
         )
         msg = (
-            f"{len(ref)} primitives run reference kernels and take {pct(share)} of the time "
-            f"({ms(typical)} of {ms(float(st['typical_ms'].sum()))} in steady state, by median "
-            f"times): {listed}"
+            f"{len(ref)} primitives run reference kernels and take "
+            f"{ctx.cost_text(typical / ctx.steady_iterations)} (by median times): {listed}"
         )
         yield self.finding(
             msg,
@@ -96,7 +94,8 @@ class ReferenceImplementation(FixedByProducer):
             fix=producer_fix(ctx, REFERENCE_FIX),
             impact_ms=typical / ctx.steady_iterations,
             data={
-                "share": share,
+                "share": ctx.share(typical / ctx.steady_iterations),
+                "share_of_steady_time": share,
                 "typical_ms": typical,
                 "raw_ms": float(ref["time_ms"].sum()),
                 "primitives": [

@@ -16,12 +16,15 @@ class ReorderOverhead(FixedByProducer):
     A reorder copies a tensor into another memory layout or data type and does no math, so
     every millisecond in reorders is overhead. The share is taken per steady-state
     iteration from each primitive's median time (executions per iteration x median), so a
-    few noisy executions cannot make reorders look expensive; the share of the summed raw
-    times, over the whole log, is in ``data`` beside it. The op graph tells what each
-    reorder does (its role): weights converted for a pass or gradients going back,
-    activations in round trips, converted one way or copied; the message counts each, and
-    the fix is the one for the cause that holds the most reorder time. A log of reorders
-    only (a reorder benchmark, a fragment) is not judged.
+    few noisy executions cannot make reorders look expensive. The rule fires on their share
+    of oneDNN's typical iteration (``share`` option; ``data.share_of_onednn_iteration``);
+    the message states the report's one share (of the step, with a profiler trace: oneDNN's
+    iteration is then named as a second basis), and the share of the summed raw times, over
+    the whole log, named as such. The op graph tells what each reorder does (its role):
+    weights converted for a pass or gradients going back, activations in round trips,
+    converted one way or copied; the message counts each, and the fix is the one for the
+    cause that holds the most reorder time. A log of reorders only (a reorder benchmark, a
+    fragment) is not judged.
 
     Fix: the one for the dominant cause, in the terms of the program that made the log
     (PyTorch, TensorFlow, OpenVINO, or oneDNN's own API when the log does not say): weights
@@ -57,12 +60,15 @@ class ReorderOverhead(FixedByProducer):
         )
         causes = causes_of(part)
         parts = causes.words()
+        second = ctx.onednn_share_text(per_iter)
         msg = (
-            f"reorders take {pct(share)} of a typical iteration ({ms(per_iter)} of "
-            f"{ms(iteration)}, {calls:.0f} reorders per iteration; {where})"
+            f"reorders take {ctx.cost_text(per_iter)} ("
+            + (f"{second}; " if second else "")
+            + f"{calls:.0f} reorders per iteration; {where})"
             + (f": {parts}" if parts else "")
-            + f". Most of it ({pct(causes.dominant_share)}) is {causes.dominant}."
-            + f" Summed raw times say {pct(raw_share)} ({ms(raw_ms)} of {ms(total_ms)})."
+            + f". {pct(causes.dominant_share)} of the reorder time is {causes.dominant}."
+            + f" Raw sums over the whole log: {pct(raw_share)} of the summed exec time "
+            f"({ms(raw_ms)} of {ms(total_ms)})."
         )
         yield self.finding(
             msg,
@@ -73,7 +79,8 @@ class ReorderOverhead(FixedByProducer):
                 "dominant_cause": causes.dominant,
                 "by_role_ms_per_iteration": dict(part.by_role),
                 "reorders_by_role_per_iteration": dict(part.count_by_role),
-                "share": share,
+                "share": ctx.share(per_iter),
+                "share_of_onednn_iteration": share,
                 "reorder_ms_per_iteration": per_iter,
                 "iteration_ms": iteration,
                 "reorders_per_iteration": calls,

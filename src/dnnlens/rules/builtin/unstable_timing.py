@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
 from dnnlens.rules.base import Rule
-from dnnlens.rules.builtin._util import ms, pct, ratio
+from dnnlens.rules.builtin._util import ms, ratio
 from dnnlens.rules.context import RuleContext
 
 
@@ -51,13 +51,14 @@ class UnstableTiming(Rule):
             "time_ms", ascending=False
         )
         w = worst.iloc[0]
+        per_pass = excess / ctx.steady_iterations
         msg = (
             f"timing is unstable: {len(noisy)} of {len(runs)} repeated primitives have a p95 "
             f"at least {self.options['ratio']:g}x their median (e.g. {w['kind']} "
             f"{w['impl']}: median {ms(w['median_ms'])}, p95 {ms(w['p95_ms'])}); "
-            f"{pct(share)} of the exec time ({ms(excess)} of {ms(total)}) is above the "
-            "medians: contention or oversubscribed threads, not the kernels; other "
-            "findings use median times"
+            f"the time above the medians is {ctx.cost_text(per_pass, 'mean_pass')} "
+            f"({ms(excess)} of {ms(total)} over the steady passes): contention or "
+            "oversubscribed threads, not the kernels; other findings use median times"
         )
         yield self.finding(
             msg,
@@ -67,10 +68,11 @@ class UnstableTiming(Rule):
                 "repeated_primitives": int(len(runs)),
                 "excess_ms": excess,
                 "total_ms": total,
-                "excess_share": share,
+                "share": ctx.share(per_pass, "mean_pass"),
+                "excess_share_of_steady_time": share,
                 "typical_ms": float(st["typical_ms"].sum()),
                 "worst_ratio": float(worst["r"].max()),
             },
-            impact_ms=excess / ctx.steady_iterations,
+            impact_ms=per_pass,
             basis="mean_pass",
         )

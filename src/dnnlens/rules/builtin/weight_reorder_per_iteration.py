@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Evidence, Finding
 from dnnlens.rules.builtin._reorder_causes import WEIGHTS_INFERENCE_FIX
-from dnnlens.rules.builtin._util import FixedByProducer, ms, pct, producer_fix, ratio
+from dnnlens.rules.builtin._util import FixedByProducer, producer_fix, ratio
 from dnnlens.rules.context import RuleContext
 
 
@@ -49,8 +49,7 @@ class WeightReorderPerIteration(FixedByProducer):
         msg = (
             f"{len(w)} weight reorders run in every one of the {ctx.steady_iterations} steady "
             f"iterations ({dims}{' for ' + ', '.join(kinds) if kinds else ''}): "
-            f"{ms(per_iter)} per iteration, {pct(share)} of a typical {ms(iteration)} "
-            "iteration, repeated work at inference"
+            f"{ctx.cost_text(per_iter)}, repeated work at inference"
         )
         evidence = [
             Evidence(str(p), int(n))
@@ -62,7 +61,8 @@ class WeightReorderPerIteration(FixedByProducer):
             fix=producer_fix(ctx, WEIGHTS_INFERENCE_FIX),
             impact_ms=per_iter,
             data={
-                "share": share,
+                "share": ctx.share(per_iter),
+                "share_of_onednn_iteration": share,
                 "weight_reorder_ms_per_iteration": per_iter,
                 "iteration_ms": iteration,
                 "weight_reorders": int(len(w)),

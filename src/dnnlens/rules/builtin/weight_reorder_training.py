@@ -8,7 +8,7 @@ import pandas as pd
 
 from dnnlens.analysis.findings import Evidence, Finding
 from dnnlens.rules.builtin._reorder_causes import WEIGHTS_TRAINING_FIX
-from dnnlens.rules.builtin._util import FixedByProducer, ms, pct, producer_fix
+from dnnlens.rules.builtin._util import FixedByProducer, ms, producer_fix
 from dnnlens.rules.context import RuleContext
 
 #: Weight roles of the op graph's reorders, the step part that holds each, and its words.
@@ -90,8 +90,7 @@ class WeightReorderTraining(FixedByProducer):
         )
         msg = (
             f"{count:g} weight reorders in every steady training step (over "
-            f"{step.steady_steps} steps): {split}; {ms(per_step)} of a typical "
-            f"{ms(step.step_ms)} step ({pct(share)})"
+            f"{step.steady_steps} steps): {split}; {ctx.cost_text(per_step)}"
         )
         yield self.finding(
             msg,
@@ -99,13 +98,18 @@ class WeightReorderTraining(FixedByProducer):
             fix=producer_fix(ctx, WEIGHTS_TRAINING_FIX),
             impact_ms=per_step,
             data={
-                "share": share,
+                "share": ctx.share(per_step),
+                "share_of_onednn_iteration": share,
                 "weight_reorder_ms_per_step": per_step,
                 "step_ms": step.step_ms,
                 "weight_reorders_per_step": count,
                 "steps": step.steady_steps,
                 "by_role": {
-                    role: {"per_step": p.per_step, "ms": p.ms, "share": step.share(p.ms)}
+                    role: {
+                        "per_step": p.per_step,
+                        "ms": p.ms,
+                        "share_of_onednn_iteration": step.share(p.ms),
+                    }
                     for role, p, _ in present
                 },
                 "reorders": [
