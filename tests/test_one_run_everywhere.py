@@ -186,9 +186,15 @@ def test_fleet_builds_the_runs_analyze_reports(group, tmp_path: Path) -> None:
             it["steady"],
         ), run["run_name"]
         mine = sorted(
-            (f["position"], f["rule"], f["severity"]) for f in findings if f["run"] == row["run"]
+            (f["position"], f["rule"], f["severity"], f["share_of_iteration"])
+            for f in findings
+            if f["run"] == row["run"]
         )
-        assert [(r, s) for _, r, s in mine] == [(f["rule"], f["severity"]) for f in run["findings"]]
+        assert [(r, s) for _, r, s, _ in mine] == [
+            (f["rule"], f["severity"]) for f in run["findings"]
+        ]
+        shares = [f.get("share_of_basis") for f in run["findings"]]
+        assert [x for *_, x in mine] == pytest.approx(shares, nan_ok=True), run["run_name"]
 
 
 def test_a_directory_of_runs_is_not_blended_into_one_side() -> None:
