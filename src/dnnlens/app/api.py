@@ -64,10 +64,58 @@ class Finding:
     basis: str
 
 
-def _specs(paths: Paths) -> list[str]:
+def _path(value: Any, name: str) -> str:
+    """One path argument as text; :class:`InputError` for anything else (bytes included:
+    a name that is not text is shown as Python shows it, never decoded by guess)."""
+    if isinstance(value, str | os.PathLike):
+        path = os.fspath(value)
+        if isinstance(path, str) and path:
+            return path
+    raise InputError(f"{name}={value!r}: expected a path (str or os.PathLike)")
+
+
+def _specs(paths: Paths, name: str = "paths") -> list[str]:
+    """The paths of ``paths``: one path or a sequence of them, at least one."""
     if isinstance(paths, str | os.PathLike):
-        return [os.fspath(paths)]
-    return [os.fspath(p) for p in paths]
+        return [_path(paths, name)]
+    if not isinstance(paths, Sequence) or isinstance(paths, bytes | bytearray):
+        raise InputError(f"{name}={paths!r}: expected a path or a list of paths")
+    if not paths:
+        raise InputError(f"{name}: no input (an empty list)")
+    return [_path(p, name) for p in paths]
+
+
+def _names_or_paths(value: Any, name: str) -> list[Any]:
+    """``rules``: one rule file or a sequence of them."""
+    if isinstance(value, str | os.PathLike):
+        return [value]
+    if not isinstance(value, Sequence) or isinstance(value, bytes | bytearray):
+        raise InputError(f"{name}={value!r}: expected a path or a list of paths")
+    return list(value)
+
+
+def _count(value: Any, name: str, option: str, low: int = 0) -> int:
+    """An integer option as the command line takes it (``--window``: >= 0)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{name}={value!r}: expected an integer >= {low} (as {option})")
+    if value < low:
+        raise InputError(f"{name}={value}: expected an integer >= {low} (as {option})")
+    return value
+
+
+def _names(value: Any, name: str) -> list[str]:
+    """A repeatable option (``--select``): one name or a sequence of names."""
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{name}={value!r}: expected a name or a list of names")
+    return list(value)
+
+
+def _flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise InputError(f"{name}={value!r}: expected True or False")
+    return value
 
 
 def _machine(path: str | os.PathLike[str] | None) -> Any:
@@ -124,8 +172,11 @@ class Report:
         return to_plain(doc)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON report as plain data (equal to ``dnnlens analyze --format json``)."""
-        return self._doc
+        """The JSON report as plain data (equal to ``dnnlens analyze --format json``): a
+        copy each time, so a caller's edits never reach the report or a later call."""
+        import copy
+
+        return copy.deepcopy(self._doc)
 
     @property
     def runs(self) -> list[Report]:
@@ -262,17 +313,20 @@ def analyze(
     specs = _specs(paths)
     if "-" in specs:
         raise InputError("standard input ('-') is for the command line; pass file paths")
-    profile = _machine(machine)
+    if iteration_marker is not None and not isinstance(iteration_marker, str):
+        raise InputError(f"iteration_marker={iteration_marker!r}: expected a regex (str)")
+    jobs = _count(jobs, "jobs", "-j")
+    profile = _machine(None if machine is None else _path(machine, "machine"))
     settings = Settings(
-        skip_iterations=skip_iterations,
-        window=window,
+        skip_iterations=_count(skip_iterations, "skip_iterations", "--skip-iterations"),
+        window=_count(window, "window", "--window"),
         iteration_marker=iteration_marker,
-        combine=combine,
+        combine=_flag(combine, "combine"),
         machine=profile,
-        rules=list(rules),
-        select=list(select),
-        ignore=list(ignore),
-        config=os.fspath(config) if config is not None else None,
+        rules=[_path(r, "rules") for r in _names_or_paths(rules, "rules")],
+        select=_names(select, "select"),
+        ignore=_names(ignore, "ignore"),
+        config=_path(config, "config") if config is not None else None,
     )
     problem = marker_problem(iteration_marker, "iteration_marker")
     if problem is not None:
@@ -318,7 +372,9 @@ def diff(
     from dnnlens.app.compare import compare
 
     try:
-        return DiffReport(compare(os.fspath(base), os.fspath(new), basis))
+        if not isinstance(basis, str):
+            raise InputError(f"basis={basis!r}: typical or mean")
+        return DiffReport(compare(_path(base, "base"), _path(new, "new"), basis))
     except SessionError as exc:
         raise InputError(str(exc)) from None
 
@@ -349,9 +405,11 @@ def project(
     names of ``--remove``/``--replace``/``--fuse``/``--dtype`` changes; empty: all)."""
     from dnnlens.app.projecting import projection
 
-    profile = _machine(machine)
+    profile = _machine(None if machine is None else _path(machine, "machine"))
+    names = _names(changes, "changes")
+    others = [_path(m, "measured") for m in _names_or_paths(measured, "measured")]
     try:
-        result, _ = projection(os.fspath(log), changes, profile, [os.fspath(m) for m in measured])
+        result, _ = projection(_path(log, "log"), names, profile, others)
     except SessionError as exc:
         raise InputError(str(exc)) from None
     return ProjectionReport(result)

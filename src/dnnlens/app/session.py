@@ -4,7 +4,6 @@ finding the terminal shows is the finding a notebook gets."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -159,6 +158,10 @@ def _analyses(log: ParsedLog, settings: Settings) -> tuple[list[Any], list[Any]]
         machine=settings.machine,
     )
     analyses = [Analysis(part, analysis_options) for part in parts]
+    for analysis in analyses:
+        note = unmatched_marker_note(analysis.log, settings.iteration_marker)
+        if note is not None:
+            analysis.notes.append(note)
     if merged:
         analyses[0].notes.append(
             f"{len(runs[0].paths)} inputs were read together as one stream (too large to keep "
@@ -173,10 +176,12 @@ def marker_problem(regex: str | None, name: str = "--iteration-marker") -> str |
     when nothing is (checked before anything is read)."""
     if regex is None:
         return None
+    from dnnlens.parsers.linear_regex import PatternError, compile_linear
+
     try:
-        re.compile(regex)
-    except re.error as exc:
-        return f"{name} {regex!r} is not a valid regex: {exc}"
+        compile_linear(regex)
+    except PatternError as exc:
+        return f"{name} {regex!r}: {exc}"
     return None
 
 
@@ -194,7 +199,26 @@ def marker_lines_of(log: ParsedLog, regex: str | None) -> dict[str, Any] | None:
         )
     import numpy as np
 
-    return {s.path: np.frombuffer(s.marker_line, dtype=np.int64).copy() for s in log.scans}
+    return {
+        s.path: np.frombuffer(s.marker_line, dtype=np.int64).copy()
+        for s in log.scans
+        if len(s.marker_line)  # no match: its passes are found as without a marker
+    }
+
+
+def unmatched_marker_note(log: ParsedLog, regex: str | None) -> str | None:
+    """The note for the inputs with verbose lines in which ``--iteration-marker`` matched no
+    line: their passes are found as without it (step lines, else the repeating sequence)."""
+    if regex is None:
+        return None
+    missed = [s.path for s in log.scans if s.parsed and not len(s.marker_line)]
+    if not missed:
+        return None
+    return (
+        f"--iteration-marker {regex!r} matches no line of {', '.join(map(safe, missed))}: "
+        "its passes are found as without it (the program's step lines, else the repeating "
+        "exec sequence)"
+    )
 
 
 def reaches(findings: list[Any], severity: str) -> bool:

@@ -160,11 +160,12 @@ class Scanner:
     """Scans inputs; distinct records and malformed reasons are shared across inputs.
 
     ``marker``: the program's own lines (foreign lines, never oneDNN's) that it matches
-    (``re.search``) are kept by number in ``InputScan.marker_line``, as they are read: the
-    passes they mark are found without reading the input again (standard input included).
+    (its ``search``: a pattern of :func:`~dnnlens.parsers.linear_regex.compile_linear`) are
+    kept by number in ``InputScan.marker_line``, as they are read: the passes they mark are
+    found without reading the input again (standard input included).
     """
 
-    def __init__(self, marker: re.Pattern[str] | None = None) -> None:
+    def __init__(self, marker: Any = None) -> None:
         self.marker = marker
         self.records: list[LineRecord] = []
         self._record_ids: dict[LineRecord, int] = {}

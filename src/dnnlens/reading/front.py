@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -49,6 +48,7 @@ from dnnlens.io.progress import NoProgress, Progress
 from dnnlens.io.signals import StopCheck
 from dnnlens.model import ParsedLog
 from dnnlens.parsers.bulk import BulkScan
+from dnnlens.parsers.linear_regex import PatternError, compile_linear
 from dnnlens.parsers.scanner import InputScan, Scanner
 from dnnlens.parsers.torch_table import TableFinder
 from dnnlens.parsers.torch_trace import FrameworkReader, parse_trace_stream, starts_like_json
@@ -110,9 +110,9 @@ def read(
     if marker is not None and parts:
         raise ValueError("an iteration marker cannot be looked for in parts scanned elsewhere")
     try:
-        pattern = re.compile(marker) if marker is not None else None
-    except re.error as exc:
-        raise ValueError(f"iteration marker {marker!r} is not a valid regex: {exc}") from None
+        pattern = compile_linear(marker) if marker is not None else None
+    except PatternError as exc:
+        raise ValueError(f"iteration marker {marker!r}: {exc}") from None
     expansion = specs if isinstance(specs, Expansion) else expand(specs)
     sources, errors = expansion.sources, list(expansion.errors)
     notes = list(expansion.notes)
@@ -234,7 +234,7 @@ class _Reading:
         stdin: BinaryIO | None,
         stdin_name: str,
         meanwhile: Callable[[], None] | None = None,
-        marker: re.Pattern[str] | None = None,
+        marker: Any = None,
     ) -> None:
         self.meanwhile = meanwhile
         self.scanner = Scanner(marker)

@@ -52,6 +52,9 @@ from lark.exceptions import (
     VisitError,
 )
 
+from dnnlens.parsers.linear_regex import MAX_PATTERN_CHARS as LINEAR_MAX_CHARS
+from dnnlens.parsers.linear_regex import PatternError, compile_linear
+
 NUM, STR, BOOL, LIST, ANY = "number", "string", "bool", "list", "any"
 
 _GRAMMAR = r"""
@@ -116,7 +119,7 @@ _QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "median": 0.5}
 MAX_EXPR_CHARS = 10_000
 MAX_DEPTH = 100
 MAX_NUMBER_CHARS = 40
-MAX_PATTERN_CHARS = 1_000
+MAX_PATTERN_CHARS = LINEAR_MAX_CHARS
 #: Integers beyond this become floats while a rule runs.
 _INT_LIMIT = 1 << 63
 
@@ -416,25 +419,14 @@ def _check_call(node: Call, scope: Scope, mode: str) -> str:
     raise ExprError(f"unknown function {f!r} {where}{suggest(f, allowed)}", node.col)
 
 
-@cache
 def compile_pattern(pattern: str, col: int = 1) -> Any:
-    """``pattern`` compiled by RE2 (linear-time matching); ExprError if RE2 cannot take it."""
-    import re2
-
-    if len(pattern) > MAX_PATTERN_CHARS:
-        raise ExprError(f"regular expression longer than {MAX_PATTERN_CHARS} characters", col)
-    options = re2.Options()
-    options.log_errors = False  # RE2 would print its own lines on stderr
-    options.max_mem = 8 << 20
+    """``pattern`` compiled by RE2 (linear-time matching,
+    :func:`dnnlens.parsers.linear_regex.compile_linear`, as ``--iteration-marker``);
+    ExprError if RE2 cannot take it."""
     try:
-        return re2.compile(pattern, options=options)
-    except re2.error as exc:
-        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
-        raise ExprError(
-            f"bad regular expression (RE2 syntax, linear-time: no backreferences or "
-            f"lookaround): {detail}",
-            col,
-        ) from None
+        return compile_linear(pattern)
+    except PatternError as exc:
+        raise ExprError(str(exc), col) from None
 
 
 def _arity(node: Call, low: int, high: int) -> None:
