@@ -98,3 +98,32 @@ def test_a_marker_re2_cannot_take_is_one_line() -> None:
     assert result.exit_code == 2
     assert "bad regular expression (RE2 syntax" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*"])
+def test_a_long_chain_of_one_operator_is_checked_and_run_without_recursion(
+    tmp_path: Path, op: str
+) -> None:
+    """``1+1+...+1`` of 500 terms (999 characters, one level deep) is inside the documented
+    limits (10,000 characters, 100 levels): it raised RecursionError, an internal error."""
+    chain = op.join(["1"] * 500)
+    expected = {"+": 500, "-": -498, "*": 1}[op]
+    rules = tmp_path / "chain.yaml"
+    rules.write_text(
+        "rules:\n"
+        "  - name: long-chain\n    code: T001\n    severity: info\n"
+        f"    message: 'the chain is {{value}}'\n"
+        f"    metrics:\n      value: {chain}\n"
+        f"    when: value == {expected}\n"
+        "  - name: long-chain-rows\n    code: T002\n    severity: info\n"
+        "    message: 'rows'\n"
+        f"    where: {chain} == {expected}\n"
+        "    when: count() > 0\n"
+    )
+    result = CliRunner().invoke(
+        app, ["analyze", str(NCHW), "--rules", str(rules), "-q", "-f", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    fired = {f["rule"]: f["message"] for f in __import__("json").loads(result.stdout)["findings"]}
+    assert fired["long-chain"] == f"the chain is {expected}"
+    assert "long-chain-rows" in fired

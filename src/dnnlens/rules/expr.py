@@ -173,6 +173,16 @@ class Binary(Node):
 
 
 @dataclass(frozen=True)
+class Chain(Node):
+    """``a + b - c``: three operands or more of one precedence level, applied left to right
+    in a loop, so that a chain of 500 terms is as deep as one (a left-deep tree of
+    :class:`Binary` nodes made checking and evaluating it recurse 500 levels)."""
+
+    first: Node
+    rest: tuple[tuple[str, Node], ...]
+
+
+@dataclass(frozen=True)
 class BoolOp(Node):
     op: str
     items: tuple[Node, ...]
@@ -241,10 +251,10 @@ class _ToAst(Transformer):
         return Unary(_col(meta, c), "not", c[0])
 
     def _chain(self, meta: Any, c: list[Any]) -> Node:
-        node = c[0]
-        for op, right in zip(c[1::2], c[2::2], strict=True):
-            node = Binary(node.col, str(op), node, right)
-        return node
+        rest = tuple((str(op), right) for op, right in zip(c[1::2], c[2::2], strict=True))
+        if len(rest) <= 1:
+            return Binary(c[0].col, rest[0][0], c[0], rest[0][1]) if rest else c[0]
+        return Chain(c[0].col, c[0], rest)
 
     arith = _chain
     term = _chain
@@ -344,6 +354,12 @@ def check(node: Node, scope: Scope, mode: str) -> str:
         return BOOL
     if isinstance(node, Binary):
         return _check_binary(node, scope, mode)
+    if isinstance(node, Chain):
+        for op, operand in ((node.rest[0][0], node.first), *node.rest):
+            t = check(operand, scope, mode)
+            if t not in (NUM, ANY, BOOL):
+                raise ExprError(f"'{op}' needs numbers, got a {t}", node.col)
+        return NUM
     if isinstance(node, Call):
         return _check_call(node, scope, mode)
     raise ExprError("unknown expression", node.col)
@@ -500,6 +516,11 @@ def eval_rows(node: Node, frame: pd.DataFrame, scalars: Mapping[str, Any]) -> An
         return _binary(
             node.op, eval_rows(node.left, frame, scalars), eval_rows(node.right, frame, scalars)
         )
+    if isinstance(node, Chain):
+        value = eval_rows(node.first, frame, scalars)
+        for op, operand in node.rest:
+            value = _binary(op, value, eval_rows(operand, frame, scalars))
+        return value
     if isinstance(node, Call):
         return _row_call(node, [eval_rows(a, frame, scalars) for a in node.args])
     raise ExprError("unknown expression", node.col)
@@ -600,6 +621,11 @@ def eval_scalar(node: Node, env: Mapping[str, Any], agg: AggregateInput) -> Any:
         return any(_truthy(eval_scalar(i, env, agg)) for i in node.items)
     if isinstance(node, Binary):
         return _binary(node.op, eval_scalar(node.left, env, agg), eval_scalar(node.right, env, agg))
+    if isinstance(node, Chain):
+        value = eval_scalar(node.first, env, agg)
+        for op, operand in node.rest:
+            value = _binary(op, value, eval_scalar(operand, env, agg))
+        return value
     if isinstance(node, Call):
         if node.func in AGGREGATES:
             return _aggregate(node, env, agg)
