@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dnnlens.analysis.analysis import Analysis
+from dnnlens.analysis.confidence import Confidence, assess, overlap_share
 from dnnlens.analysis.layouts import flow_label, md_layouts
 from dnnlens.analysis.training import TrainingStep
 from dnnlens.model import MdList
@@ -77,6 +78,13 @@ class StepSide:
     def from_table(self) -> bool:
         """A key_averages table: its times per step are totals / steps (means)."""
         return self.method.startswith("table")
+
+    @property
+    def steady_times(self) -> list[float]:
+        """The steady steps' wall times (ms); none for a table (no per-step times)."""
+        if self.from_table:
+            return []
+        return [t for t, s in zip(self.step_ms, self.steady_flags, strict=True) if s]
 
     @property
     def mean_ms(self) -> float | None:
@@ -141,6 +149,14 @@ class Side:
         return self.total_ms / self.iterations if self.iterations > 0 else None
 
     @property
+    def steady_times(self) -> list[float]:
+        """The steady passes' times (ms); one figure, the total, when the run has no
+        repeating iteration (the whole log is then its one steady measurement)."""
+        if self.steady_iterations < 2:
+            return [self.total_ms] if self.exec_count else []
+        return [t for t, s in zip(self.iteration_ms, self.steady_flags, strict=True) if s]
+
+    @property
     def steady_median_ms(self) -> float | None:
         """Median of the steady passes' sums (shown beside the typical iteration)."""
         steady = sorted(t for t, s in zip(self.iteration_ms, self.steady_flags, strict=True) if s)
@@ -195,6 +211,8 @@ class Diff:
     ops: list[dict[str, Any]] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: how far the verdict can be trusted (:mod:`dnnlens.analysis.confidence`)
+    confidence: Confidence = field(default_factory=lambda: Confidence("none"))
 
     @property
     def has_onednn(self) -> bool:
@@ -456,15 +474,63 @@ def diff_analyses(base: Analysis, new: Analysis, basis: str = "typical") -> Diff
                 or (have_n and not ns.steady_flags[i]),
             }
         )
+    d.confidence = confidence_of(d)
     return d
+
+
+def _work(rows: list[dict[str, Any]], keys: tuple[str, ...], side: str, *cols: str) -> dict:
+    """Time per key of one side's rows, from the first column with any time."""
+    for col in cols:
+        out: dict[tuple[str, ...], float] = {}
+        for r in rows:
+            value = r[f"{side}_{col}"]
+            if value and math.isfinite(value):
+                key = tuple(r[k] for k in keys)
+                out[key] = out.get(key, 0.0) + float(value)
+        if out:
+            return out
+    return {}
+
+
+def direction(prop_kind: str) -> str:
+    """``backward`` for the backward prop_kinds, else ``forward``: what the work of a
+    primitive is, whatever oneDNN calls its forward (``forward_training`` when autograd
+    records it, ``forward_inference`` under ``no_grad``; a fix may move one to the other)."""
+    return "backward" if prop_kind.startswith("backward") else "forward"
+
+
+def confidence_of(d: Diff) -> Confidence:
+    """The confidence of a diff's verdict (:mod:`dnnlens.analysis.confidence`): its steady
+    passes or steps, and the work the two runs share: by op name and self time per step
+    when the verdict compares steps, else by primitive kind, direction (:func:`direction`)
+    and shape and their part of the typical iteration (raw totals when neither side has
+    one)."""
+    if d.unit == "step":
+        bs, ns = d.base.step, d.new.step
+        assert bs is not None and ns is not None
+        keys: tuple[str, ...] = ("name",)
+        ov = overlap_share(
+            _work(d.ops, keys, "base", "self_ms_per_step"),
+            _work(d.ops, keys, "new", "self_ms_per_step"),
+        )
+        return assess(bs.steady_times, ns.steady_times, d.compared_ms(), ov, "ops", "step")
+    rows = [{**r, "direction": direction(r["prop_kind"])} for r in d.primitives]
+    keys = ("kind", "direction", "shape")
+    ov = overlap_share(
+        _work(rows, keys, "base", "typical_ms", "ms"),
+        _work(rows, keys, "new", "typical_ms", "ms"),
+    )
+    return assess(d.base.steady_times, d.new.steady_times, d.compared_ms(), ov)
 
 
 __all__ = [
     "BASES",
     "UNITS",
+    "Confidence",
     "Diff",
     "Side",
     "StepSide",
+    "confidence_of",
     "diff_analyses",
     "ratio",
     "side_of",
