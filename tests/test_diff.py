@@ -28,6 +28,7 @@ from dnnlens.report.diff_report import render_json
 LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
 NCHW = str(LOGS / "convnet_nchw_infer.log")
 CL = str(LOGS / "convnet_cl_infer.log")
+SSE41 = str(LOGS / "isa_sse41_infer.log")
 ANSI = re.compile(r"\x1b\[")
 #: First steady pass (0-based) of each sample; see tests/test_projection.py for the pass sums.
 STEADY_FROM = {NCHW: 4, CL: 1}
@@ -214,14 +215,30 @@ def test_cli_markdown():
 
 
 def test_fail_if_slower_gate():
+    """A high-confidence diff gates: the same net with oneDNN capped at SSE4.1 is slower in
+    every steady pass (hand count in tests/test_diff_confidence.py)."""
     runner = CliRunner()
-    faster = runner.invoke(app, ["diff", NCHW, CL, "--fail-if-slower", "5%", "-f", "json"])
+    faster = runner.invoke(app, ["diff", SSE41, NCHW, "--fail-if-slower", "5%", "-f", "json"])
     assert faster.exit_code == 0
-    slower = runner.invoke(app, ["diff", CL, NCHW, "--fail-if-slower", "5%", "-f", "json"])
+    assert json.loads(faster.stdout)["confidence"]["level"] == "high"
+    slower = runner.invoke(app, ["diff", NCHW, SSE41, "--fail-if-slower", "5%", "-f", "json"])
     assert slower.exit_code == 1
     assert "slower than BASE per typical steady iteration" in slower.stderr
     # generous enough limit passes even though NEW is slower
-    assert runner.invoke(app, ["diff", CL, NCHW, "--fail-if-slower", "100%"]).exit_code == 0
+    assert runner.invoke(app, ["diff", NCHW, SSE41, "--fail-if-slower", "1000%"]).exit_code == 0
+
+
+def test_gate_refused_within_the_noise():
+    """NCHW against channels_last: the steady pass ranges overlap (1.99 to 4.26 ms against
+    1.01 to 63.3 ms), so the gate neither passes nor fails: exit 2 and one line why."""
+    runner = CliRunner()
+    for args in ([NCHW, CL], [CL, NCHW]):
+        result = runner.invoke(app, ["diff", *args, "--fail-if-slower", "5%", "-q"])
+        assert result.exit_code == 2
+        lines = [x for x in result.stderr.splitlines() if x.strip()]
+        assert len(lines) == 1
+        assert "--fail-if-slower not applied: the diff's confidence is low" in lines[0]
+        assert "the ranges overlap" in lines[0]
 
 
 def test_cli_usage_errors():

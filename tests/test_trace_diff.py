@@ -80,11 +80,18 @@ def test_terminal_and_markdown_show_the_step() -> None:
 
 
 def test_gate_on_the_step() -> None:
-    """--fail-if-slower gates on the typical step: the unfused run as NEW is slower."""
-    assert runner.invoke(app, ["diff", BAD, FIXED, "--fail-if-slower", "5%"]).exit_code == 0
-    slower = runner.invoke(app, ["diff", FIXED, BAD, "--fail-if-slower", "5%", "-f", "json"])
+    """--fail-if-slower gates on the typical step of a high-confidence diff: the NCHW
+    layout run as NEW is slower in every steady step (BASE 6.28 to 8.16 ms, NEW 9.52 to
+    11.0 ms). The SGD pair's steps overlap (0.76 to 1.13 ms against 0.72 to 0.96 ms: the
+    ProfilerStep spans), so its gate is refused (exit 2)."""
+    lbad, lfixed = str(FW / "layout_bad.*"), str(FW / "layout_fixed.*")
+    assert runner.invoke(app, ["diff", lbad, lfixed, "--fail-if-slower", "5%"]).exit_code == 0
+    slower = runner.invoke(app, ["diff", lfixed, lbad, "--fail-if-slower", "5%", "-f", "json"])
     assert slower.exit_code == 1
     assert json.loads(slower.stdout)["total"]["slower_pct"] > 5
+    assert json.loads(slower.stdout)["confidence"]["level"] == "high"
+    noisy = runner.invoke(app, ["diff", FIXED, BAD, "--fail-if-slower", "5%", "-q"])
+    assert noisy.exit_code == 2 and "confidence is low" in noisy.stderr
     mean = diff_json(BAD, FIXED, "--basis", "mean")
     # the mean step: the 4 ProfilerStep spans' wall time / 4 (hand count: 884.98 us)
     assert mean["total"]["compared_base_ms"] == pytest.approx(

@@ -359,6 +359,14 @@ class DiffReport:
         """How much slower NEW is than BASE (0.05: 5% slower; negative: faster)."""
         return self.diff.slower_fraction
 
+    @property
+    def confidence(self) -> dict[str, Any]:
+        """How far the verdict can be trusted, as in the JSON report: ``level`` (``high``,
+        ``low``, or ``none`` for different workloads), ``reason``, and the figures behind
+        them (each side's steady pass ranges, the work both runs share). ``dnnlens diff
+        --fail-if-slower`` gates only on ``high``."""
+        return self.diff.confidence.to_json()
+
     def _repr_markdown_(self) -> str:
         from dnnlens.report.diff_report import render_markdown
 

@@ -10,7 +10,11 @@ compares the mean step (all steps' wall time / steps) or total / passes instead.
 codes: 0 compared; 1 ``--fail-if-slower`` was given and NEW is slower than BASE by more than
 that; 2 usage or input error, including a BASE or NEW that cannot be read or has neither
 primitive executions nor a profiler trace or table to compare, and two sides with nothing
-in common to compare (a trace alone against a log alone), whatever the other flags.
+in common to compare (a trace alone against a log alone), whatever the other flags; and
+``--fail-if-slower`` on a diff whose confidence is not ``high``
+(:mod:`dnnlens.analysis.confidence`: different workloads, too few passes, a change within
+the pass-to-pass spread): a gate that cannot tell a regression from noise says why in one
+line and neither passes nor fails.
 """
 
 from __future__ import annotations
@@ -60,7 +64,8 @@ def diff(
         None,
         "--fail-if-slower",
         help="Exit 1 if NEW is slower than BASE by more than this (5% or 5), per step "
-        "(both sides with a profiler trace) or per iteration.",
+        "(both sides with a profiler trace) or per iteration; exit 2 when the diff's "
+        "confidence is not high (noise, too few passes, different workloads).",
     ),
     basis: str = typer.Option(
         "typical",
@@ -102,6 +107,12 @@ def diff(
     slower = d.slower_fraction
     if limit is not None and slower is None:  # nothing to gate on: not a regression
         error(f"cannot compare {d.basis_text}: a time is not a finite number")
+        raise typer.Exit(EXIT_USAGE)
+    if limit is not None and d.confidence.level != "high":
+        error(
+            f"--fail-if-slower not applied: the diff's confidence is {d.confidence.level}: "
+            f"{d.confidence.reason}"
+        )
         raise typer.Exit(EXIT_USAGE)
     if limit is not None and slower is not None and slower > limit:
         error(

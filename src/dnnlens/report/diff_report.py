@@ -16,6 +16,7 @@ from dnnlens.fmt import ms, ms_cell, pct_cell, signed_pct, speed
 from dnnlens.report.json_report import training_doc
 from dnnlens.report.schema import (
     SCHEMA_VERSION,
+    DiffConfidenceDoc,
     DiffDoc,
     DiffSideDoc,
     DiffStepDoc,
@@ -109,6 +110,7 @@ def diff_doc(d: Diff, fail_if_slower: float | None = None) -> DiffDoc:
         ops=d.ops if d.unit == "step" else None,
         steps=d.steps if d.unit == "step" else None,
         notes=list(d.notes),
+        confidence=DiffConfidenceDoc(**d.confidence.to_json()),
     )
 
 
@@ -132,6 +134,12 @@ def verdict(d: Diff) -> str:
     """One sentence: faster or slower, by how much, on which basis; for steps, the phase
     and the op that changed most."""
     b, n = d.compared_ms()
+    if d.confidence.different_workloads:
+        share = d.confidence.workload_overlap or 0.0
+        return (
+            f"Different workloads, no speed ratio: only {100 * share:.0f}% of a run's time "
+            f"is work the other run does too; {d.basis_text} {ms(b)} -> {ms(n)}."
+        )
     if d.unit == "step":
         return (
             f"NEW is {speed(d.speedup)} {d.basis_text}: {ms(b)} -> {ms(n)} ({_delta(b, n)})"
@@ -150,6 +158,11 @@ def verdict(d: Diff) -> str:
         f"total {ms(d.base.total_ms)} -> {ms(d.new.total_ms)}, "
         f"{d.base.exec_count:,} -> {d.new.exec_count:,} executions."
     )
+
+
+def confidence_line(d: Diff) -> str:
+    """The confidence of the verdict and why, in one sentence."""
+    return f"Confidence: {d.confidence.level} ({d.confidence.reason})."
 
 
 def largest_changes(d: Diff) -> list[str]:
@@ -499,6 +512,8 @@ def render_markdown(d: Diff, top: int = 15) -> str:
         "",
         f"**{cell(verdict(d))}**",
         "",
+        cell(confidence_line(d)),
+        "",
         cell(steady_line(d)),
         "",
         *(f"_note: {cell(n)}_\n" for n in d.notes),
@@ -535,7 +550,10 @@ def render_terminal(d: Diff, console: Any, top: int = 15) -> None:
     from dnnlens.report.text_layout import Grid, prose, unique_suffixes
 
     style = "green" if (d.slower_fraction or 0.0) <= 0 else "red"
+    if d.confidence.level != "high":
+        style = "yellow"
     prose(console, verdict(d), style=f"bold {style}")
+    prose(console, confidence_line(d), style="" if d.confidence.level == "high" else "yellow")
     prose(console, steady_line(d))
     names = unique_suffixes([d.base.path, d.new.path])
     for name, s in (("BASE", d.base), ("NEW", d.new)):

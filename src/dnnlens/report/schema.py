@@ -579,6 +579,27 @@ class DiffTotalDoc:
 
 
 @dataclass
+class DiffConfidenceDoc:
+    """How far the verdict can be trusted (``dnnlens.analysis.confidence``): ``high``,
+    ``low`` or ``none`` (different workloads: no speed ratio), with its reasons; the
+    steady passes' (or steps') ranges of both sides, the chance of their separation if
+    nothing changed, and the share of time in work both runs do."""
+
+    level: str
+    reason: str
+    reasons: list[str]
+    different_workloads: bool
+    workload_overlap: float | None
+    workload_by: str
+    unit: str
+    base_steady: int
+    new_steady: int
+    base_range_ms: list[float] | None
+    new_range_ms: list[float] | None
+    chance: float | None
+
+
+@dataclass
 class DiffDoc:
     """The ``dnnlens diff --format json`` document."""
 
@@ -603,6 +624,8 @@ class DiffDoc:
     ops: list[Row] | None = None
     steps: list[Row] | None = None
     notes: list[str] | None = None
+    #: how far ``verdict`` can be trusted; ``--fail-if-slower`` gates only on ``high``
+    confidence: DiffConfidenceDoc | None = None
 
 
 @dataclass
