@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from dnnlens.analysis.linking import LinkResult
     from dnnlens.analysis.machine import Machine
     from dnnlens.analysis.producer import Producer
+    from dnnlens.analysis.timing_trust import TimingTrust
     from dnnlens.analysis.training import TrainingStep
 
 __all__ = [
@@ -462,6 +463,23 @@ class Analysis:
             rows.append(p)
         self.notes.extend(_no_cost_notes(self.log, points))
         return rows
+
+    @fact
+    def timing_trust(self) -> TimingTrust:
+        """Whether the run's times can be trusted: how much of the typical iteration runs
+        impossibly slowly against :attr:`machine` (:mod:`dnnlens.analysis.timing_trust`);
+        a run whose times cannot be trusted gets a note that says so."""
+        from dnnlens.analysis.timing_trust import timing_trust
+
+        trust = timing_trust(self.primitives, self.typical_iteration_ms)
+        if not trust.trustworthy:
+            note = (
+                f"timings are not trustworthy: {trust.reason}; every time and share in "
+                "this report is inflated by it"
+            )
+            if note not in self.notes:
+                self.notes.append(note)
+        return trust
 
     # -- parts of the typical iteration that several views show ----------------------------
     @fact

@@ -159,6 +159,7 @@ def report_doc(analysis: Analysis) -> s.ReportDoc:
             events_total=log.window.events_total,
         )
     link = links.get("framework_link")
+    trust = analysis.timing_trust  # first: a run it distrusts has a note that says so
     return s.ReportDoc(
         schema_version=s.SCHEMA_VERSION,
         dnnlens_version=__version__,
@@ -180,6 +181,7 @@ def report_doc(analysis: Analysis) -> s.ReportDoc:
         training=training_doc(analysis.training),
         machine=analysis.machine.to_json() if analysis.primitives else None,
         basis=s.BasisDoc(**analysis.report_basis.to_json()),
+        timing_confidence=s.TimingConfidenceDoc(**trust.to_json()),
     )
 
 

@@ -337,6 +337,23 @@ class TrainingDoc:
 
 
 @dataclass
+class TimingConfidenceDoc:
+    """Whether the run's times can be trusted (``dnnlens.analysis.timing_trust``): ``low``
+    when calls at least ``slow_factor`` times slower than the machine model's roof (and
+    ``min_run_ms`` or longer) hold ``min_slow_share`` of the typical iteration or more; then
+    every finding's time and share is inflated, and their order is not to be trusted."""
+
+    level: str
+    reason: str
+    slow_share_of_iteration: float | None
+    slow_ms_per_iteration: float
+    worst_factor: float | None
+    slow_factor: float
+    min_run_ms: float
+    min_slow_share: float
+
+
+@dataclass
 class ReportDoc:
     """The ``dnnlens analyze --format json`` document."""
 
@@ -376,6 +393,8 @@ class ReportDoc:
     #: ``aten_outside_onednn``, and with a verbose log ``primitives`` and ``link``.
     framework: dict[str, Any] | None = None
     basis: BasisDoc | None = None
+    #: How far the times (and so every finding's cost and order) can be trusted
+    timing_confidence: TimingConfidenceDoc | None = None
 
 
 @dataclass

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from dnnlens.analysis.findings import Finding
 from dnnlens.rules.base import Rule
 from dnnlens.rules.builtin._util import ms, ratio
 from dnnlens.rules.context import RuleContext
+
+#: The title of the uniform-slowdown finding (the rule's summary is about spikes).
+UNIFORM_TITLE = "Timings are not trustworthy: the whole run ran far below the machine's rates"
 
 
 class UnstableTiming(Rule):
@@ -24,6 +28,13 @@ class UnstableTiming(Rule):
     a part of the mean steady pass (the raw exec times summed per steady pass), which is
     its basis: the typical iteration does not hold the noise it leaves out.
 
+    A machine loaded for the whole run slows every call alike, medians included, and shows
+    no spikes: that is found by the rates instead (:mod:`dnnlens.analysis.timing_trust`):
+    when calls at least 100x slower than the machine model's roof (and 0.1 ms or longer)
+    hold a quarter of the typical iteration or more, the rule says the timings are not
+    trustworthy, at the cost of that part of the iteration, and the report's
+    ``timing_confidence`` is ``low``.
+
     Fix: measure on quiet, pinned cores (``taskset``/``numactl``, no other load), set
     ``OMP_NUM_THREADS`` to the physical cores available, run more iterations and compare
     medians, disable frequency scaling for benchmarks.
@@ -35,6 +46,30 @@ class UnstableTiming(Rule):
     defaults = {"ratio": 3.0, "min_runs": 5, "min_excess_share": 0.20}
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        yield from self._spikes(ctx)
+        yield from self._uniform(ctx)
+
+    def _uniform(self, ctx: RuleContext) -> Iterator[Finding]:
+        """A uniform slowdown: a large part of the iteration at impossibly low rates."""
+        trust = ctx.analysis.timing_trust
+        if trust.trustworthy:
+            return
+        msg = (
+            f"timings are not trustworthy: {trust.reason} (other processes on the cores, "
+            "a niced, throttled or oversubscribed process, or first calls not left out as "
+            f"warm-up); that is {ctx.cost_text(trust.slow_ms, 'iteration')}, and every "
+            "other finding's time and share is inflated by it: measure again before "
+            "acting on them"
+        )
+        finding = self.finding(
+            msg,
+            ctx.record_evidence(trust.records),
+            data={"uniform_slowdown": True, **trust.to_json()},
+            impact_ms=trust.slow_ms,
+        )
+        yield replace(finding, title=UNIFORM_TITLE)
+
+    def _spikes(self, ctx: RuleContext) -> Iterator[Finding]:
         st = ctx.steady_stats
         if st.empty:
             return
