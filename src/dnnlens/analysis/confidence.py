@@ -37,6 +37,11 @@ therefore carries a :class:`Confidence`, ``high``, ``low`` or ``none``, with its
 * **disagreement** (``low``): the ranges are apart but in the other direction than the
   compared times (the typical iteration says faster, every pass says slower).
 
+* **untrustworthy times** (``low``): a side whose run was slowed as a whole (a large part
+  of its typical iteration at rates 100x below the machine model,
+  :mod:`dnnlens.analysis.timing_trust`) compares the load of the machine, not the program,
+  whatever its passes say.
+
 ``high`` is what is left: the same work, enough passes, and every pass of one side beyond
 every pass of the other, in the direction of the verdict. ``--fail-if-slower`` gates only
 on a ``high`` diff (``dnnlens diff`` exits 2 otherwise, naming the reason).
@@ -46,7 +51,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dnnlens.fmt import ms
@@ -175,9 +180,26 @@ def assess(
     overlap: float | None,
     workload_by: str = "primitives",
     unit: str = "pass",
+    distrust: Sequence[str] = (),
 ) -> Confidence:
     """The confidence of a diff: the steady pass (or step) times of each side, the two
-    compared times (BASE, NEW) and the work both runs share (:func:`overlap_share`)."""
+    compared times (BASE, NEW), the work both runs share (:func:`overlap_share`), and why
+    a side's times are not to be trusted (``distrust``, one reason each: at most ``low``)."""
+    found = _assess(base_times, new_times, compared, overlap, workload_by, unit)
+    if not distrust:
+        return found
+    level = "low" if found.level == "high" else found.level
+    return replace(found, level=level, reasons=[*found.reasons, *distrust])
+
+
+def _assess(
+    base_times: Sequence[float],
+    new_times: Sequence[float],
+    compared: tuple[float, float],
+    overlap: float | None,
+    workload_by: str,
+    unit: str,
+) -> Confidence:
     b, n = Spread.of(base_times), Spread.of(new_times)
     chance = separation_chance(b.count, n.count)
     common = {

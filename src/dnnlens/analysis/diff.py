@@ -142,6 +142,8 @@ class Side:
     training: TrainingStep | None = None
     #: The framework step (``None`` without a profiler trace or table with steps).
     step: StepSide | None = None
+    #: Why this run's times are not to be trusted (a uniform slowdown), or None
+    untrusted: str | None = None
 
     @property
     def mean_ms(self) -> float | None:
@@ -191,6 +193,7 @@ def side_of(analysis: Analysis) -> Side:
         reorder_share=analysis.reorder_part.share,
         training=analysis.training,
         step=step_side_of(analysis),
+        untrusted=None if analysis.timing_trust.trustworthy else analysis.timing_trust.reason,
     )
 
 
@@ -499,6 +502,14 @@ def direction(prop_kind: str) -> str:
     return "backward" if prop_kind.startswith("backward") else "forward"
 
 
+def _distrust(d: Diff) -> list[str]:
+    return [
+        f"{name}'s timings are not trustworthy: {side.untrusted}"
+        for name, side in (("BASE", d.base), ("NEW", d.new))
+        if side.untrusted
+    ]
+
+
 def confidence_of(d: Diff) -> Confidence:
     """The confidence of a diff's verdict (:mod:`dnnlens.analysis.confidence`): its steady
     passes or steps, and the work the two runs share: by op name and self time per step
@@ -513,14 +524,18 @@ def confidence_of(d: Diff) -> Confidence:
             _work(d.ops, keys, "base", "self_ms_per_step"),
             _work(d.ops, keys, "new", "self_ms_per_step"),
         )
-        return assess(bs.steady_times, ns.steady_times, d.compared_ms(), ov, "ops", "step")
+        return assess(
+            bs.steady_times, ns.steady_times, d.compared_ms(), ov, "ops", "step", _distrust(d)
+        )
     rows = [{**r, "direction": direction(r["prop_kind"])} for r in d.primitives]
     keys = ("kind", "direction", "shape")
     ov = overlap_share(
         _work(rows, keys, "base", "typical_ms", "ms"),
         _work(rows, keys, "new", "typical_ms", "ms"),
     )
-    return assess(d.base.steady_times, d.new.steady_times, d.compared_ms(), ov)
+    return assess(
+        d.base.steady_times, d.new.steady_times, d.compared_ms(), ov, distrust=_distrust(d)
+    )
 
 
 __all__ = [
