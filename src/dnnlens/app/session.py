@@ -127,6 +127,9 @@ def analyse(log: ParsedLog, settings: Settings) -> Outcome:
             )
         if settings.run_info is not None:
             analysis.run_info = dict(settings.run_info)
+            note = (settings.run_info.get("load") or {}).get("note")
+            if note and note not in analysis.notes:  # dnnlens run saw a busy machine
+                analysis.notes.append(note)
         try:
             apply_rules(analysis.prepare(), settings.rule_options())
         except RuleSetupError as exc:

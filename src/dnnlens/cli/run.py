@@ -16,6 +16,9 @@ reading, live view, analysis options and report (:mod:`dnnlens.cli.pipeline`). B
 * SIGINT and SIGTERM are passed on to the program (SIGINT only when the terminal did not
   send it to the program itself); its output is read until it exits; if it is still
   running ``--grace`` seconds later it gets SIGTERM, then SIGKILL: it is never left running;
+* while it runs, the machine's load is sampled (:mod:`dnnlens.cli.load`, Linux; not with
+  ``--no-load``): the CPU time other processes took, and the load average; the report's
+  ``run`` says it, and gets a note when others took a quarter of the CPUs or more;
 * the exit code is the program's (128 + N when signal N ended it, as shells report it);
   when the program succeeded, dnnlens's own gate decides (1 for ``--fail-on``, 2 for
   ``--strict``); 2 when the program could not be started.
@@ -34,6 +37,7 @@ from dnnlens.cli import FailOn, OutputFormat, program_environment
 from dnnlens.cli import pipeline as p
 from dnnlens.cli.child import LEVEL_HELP, ChildError, ChildWatch, check_level, start
 from dnnlens.cli.child import verbose_environment as verbose_env
+from dnnlens.cli.load import LoadSampler
 from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
 from dnnlens.errors import fail, say
 
@@ -98,6 +102,14 @@ def register(app: typer.Typer) -> None:
                 "(then as long again before SIGKILL).",
             ),
         ] = 10.0,
+        load: Annotated[
+            bool,
+            typer.Option(
+                "--load/--no-load",
+                help="Sample the machine's load while the program runs (Linux): a note when "
+                "other processes took a quarter of the CPUs or more.",
+            ),
+        ] = True,
         fmt: p.FormatOption = OutputFormat.terminal,
         output: p.OutputOption = None,
         top: p.TopOption = 10,
@@ -166,12 +178,16 @@ def register(app: typer.Typer) -> None:
         if not quiet:
             say("note", f"keeping the program's output in {log_path}")
         watch = ChildWatch(proc, grace)
+        sampler = LoadSampler(proc.pid).start() if load else None
 
         def program_ended(opts: p.ReportOptions) -> None:
+            exit_code = watch.wait()
+            machine_load = sampler.stop() if sampler is not None else None
             opts.settings.run_info = {
                 "command": command,
-                "exit_code": watch.wait(),
+                "exit_code": exit_code,
                 "log": str(log_path),
+                "load": machine_load.to_json() if machine_load is not None else None,
             }
 
         from dnnlens.io.signals import StopRequest

@@ -300,6 +300,11 @@ class RunDoc:
     command: list[str]
     exit_code: int
     log: str
+    #: what the machine did while the program ran (``dnnlens.cli.load``): CPU seconds of
+    #: the machine, the program, dnnlens and other processes, ``other_share``, the highest
+    #: load average, ``busy`` and its ``note``; None when not sampled (``--no-load``, not
+    #: Linux)
+    load: dict[str, Any] | None = None
 
 
 @dataclass
