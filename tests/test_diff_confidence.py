@@ -157,3 +157,24 @@ def test_the_rule_in_numbers():
     assert opposite.level == "low" and "every steady pass of NEW is slower" in opposite.reason
     assert overlap_share({"a": 1.0, "b": 1.0}, {"a": 3.0, "c": 1.0}) == pytest.approx(0.5)
     assert overlap_share({}, {"a": 1.0}) is None
+
+
+NOISE = Path(__file__).resolve().parent / "data" / "noise"
+SAME_A, SAME_B = str(NOISE / "same_program_a.log"), str(NOISE / "same_program_b.log")
+
+
+def test_the_same_program_twice_is_no_change():
+    """One program recorded twice in a row (tests/data/noise/README.md): the typical
+    iterations differ by 12%, but the steady passes of each run span 1 to 120 ms."""
+    a, b = pass_sums(SAME_A, 15), pass_sums(SAME_B, 15)
+    assert len(a) == len(b) == 11
+    doc = diff_doc(SAME_A, SAME_B)
+    c = doc["confidence"]
+    assert c["level"] == "low" and "the ranges overlap" in c["reason"]
+    assert c["base_range_ms"] == pytest.approx([min(a[2:]), max(a[2:])], rel=1e-6)
+    assert c["new_range_ms"] == pytest.approx([min(b[2:]), max(b[2:])], rel=1e-6)
+    assert c["base_range_ms"] == pytest.approx([1.002, 121.536], abs=1e-3)
+    assert c["new_range_ms"] == pytest.approx([0.901, 114.515], abs=1e-3)
+    for args in ([SAME_A, SAME_B], [SAME_B, SAME_A]):
+        gated = runner.invoke(app, ["diff", *args, "--fail-if-slower", "5%", "-q"])
+        assert gated.exit_code == 2 and "confidence is low" in gated.stderr
