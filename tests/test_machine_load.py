@@ -24,7 +24,11 @@ linux = pytest.mark.skipif(machine_cpu() is None, reason="no /proc/stat")
 def write_proc(proc: Path, busy: int, idle: int, tree: dict[int, tuple[int, int]]) -> None:
     """A fake /proc: the machine's busy and idle ticks; processes pid -> (ppid, ticks)."""
     proc.mkdir(exist_ok=True)
-    (proc / "stat").write_text(f"cpu  {busy} 0 0 {idle} 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0\n")
+    b0, i0 = busy // 2, idle // 2
+    (proc / "stat").write_text(
+        f"cpu  {busy} 0 0 {idle} 0 0 0 0 0 0\ncpu0 {b0} 0 0 {i0} 0 0 0 0 0 0\n"
+        f"cpu1 {busy - b0} 0 0 {idle - i0} 0 0 0 0 0 0\nintr 0\n"
+    )
     for pid, (ppid, ticks) in tree.items():
         (proc / str(pid)).mkdir(exist_ok=True)
         fields = ["S", str(ppid)] + ["0"] * 9 + [str(ticks), "0", "0", "0"]

@@ -5,7 +5,8 @@ only when the slowdown is large; ``dnnlens run`` can also watch the machine. Whi
 program runs, a thread samples every :data:`INTERVAL` seconds:
 
 * ``/proc/stat``: the CPU time of the whole machine, busy (user, nice, system, irq,
-  softirq, steal) and all (idle and iowait too);
+  softirq, steal) and all (idle and iowait too), read as :mod:`dnnlens.io.idle_cpus` reads
+  it for ``-j``;
 * ``/proc/<pid>/stat`` of the program and every process below it (utime + stime, the last
   value seen of each, so a worker that ended still counts; one that lived less than an
   interval is missed and counts as other);
@@ -39,17 +40,18 @@ __all__ = ["BUSY_SHARE", "INTERVAL", "LoadSampler", "MachineLoad", "machine_cpu"
 
 
 def machine_cpu(proc: Path = Path("/proc")) -> tuple[int, int] | None:
-    """(busy, all) CPU ticks of the whole machine since boot, from ``/proc/stat``."""
+    """(busy, all) CPU ticks of the whole machine since boot: ``/proc/stat``'s CPUs read
+    as :func:`dnnlens.io.idle_cpus.parse_stat` reads them (busy: all but idle and iowait,
+    steal included), summed."""
+    from dnnlens.io.idle_cpus import parse_stat
+
     try:
-        first = (proc / "stat").read_text().split("\n", 1)[0].split()
+        cpus = parse_stat((proc / "stat").read_bytes())
     except OSError:
         return None
-    if not first or first[0] != "cpu" or len(first) < 8:
+    if not cpus:
         return None
-    user, nice, system, idle, iowait, irq, softirq = (int(x) for x in first[1:8])
-    steal = int(first[8]) if len(first) > 8 else 0
-    busy = user + nice + system + irq + softirq + steal
-    return busy, busy + idle + iowait
+    return sum(b for b, _ in cpus.values()), sum(a for _, a in cpus.values())
 
 
 def _stat_fields(text: str) -> list[str]:
