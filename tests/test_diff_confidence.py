@@ -71,9 +71,9 @@ def test_overlapping_pass_ranges_are_low_confidence():
     assert "the ranges overlap" in c["reason"]
     assert doc["verdict"].startswith("NEW is 1.31x faster")  # the ratio is still said
     text = runner.invoke(app, ["diff", NCHW, CL, "-q"]).stdout
-    assert "Confidence: low (within the noise" in text
+    assert "Confidence: low: within the noise" in text
     md = runner.invoke(app, ["diff", NCHW, CL, "-q", "-f", "markdown"]).stdout
-    assert "Confidence: low (within the noise" in md
+    assert "Confidence: low: within the noise" in md
 
 
 def test_gate_on_overlapping_passes_exits_2_with_one_line():

@@ -162,7 +162,7 @@ def verdict(d: Diff) -> str:
 
 def confidence_line(d: Diff) -> str:
     """The confidence of the verdict and why, in one sentence."""
-    return f"Confidence: {d.confidence.level} ({d.confidence.reason})."
+    return f"Confidence: {d.confidence.level}: {d.confidence.reason}."
 
 
 def largest_changes(d: Diff) -> list[str]:
