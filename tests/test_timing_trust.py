@@ -19,6 +19,7 @@ from dnnlens.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTENDED = ROOT / "tests" / "data" / "noise" / "contended_nice19_infer.log"
+RUN_CONTENDED = ROOT / "tests" / "data" / "noise" / "run_contended_nchw_infer.log"
 SAMPLES = ROOT / "sample_logs"
 #: sample logs whose whole run was slowed (tests/test_first_finding.py has their hand counts)
 SLOWED = {"profile_combined_infer.log", "legacy/onednn-2.6.0.log", "legacy/onednn-3.0.0.log"}
@@ -119,3 +120,19 @@ def test_the_threshold():
     tiny = point(0.05, 0.0001, 1.0)  # 500x its roof but 0.05 ms: a call's fixed cost
     assert timing_trust([tiny], 1.0).level == "high"
     assert timing_trust([], 1.0).trustworthy
+
+
+def test_the_log_dnnlens_run_kept_of_a_loaded_machine():
+    """The NCHW net under ``dnnlens run`` on a machine others kept 99% busy (README): every
+    time is ~1 s (median exec line 991.7 ms; the 18 KB reorder 1.3 s). Reorders are 77%
+    of that iteration, but the first finding says the times are not the program's."""
+    times = exec_times(RUN_CONTENDED)
+    assert len(times) == 165 and median(times) == pytest.approx(991.742, abs=1e-3)
+    reorder = exec_times(RUN_CONTENDED, "16x16x3x3")
+    assert len(reorder) == 22 and median(reorder) == pytest.approx(1299.86, abs=0.01)
+    doc = analyze_json(RUN_CONTENDED)
+    assert doc["timing_confidence"]["level"] == "low"
+    assert doc["timing_confidence"]["slow_share_of_iteration"] == pytest.approx(1.0, abs=1e-3)
+    first = doc["findings"][0]
+    assert first["rule"] == "unstable-timing" and first["data"]["uniform_slowdown"]
+    assert any(f["rule"] == "reorder-overhead" for f in doc["findings"][1:])
