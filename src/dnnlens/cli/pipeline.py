@@ -310,7 +310,8 @@ class _Tee:
 class _Output:
     """Where the program's bytes go while reading, and the live view when it is shown."""
 
-    def __init__(self, show: bool, tee: bool) -> None:
+    def __init__(self, show: bool, tee: bool, settings: Settings) -> None:
+        self.settings = settings
         self.view: Any = None
         self.tee: Any = _Tee(sys.stdout.buffer) if tee else None
         self.on_snapshot: Callable[[Any], None] | None = None
@@ -322,11 +323,11 @@ class _Output:
             self.on_snapshot = self._show
 
     def _show(self, snapshot: Any) -> None:
-        from dnnlens.analysis.analysis import Analysis
+        from dnnlens.app.session import snapshot_summary
         from dnnlens.cli.live_view import live_panel
 
-        # the summary of the one analysis: of the snapshot's exact per-record statistics
-        self.view.show(live_panel(snapshot, Analysis(snapshot).summary))
+        # the summary the session makes of what was read so far (the report's own totals)
+        self.view.show(live_panel(snapshot, snapshot_summary(snapshot, self.settings)))
 
     def close(self) -> None:
         """Erase the live view (the report comes next)."""
@@ -414,7 +415,7 @@ def read_and_report(
     signals: Any = own if own is not None else contextlib.nullcontext()
     with signals, InputProgress(sources, bar) as progress:
         stop = own if own is not None else stop
-        output = _Output(show, tee)
+        output = _Output(show, tee, options.settings)
         try:
             log = read(
                 expansion,

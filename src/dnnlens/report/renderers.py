@@ -185,7 +185,8 @@ def _is_directory(output: Path) -> bool:
 class TablesRenderer(Renderer):
     """The event table (and a trace's ops) as a dataset partitioned by run and rank
     (:mod:`dnnlens.report.tables_export`): a directory of files, so it has no one text;
-    ``write`` returns the :class:`~dnnlens.report.tables_export.ExportResult`."""
+    ``write`` takes the :class:`RunSet` of the inputs (every run, as ``analyze`` makes them)
+    and returns the :class:`~dnnlens.report.tables_export.ExportResult`."""
 
     to_terminal = False
 
@@ -196,12 +197,14 @@ class TablesRenderer(Renderer):
     def render(self, analysis: Analysis, options: RenderOptions) -> str:
         raise UsageError(f"{self.name} tables are a directory of files: give --output DIR")
 
-    def write(self, analysis: Analysis, output: Path | None, options: RenderOptions) -> Any:
+    def write(self, analysis: Any, output: Path | None, options: RenderOptions) -> Any:
         from dnnlens.report.tables_export import export_tables
 
         if output is None:
             raise UsageError(f"{self.name} tables need --output DIR")
-        return export_tables(analysis.log, output, self.name)
+        if not isinstance(analysis, RunSet):
+            raise TypeError("tables are written from the RunSet of the inputs")
+        return export_tables(analysis.analyses, analysis.runs, output, self.name)
 
 
 class RunsRenderer:
