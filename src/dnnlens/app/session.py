@@ -105,7 +105,7 @@ def open_inputs(
     do). ``rules``: False for a command that shows no finding (the table exports), which
     still gets the same runs, passes and warm-up. :class:`SessionError` (one line, the
     input named as ``what``) when nothing can be read."""
-    from dnnlens.report.console import load_inputs
+    from dnnlens.app.reading_progress import load_inputs
 
     log = load_inputs(list(specs), quiet, marker=settings.iteration_marker)
     problems = list(log.input_errors) + [s.read_error for s in log.scans if s.read_error]

@@ -394,7 +394,8 @@ def read_and_report(
     problem = marker_problem(options)
     if problem is not None:
         raise fail(problem)
-    from dnnlens.report.console import InputProgress, progress_enabled
+    from dnnlens.app.reading_progress import InputProgress
+    from dnnlens.report.console import progress_enabled
 
     piped = "-" in specs
     show = live and piped and not options.quiet and _live_view_possible()
