@@ -40,6 +40,9 @@ class OutputFormat(StrEnum):
     terminal = "terminal"
     json = "json"
     html = "html"
+    sarif = "sarif"
+    github = "github"
+    junit = "junit"
 
 
 class FailOn(StrEnum):
@@ -256,7 +259,14 @@ def report_parsed(log: ParsedLog, options: ReportOptions) -> int:
         return EXIT_USAGE
     analyses, runs = outcome.analyses, outcome.runs
     redirect = options.report_to_stderr and options.output is None
-    layout = {"top": options.top, "details": options.details, "width": options.width}
+    # JUnit: a finding at --fail-on is a failed test case (warning when it is not given)
+    fail_on = "warning" if options.fail_on is FailOn.never else options.fail_on.value
+    layout = {
+        "top": options.top,
+        "details": options.details,
+        "width": options.width,
+        "fail_on": fail_on,
+    }
     with contextlib.redirect_stdout(sys.stderr) if redirect else contextlib.nullcontext():
         try:
             if len(analyses) > 1:

@@ -275,10 +275,30 @@ def _failure(rule: Rule, detail: str, kind: str) -> Finding:
 
 
 def run_rules(analysis: Analysis, options: RuleOptions) -> list[Finding]:
-    """All findings of the selected rules, most severe first."""
+    """All findings of the selected rules, most severe first; ``analysis.rules_run`` says
+    which rules looked at it (a CI report lists a rule that found nothing as passed)."""
     cfg = load_config(options.config_path, options.search_config)
     registry = build_registry(options, cfg)
-    return run_selected(analysis, selected_rules(registry, options, cfg), options.budget)
+    rules = selected_rules(registry, options, cfg)
+    analysis.rules_run = [RuleRun.of(rule) for rule in rules]
+    return run_selected(analysis, rules, options.budget)
+
+
+@dataclass(frozen=True)
+class RuleRun:
+    """A rule that ran on an analysis: what a CI report (SARIF's rule list, a JUnit test
+    case) says of it whether or not it found anything."""
+
+    name: str
+    code: str
+    severity: str
+    summary: str
+    description: str
+
+    @classmethod
+    def of(cls, rule: Rule) -> RuleRun:
+        """The identity and help text of ``rule`` (its docstring: rationale and fix)."""
+        return cls(rule.rule_name, rule.rule_code, rule.level, rule.summary(), rule.describe())
 
 
 def rule_options(rule: Rule) -> Mapping[str, Any]:
