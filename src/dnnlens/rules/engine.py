@@ -114,14 +114,23 @@ def configured(registry: Registry, cfg: RuleConfig) -> dict[str, tuple[dict, str
 def selected_rules(registry: Registry, options: RuleOptions, cfg: RuleConfig) -> list[Rule]:
     """Instances of the rules to run, in registry order, with configured options."""
     settings = configured(registry, cfg)
-    select = registry.resolve(options.select or cfg.select, "--select")
-    ignore = set(registry.resolve([*cfg.ignore, *options.ignore], "--ignore"))
+    if options.select:
+        select = registry.resolve(options.select, "--select")
+    else:  # an unknown name is named where it is written: the file and its line
+        select = [n for v in cfg.select for n in registry.resolve([v], _written(cfg, v))]
+    ignore = {n for v in cfg.ignore for n in registry.resolve([v], _written(cfg, v))}
+    ignore |= set(registry.resolve(options.ignore, "--ignore"))
     chosen = [n for n in registry.entries if (not select or n in select) and n not in ignore]
     rules = []
     for name in chosen:
         opts, severity = settings.get(name, ({}, None))
         rules.append(registry.entries[name].make(opts, severity))
     return rules
+
+
+def _written(cfg: RuleConfig, value: str) -> str:
+    """Where a configuration file names ``value`` (``path:line``), for a message."""
+    return cfg.where(f'"{value}"') if cfg.line_of(f'"{value}"') else cfg.where(value)
 
 
 def run_selected(
