@@ -158,3 +158,38 @@ def test_diff_speaks_the_ci_formats(fmt):
     code, out, _ = _run("diff", NCHW, cl, "-f", fmt, "--fail-if-slower", "5", "-q")
     assert code == 0
     assert ("::notice" in out) if fmt == "github" else ('failures="0"' in out)
+
+
+def test_run_writes_ci_formats_beside_the_log_and_annotations_to_stderr(tmp_path):
+    """``dnnlens run`` (a program that prints a bundled log's lines): JUnit goes beside the
+    kept log as ``.xml``; workflow annotations go to standard error (standard output is
+    the program's), where a CI reads them as well; ``--exit-zero`` keeps the gate open."""
+    import subprocess
+    import sys
+
+    program = [sys.executable, "-c", f"import sys; sys.stdout.write(open({NCHW!r}).read())"]
+    env = {"PYTHONPATH": str(S.parent / "src"), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"}
+    log = tmp_path / "r.log"
+    base = [sys.executable, "-m", "dnnlens", "run", "--log", str(log), "-q"]
+    done = subprocess.run(
+        [*base, "-f", "junit", "--fail-on", "warning", "--exit-zero", "--", *program],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    import xml.etree.ElementTree as ET
+
+    assert ET.parse(tmp_path / "r.xml").getroot().get("failures") == "2"
+    done = subprocess.run(
+        [*base, "-f", "github", "--fail-on", "warning", "--", *program],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 1
+    annotations = [line for line in done.stderr.splitlines() if line.startswith("::")]
+    assert [a.split()[0] for a in annotations] == ["::warning", "::warning", "::notice"]
+    assert not any(line.startswith("::") for line in done.stdout.splitlines())
