@@ -289,8 +289,8 @@ def test_progress_policy(monkeypatch):
 
 
 def test_progress_track_passes_chunks_through(tmp_path):
+    from dnnlens.app.reading_progress import InputProgress
     from dnnlens.io.inputs import InputSource
-    from dnnlens.report.console import InputProgress
 
     path = tmp_path / "x.log"
     path.write_text("a\nb\n")
@@ -306,7 +306,7 @@ def test_progress_track_passes_chunks_through(tmp_path):
 
 def test_load_inputs_hands_a_progress_to_a_loader_that_takes_one(monkeypatch, tmp_path):
     from dnnlens import reading as load_module
-    from dnnlens.report.console import load_inputs
+    from dnnlens.app.reading_progress import load_inputs
 
     path = tmp_path / "x.log"
     path.write_text("hello\n")

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from dnnlens.cli import app
 from dnnlens.model import EVENT_COLUMNS
 from dnnlens.reading import load
-from dnnlens.report.tables_export import ExportError, export_tables, run_name
+from dnnlens.report.tables_export import ExportError, run_name
+from dnnlens.report.tables_export import export_tables as _export_runs
 from torchrun_log import HAND_COUNTS, LINES, torchrun_log
 
 LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
@@ -25,6 +26,15 @@ LINE = (
     "onednn_verbose,v1,primitive,exec,cpu,reorder,jit:uni,undef,"
     "src:f32::blocked:abcd::f0 dst:f32::blocked:aBcd8b::f0,,,2x16x7x7,{t}"
 )
+
+
+def export_tables(log, out_dir, fmt):
+    """The export of ``log``'s runs as ``dnnlens export`` makes it: the runs and analyses
+    of the session (every event, no rules)."""
+    from dnnlens.app.session import Settings, run_analyses
+
+    analyses, runs = run_analyses(log, Settings(window=0))
+    return _export_runs(analyses, runs, out_dir, fmt)
 
 
 def _read_csv_dataset(root: Path) -> pd.DataFrame:

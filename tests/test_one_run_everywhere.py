@@ -216,3 +216,37 @@ def test_project_and_graph_refuse_several_runs() -> None:
         result = _invoke(*args)
         assert result.exit_code == 2, args
         assert "holds 9 runs" in result.stderr and "--combine" not in result.stderr
+
+
+def test_the_table_export_has_the_runs_and_passes_analyze_has(group, tmp_path: Path) -> None:
+    """``export csv`` of the same inputs writes one ``run=`` partition per run analyze shows
+    (a trace's ops under its log's run), and each run's events carry the passes analyze
+    counts, warm-up included (the export looks at every event; these logs are within
+    analyze's window, so the two are the same)."""
+    pytest.importorskip("pyarrow")
+    import pandas as pd
+
+    _, paths, runs = group
+    out = tmp_path / "tables"
+    result = _invoke("export", "csv", *paths, "-o", str(out), "-q")
+    assert result.exit_code == 0, result.output
+    event_runs = sorted(p.name.split("=", 1)[1] for p in (out / "events").glob("run=*"))
+    with_events = [r for r in runs if r["summary"]["exec_count"] + r["summary"]["create_count"]]
+    assert len(event_runs) == len(with_events)
+    for run in with_events:
+        it = run["iterations"]
+        stem = Path(run["run_name"]).name
+        for suffix in (".gz", ".json", ".log", ".txt"):
+            stem = stem.removesuffix(suffix)
+        parts = [pd.read_csv(f) for f in (out / "events" / f"run={stem}").glob("rank=*/*.csv")]
+        frame = pd.concat(parts)
+        execs = frame[(frame["operation"] == "exec") & (frame["iteration"] >= 0)]
+        assert execs["iteration"].nunique() == it["count"], run["run_name"]
+        steady = execs[execs["steady"]]["iteration"].nunique()
+        assert steady == it["steady"], run["run_name"]
+    ops = sorted(p.name.split("=", 1)[1] for p in (out / "ops").glob("run=*"))
+    assert set(ops) <= set(event_runs) | {
+        Path(r["run_name"]).name.removesuffix(".gz").removesuffix(".json")
+        for r in runs
+        if not r["summary"]["exec_count"] + r["summary"]["create_count"]
+    }

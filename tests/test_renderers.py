@@ -46,9 +46,11 @@ def analysis() -> Analysis:
 
 def test_every_format_has_one_renderer_with_one_signature():
     assert set(ALL_RENDERERS) == {
-        "terminal", "json", "html", "perfetto", "graph", "benchdnn", "csv", "parquet"
+        "terminal", "json", "html", "perfetto", "graph", "benchdnn", "csv", "parquet",
+        "sarif", "github", "junit",
     }  # fmt: skip
-    assert set(RENDERERS) == {"terminal", "json", "html"}  # the ``analyze --format`` choices
+    # the ``analyze --format`` choices
+    assert set(RENDERERS) == {"terminal", "json", "html", "sarif", "github", "junit"}
     assert set(RUNS) == set(RENDERERS)
     for r in [*ALL_RENDERERS.values(), *RUNS.values()]:
         assert list(inspect.signature(r.render).parameters) == ["analysis", "options"], r

@@ -163,6 +163,8 @@ class Analysis:
         self.options = options or AnalysisOptions()
         #: The rules' verdicts, most costly first; set once by the rules engine's caller.
         self.findings: list[Finding] = []
+        #: The rules that looked at it (``dnnlens.rules.engine.RuleRun``), set with them.
+        self.rules_run: list[Any] = []
         #: Notes for the reader that are facts of this analysis (not of one input).
         self.notes: list[str] = []
         #: Facts about how the analysis was run (``dnnlens run``: the command and its code).

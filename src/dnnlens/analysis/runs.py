@@ -98,6 +98,13 @@ def run_key(path: str) -> tuple[str, str]:
     return base, "file"
 
 
+def rank_in_name(path: str) -> int | None:
+    """The rank number a log's name gives it (``train.rank1.log``: 1), None without one:
+    what tells the logs of a ``ranks`` run apart."""
+    found = list(_RANK.finditer(_COMPRESSED.sub("", path)))
+    return int(found[-1].group(2)) if found else None
+
+
 def stem(path: str) -> str:
     """The name of ``path`` without its directory and the suffixes that say what kind of
     file it is (``profile_nchw_infer.trace.json`` -> ``profile_nchw_infer``)."""

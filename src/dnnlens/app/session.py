@@ -89,16 +89,23 @@ class Outcome:
 
 
 def open_inputs(
-    specs: Sequence[str], settings: Settings, *, quiet: bool = True, what: str = ""
+    specs: Sequence[str],
+    settings: Settings,
+    *,
+    quiet: bool = True,
+    what: str = "",
+    rules: bool = True,
 ) -> Outcome:
     """Read ``specs`` and analyse each of their runs, rules applied: what every command
     that reports on runs (analyze's API, diff, project, graph, the exports, benchdnn's
     runner) starts from, so a run gets one verdict whatever the command.
 
     Every event is kept (the exports and the graph use all of them); the analyses look at
-    ``settings.window`` events, as ``analyze`` does. :class:`SessionError` (one line, the
+    ``settings.window`` events, as ``analyze`` does (0: all of them, as the table exports
+    do). ``rules``: False for a command that shows no finding (the table exports), which
+    still gets the same runs, passes and warm-up. :class:`SessionError` (one line, the
     input named as ``what``) when nothing can be read."""
-    from dnnlens.report.console import load_inputs
+    from dnnlens.app.reading_progress import load_inputs
 
     log = load_inputs(list(specs), quiet, marker=settings.iteration_marker)
     problems = list(log.input_errors) + [s.read_error for s in log.scans if s.read_error]
@@ -106,6 +113,9 @@ def open_inputs(
         raise SessionError(
             (f"{what} " if what else "") + safe("; ".join(p for p in problems if p) or "no input")
         )
+    if not rules:
+        analyses, runs = run_analyses(log, settings)
+        return Outcome(log, analyses, runs)
     return analyse(log, settings)
 
 
@@ -117,7 +127,7 @@ def analyse(log: ParsedLog, settings: Settings) -> Outcome:
     from dnnlens.rules.engine import RuleSetupError
     from dnnlens.rules.verdict import apply_rules
 
-    analyses, runs = _analyses(log, settings)
+    analyses, runs = run_analyses(log, settings)
     for analysis in analyses:
         skipped = analysis.skipped
         if skipped is not None and skipped.events_dropped >= len(analysis.log.events):
@@ -137,7 +147,7 @@ def analyse(log: ParsedLog, settings: Settings) -> Outcome:
     return Outcome(log, analyses, runs)
 
 
-def _analyses(log: ParsedLog, settings: Settings) -> tuple[list[Any], list[Any]]:
+def run_analyses(log: ParsedLog, settings: Settings) -> tuple[list[Any], list[Any]]:
     """One analysis per run of ``log`` (:mod:`dnnlens.analysis.runs`), and the runs."""
     from dnnlens.analysis.analysis import Analysis, AnalysisOptions
     from dnnlens.analysis.runs import find_runs, split_log
@@ -172,6 +182,20 @@ def _analyses(log: ParsedLog, settings: Settings) -> tuple[list[Any], list[Any]]
             "events; give each input on its own to see each run"
         )
     return analyses, runs
+
+
+def snapshot_summary(snapshot: ParsedLog, settings: Settings) -> Any:
+    """The totals of what a live read has seen so far (the live view's panel): the
+    summary of the analysis the session makes of it, so the panel's figures are those the
+    report prints once the input ends (every event read so far, all inputs together)."""
+    from dnnlens.analysis.analysis import Analysis, AnalysisOptions
+
+    options = AnalysisOptions(
+        window_events=settings.window or None,
+        skip_iterations=settings.skip_iterations,
+        machine=settings.machine,
+    )
+    return Analysis(snapshot, options).summary
 
 
 def marker_problem(regex: str | None, name: str = "--iteration-marker") -> str | None:

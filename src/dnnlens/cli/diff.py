@@ -36,6 +36,8 @@ class DiffFormat(StrEnum):
     terminal = "terminal"
     markdown = "markdown"
     json = "json"
+    github = "github"
+    junit = "junit"
 
 
 def parse_percent(text: str) -> float:
@@ -102,6 +104,8 @@ def diff(
         sys.stdout.write(diff_report.render_json(d, limit))
     elif fmt is DiffFormat.markdown:
         sys.stdout.write(diff_report.render_markdown(d, top) + "\n")
+    elif fmt in (DiffFormat.github, DiffFormat.junit):
+        sys.stdout.write(_ci_text(d, fmt, limit))
     else:
         diff_report.render_terminal(d, make_console(), top)
     slower = d.slower_fraction
@@ -120,6 +124,25 @@ def diff(
             f"(--fail-if-slower {100 * limit:g}%)"
         )
         raise typer.Exit(EXIT_SLOWER)
+
+
+def _ci_text(d: object, fmt: DiffFormat, limit: float | None) -> str:
+    """The diff's verdict for a CI service: one workflow annotation (an error when the gate
+    fails, else a notice) or a JUnit report of one test case (failed with the gate)."""
+    from dnnlens.report import diff_report
+
+    verdict = diff_report.verdict(d)  # type: ignore[arg-type]
+    slower = d.slower_fraction  # type: ignore[attr-defined]
+    failed = limit is not None and slower is not None and slower > limit
+    gate = f" (--fail-if-slower {100 * limit:g}%)" if limit is not None else ""
+    details = f"{verdict}{gate}"
+    if fmt is DiffFormat.github:
+        from dnnlens.report.annotations import command
+
+        return command("error" if failed else "notice", details, title="dnnlens diff") + "\n"
+    from dnnlens.report.junit import diff_junit
+
+    return diff_junit(verdict, failed, details)
 
 
 def register(app: typer.Typer) -> None:

@@ -35,17 +35,6 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_USAGE)
 
 
-def _load(paths: list[str], quiet: bool):  # -> ParsedLog (imported lazily)
-    """The inputs; none at all is an error now, a bad one beside good ones after the export
-    (:func:`_finish`)."""
-    from dnnlens.report.console import load_inputs
-
-    log = load_inputs(paths, quiet)
-    if not log.scans:
-        raise _fail("; ".join(log.input_errors) or "no input")
-    return log
-
-
 def _run(paths: list[str], quiet: bool, window: int = DEFAULT_WINDOW_EVENTS):  # -> Analysis
     """The one run of ``paths`` as ``analyze`` reports it (its findings included), opened by
     :func:`~dnnlens.app.session.open_inputs`; several runs or no input: one line, exit 2."""
@@ -207,14 +196,23 @@ def benchdnn(
 
 
 def _tables(fmt: str, paths: list[str], output: Path, quiet: bool) -> None:
-    from dnnlens.analysis.analysis import Analysis
+    from dnnlens.app.session import SessionError, Settings, open_inputs
     from dnnlens.report.console import note
-    from dnnlens.report.renderers import ALL_RENDERERS, RenderOptions
+    from dnnlens.report.renderers import ALL_RENDERERS, RenderOptions, RunSet
     from dnnlens.report.tables_export import ExportError
 
-    log = _load(paths, quiet)
+    # the runs analyze makes of the same inputs, each over all of its events (window 0);
+    # no rules: the tables hold no finding
     try:
-        result = ALL_RENDERERS[fmt].write(Analysis(log), output, RenderOptions())
+        outcome = open_inputs(paths, Settings(window=0), quiet=quiet, rules=False)
+    except SessionError as exc:
+        raise _fail(str(exc)) from None
+    log = outcome.log
+    if not log.scans:
+        raise _fail("; ".join(log.input_errors) or "no input")
+    runs = RunSet(outcome.analyses, outcome.runs, log)
+    try:
+        result = ALL_RENDERERS[fmt].write(runs, output, RenderOptions())
     except ExportError as exc:
         raise _fail(str(exc)) from None
     for message in result.notes:

@@ -125,6 +125,7 @@ def render_analysis(
     top: int = 10,
     details: bool = False,
     width: int | None = None,
+    fail_on: str = "warning",
 ) -> None:
     """An :class:`~dnnlens.analysis.analysis.Analysis` in a registered format
     (:mod:`dnnlens.report.renderers`).
@@ -135,7 +136,8 @@ def render_analysis(
     from dnnlens.report.renderers import RenderOptions
 
     chosen = _renderer_for(fmt, output, [analysis])
-    chosen.write(analysis, output, RenderOptions(top=top, details=details, width=width))
+    options = RenderOptions(top=top, details=details, width=width, fail_on=fail_on)
+    chosen.write(analysis, output, options)
 
 
 def render_runs(
@@ -147,13 +149,14 @@ def render_runs(
     top: int = 10,
     details: bool = False,
     width: int | None = None,
+    fail_on: str = "warning",
 ) -> None:
     """Several runs (:mod:`dnnlens.analysis.runs`) in one report, like
     :func:`render_analysis` for one."""
     from dnnlens.report.renderers import RenderOptions, write_runs
 
     _renderer_for(fmt, output, analyses)
-    options = RenderOptions(top=top, details=details, width=width)
+    options = RenderOptions(top=top, details=details, width=width, fail_on=fail_on)
     write_runs(analyses, runs, fmt, output, options, log)
 
 

@@ -29,6 +29,8 @@ class RenderOptions:
     width: int | None = None
     graph_format: str = "json"
     trace: Any = None
+    #: JUnit: findings at or above this severity are failures (``--fail-on``)
+    fail_on: str = "warning"
 
 
 @dataclass
@@ -185,7 +187,9 @@ def _is_directory(output: Path) -> bool:
 class TablesRenderer(Renderer):
     """The event table (and a trace's ops) as a dataset partitioned by run and rank
     (:mod:`dnnlens.report.tables_export`): a directory of files, so it has no one text;
-    ``write`` returns the :class:`~dnnlens.report.tables_export.ExportResult`."""
+    ``write`` takes the :class:`RunSet` of the inputs (every run, as ``analyze`` makes them;
+    ``export`` gives it) or one analysis (one run) and returns the
+    :class:`~dnnlens.report.tables_export.ExportResult`."""
 
     to_terminal = False
 
@@ -196,12 +200,17 @@ class TablesRenderer(Renderer):
     def render(self, analysis: Analysis, options: RenderOptions) -> str:
         raise UsageError(f"{self.name} tables are a directory of files: give --output DIR")
 
-    def write(self, analysis: Analysis, output: Path | None, options: RenderOptions) -> Any:
+    def write(self, analysis: Any, output: Path | None, options: RenderOptions) -> Any:
         from dnnlens.report.tables_export import export_tables
 
         if output is None:
             raise UsageError(f"{self.name} tables need --output DIR")
-        return export_tables(analysis.log, output, self.name)
+        if isinstance(analysis, RunSet):
+            return export_tables(analysis.analyses, analysis.runs, output, self.name)
+        from dnnlens.analysis.runs import find_runs
+
+        # one analysis is one run: its inputs, named as analyze names a run of them
+        return export_tables([analysis], find_runs(analysis.log, combine=True), output, self.name)
 
 
 class RunsRenderer:
@@ -255,6 +264,52 @@ class RunsRenderer:
             terminal_runs(a.analyses, a.runs, console, options.top, options.details)
 
 
+class CiRenderer(Renderer):
+    """A format CI services read (SARIF, workflow annotations, JUnit XML), of one run or
+    of a :class:`RunSet`, from the JSON report's finding documents
+    (:mod:`dnnlens.report.ci_runs`)."""
+
+    def __init__(self, fmt: str, extension: str) -> None:
+        self.name = fmt  # type: ignore[misc]  # one class, three names
+        self.extension = extension  # type: ignore[misc]
+
+    def render(self, analysis: Any, options: RenderOptions) -> str:
+        from dnnlens._version import __version__
+
+        runs = ci_runs(analysis)
+        if self.name == "sarif":
+            from dnnlens.report.sarif import render_sarif
+
+            return render_sarif(runs, __version__)
+        if self.name == "github":
+            from dnnlens.report.annotations import render_annotations
+
+            return render_annotations(runs)
+        from dnnlens.report.junit import render_junit
+
+        return render_junit(runs, options.fail_on)
+
+
+def ci_runs(analysis: Analysis | RunSet) -> list[Any]:
+    """The :class:`~dnnlens.report.ci_runs.CiRun` of each run: one analysis is one run named
+    after nothing (its inputs), a :class:`RunSet` one per run."""
+    from dnnlens.report.ci_runs import CiRun
+    from dnnlens.report.json_report import finding_doc
+    from dnnlens.report.output import input_paths
+    from dnnlens.report.schema import to_plain
+
+    def one(a: Analysis, name: str, inputs: tuple[str, ...]) -> CiRun:
+        docs = tuple(to_plain(finding_doc(f, a)) for f in a.findings)
+        return CiRun(name, inputs, tuple(a.rules_run), docs)
+
+    if isinstance(analysis, RunSet):
+        return [
+            one(a, run.name, tuple(run.paths))
+            for a, run in zip(analysis.analyses, analysis.runs, strict=True)
+        ]
+    return [one(analysis, "", tuple(input_paths(analysis.log)))]
+
+
 #: Every format's renderer: ``analyze --format`` ones, ``export`` ones and ``graph``.
 ALL_RENDERERS: dict[str, Renderer] = {
     r.name: r
@@ -267,16 +322,23 @@ ALL_RENDERERS: dict[str, Renderer] = {
         BenchdnnRenderer(),
         TablesRenderer("csv"),
         TablesRenderer("parquet"),
+        CiRenderer("sarif", ".sarif"),
+        CiRenderer("github", ".txt"),
+        CiRenderer("junit", ".xml"),
     )
 }
 
 #: The formats ``analyze --format`` takes.
 RENDERERS: dict[str, Renderer] = {
-    name: ALL_RENDERERS[name] for name in ("terminal", "json", "html")
+    name: ALL_RENDERERS[name] for name in ("terminal", "json", "html", "sarif", "github", "junit")
 }
 
-#: The renderers of several runs, by format (those of :data:`RENDERERS`).
-RUNS: dict[str, RunsRenderer] = {name: RunsRenderer(name) for name in RENDERERS}
+#: The renderers of several runs, by format (those of :data:`RENDERERS`; the CI formats
+#: render a :class:`RunSet` themselves).
+RUNS: dict[str, Any] = {
+    name: ALL_RENDERERS[name] if isinstance(ALL_RENDERERS[name], CiRenderer) else RunsRenderer(name)
+    for name in RENDERERS
+}
 
 
 def renderer(name: str, among: dict[str, Renderer] = RENDERERS) -> Renderer:

@@ -2,21 +2,27 @@
 
 Layout (Hive partitioning, read by pandas/pyarrow, DuckDB and Spark as one table)::
 
-    DIR/events/run=<input stem>/rank=<N>/part-0.parquet     (or .csv)
-    DIR/ops/run=<trace stem>/rank=0/part-0.parquet          (profiler trace ops, if any)
+    DIR/events/run=<run>/rank=<N>/part-0.parquet     (or .csv)
+    DIR/ops/run=<run>/rank=0/part-0.parquet          (profiler trace ops, if any)
 
-A profiler trace ``run.trace.json`` (or ``run.pt.trace.json``) gets ``run=run``, the same
-value as the log ``run.log`` it was recorded with, so the two tables join on ``run``.
+The runs are those ``dnnlens analyze`` shows for the same inputs (:mod:`dnnlens.analysis.runs`:
+a log and its rotations, the logs of several ranks, a log and its profiler trace are one
+run each), so a profiler trace paired with its log gets the log's ``run``, and the events
+and ops join on it.
 
-``run`` is the input file name without ``.gz``/``.log``/``.txt`` (``-`` is ``stdin``; a name
-seen twice gets ``-2``, ``-3``...). ``rank`` comes from a ``[rankN]`` prefix on the event
-line (``torchrun`` prefixes each process's output with ``[rank0]:``), kept by the reader
+``run`` is the run's name as ``analyze`` shows it without ``.gz``/``.json``/``.log``/``.txt``
+(:func:`run_name`, as ``fleet build`` names its runs; ``-`` is ``stdin``; a name seen twice
+gets ``-2``, ``-3``...). ``rank`` comes from a ``[rankN]`` prefix on the event line
+(``torchrun`` prefixes each process's output with ``[rank0]:``), kept by the reader
 (``InputScan.event_rank``: the input is never read again, so standard input has its ranks
-too); without one it is 0.
+too); else, in a run of several ranks' logs, from the log's name (``train.rank1.log``: 1);
+else 0.
 
 The partition columns live in the directory names, not in the files. Each row also gets
 ``iteration`` (0-based, see :mod:`dnnlens.analysis.steady`) and ``steady``, from the
-analysis of its run alone, so every run's iterations start at 0; and the memory descriptors
+analysis of its run over all of its events (``analyze`` looks at the last ``--window``
+events; on a log within the window the two are the same), so every run's iterations
+start at 0; and the memory descriptors
 split per argument, ``<arg>_dtype`` and ``<arg>_layout`` (``src_dtype``, ``wei_layout``,
 ``diff_dst_dtype``...) for every argument the inputs name, beside ``mds`` as printed.
 A value a line does not have (the cache state of an exec line, a timestamp that was not
@@ -41,8 +47,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dnnlens.analysis.analysis import Analysis
+from dnnlens.analysis.runs import Run, rank_in_name
 from dnnlens.errors import OutputError
-from dnnlens.model import InputScan, MdList, ParsedLog, build_diagnostics, build_events
+from dnnlens.model import InputScan, MdList
 
 FORMATS = ("parquet", "csv")
 _SUFFIXES = (".gz", ".json", ".log", ".txt")
@@ -82,12 +90,6 @@ def run_name(path: str, seen: set[str]) -> str:
         name, k = f"{base}-{k}", k + 1
     seen.add(name)
     return name
-
-
-def trace_log_path(path: str) -> str:
-    """The log path a profiler trace belongs to: ``run.trace.json`` (or ``run.pt.trace.json``)
-    -> ``run.json``, whose :func:`run_name` is the run of ``run.log``."""
-    return _TRACE.sub("", path)
 
 
 def md_args(mds_fields: Iterable[MdList]) -> list[str]:
@@ -157,21 +159,6 @@ def _missing_as_null(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(**out) if out else frame
 
 
-def run_log(log: ParsedLog, index: int) -> ParsedLog:
-    """The part of ``log`` read from its input ``index``, to be analysed on its own (its
-    passes numbered from 0). Records stay those of ``log``; the events and diagnostics are
-    built again for that input alone."""
-    scans = [log.scans[index]]
-    return ParsedLog(
-        scans=scans,
-        records=log.records,
-        reasons=log.reasons,
-        events=build_events(scans, log.records),
-        diagnostics=build_diagnostics(scans, log.records),
-        input_errors=[],
-    )
-
-
 def event_ranks(scan: InputScan, lines: np.ndarray) -> tuple[np.ndarray, bool]:
     """The rank of each of the event ``lines`` of one input (0 without a ``[rankN]``
     prefix), and whether any event line of the input had one (as the reader kept them)."""
@@ -182,38 +169,50 @@ def event_ranks(scan: InputScan, lines: np.ndarray) -> tuple[np.ndarray, bool]:
     return np.maximum(ranks, 0), True
 
 
-def _frames(log: ParsedLog, notes: list[str]) -> list[tuple[str, int, pd.DataFrame]]:
-    """Per run and rank, its events with their iteration, from the analysis of that run."""
-    from dnnlens.analysis.analysis import Analysis, AnalysisOptions
-
-    # every mds value of the event table is the field of some record
+def _frames(
+    runs: Sequence[tuple[str, Analysis]], notes: list[str]
+) -> list[tuple[str, int, pd.DataFrame]]:
+    """Per run and rank, its events with their iteration, from the analysis of that run
+    (the one ``analyze`` makes of it: the same passes and warm-up)."""
     parsed: dict[str, MdList] = {}
-    for r in log.records:
-        if r.mds not in parsed:
-            parsed[r.mds] = r.parsed_mds
-    args = md_args(parsed[str(v)] for v in log.events["mds"].cat.categories)
-    seen: set[str] = set()
+    for _, analysis in runs:
+        # every mds value of the event table is the field of some record
+        for r in analysis.log.records:
+            if r.mds not in parsed:
+                parsed[r.mds] = r.parsed_mds
+    categories = {str(v) for _, a in runs for v in a.log.events["mds"].cat.categories}
+    args = md_args(parsed[v] for v in sorted(categories))
     out = []
-    for i, scan in enumerate(log.scans):
-        part = Analysis(run_log(log, i), AnalysisOptions(window_events=None)).events
-        part = _missing_as_null(_md_split(part, args, parsed))
-        run = run_name(scan.path, seen)
-        ranks, found = event_ranks(scan, part["line"].to_numpy())
-        if scan.prefixed and not found:
-            notes.append(f"{scan.path}: no event line has a [rankN] prefix; rank=0")
-        for rank in np.unique(ranks).tolist() if len(part) else [0]:
-            out.append((run, int(rank), part[ranks == rank]))
+    for name, analysis in runs:
+        if not len(analysis.events):  # profiler files alone: their ops only
+            continue
+        events = _missing_as_null(_md_split(analysis.events, args, parsed))
+        ranks = np.zeros(len(events), dtype=np.int64)
+        inputs = events["input"].astype(str).to_numpy() if len(events) else np.array([])
+        for scan in analysis.log.scans:
+            mine = inputs == scan.path
+            if not mine.any():
+                continue
+            found_ranks, found = event_ranks(scan, events["line"].to_numpy()[mine])
+            named = rank_in_name(scan.path) if len(analysis.log.scans) > 1 else None
+            ranks[mine] = found_ranks if found or named is None else named
+            if scan.prefixed and not found:
+                rank = named if named is not None else 0
+                notes.append(f"{scan.path}: no event line has a [rankN] prefix; rank={rank}")
+        for rank in np.unique(ranks).tolist():
+            out.append((name, int(rank), events[ranks == rank]))
     return out
 
 
-def _ops_frames(log: ParsedLog) -> list[tuple[str, pd.DataFrame]]:
-    """Framework op tables (PyTorch profiler traces) found among the inputs, per trace."""
-    framework = getattr(log, "framework", None)
+def _ops_frames(runs: Sequence[tuple[str, Analysis]]) -> list[tuple[str, pd.DataFrame]]:
+    """Framework op tables (PyTorch profiler traces) of each run, under the run's name."""
     out = []
-    for trace in getattr(framework, "traces", None) or []:
-        ops = getattr(trace, "ops", None)
-        if isinstance(ops, pd.DataFrame):
-            out.append((str(getattr(trace, "path", "trace")), ops))
+    for name, analysis in runs:
+        framework = getattr(analysis.log, "framework", None)
+        for trace in getattr(framework, "traces", None) or []:
+            ops = getattr(trace, "ops", None)
+            if isinstance(ops, pd.DataFrame):
+                out.append((name, ops))
     return out
 
 
@@ -275,22 +274,26 @@ def _check_format(fmt: str) -> None:
             ) from None
 
 
-def export_tables(log: ParsedLog, out_dir: Path, fmt: str) -> ExportResult:
-    """Write the event table (and framework ops, when present) under ``out_dir``."""
+def export_tables(
+    analyses: Sequence[Analysis], runs: Sequence[Run], out_dir: Path, fmt: str
+) -> ExportResult:
+    """Write the event table (and framework ops, when present) of each run under
+    ``out_dir``: the runs and their analyses as ``analyze`` makes them
+    (:func:`dnnlens.app.session.open_inputs`, every event looked at)."""
     _check_format(fmt)
     result = ExportResult()
     ext = "parquet" if fmt == "parquet" else "csv"
+    seen: set[str] = set()
+    named = [(run_name(run.name, seen), a) for run, a in zip(runs, analyses, strict=True)]
     try:
-        for run, rank, frame in _frames(log, result.notes):
+        for run, rank, frame in _frames(named, result.notes):
             path = out_dir / "events" / f"run={run}" / f"rank={rank}" / f"part-0.{ext}"
             _write(frame, path, fmt)
             result.files.append(path)
             result.rows += len(frame)
             if run not in result.runs:
                 result.runs.append(run)
-        seen_ops: set[str] = set()
-        for path, ops in _ops_frames(log):
-            run = run_name(trace_log_path(path), seen_ops)
+        for run, ops in _ops_frames(named):
             out = out_dir / "ops" / f"run={run}" / "rank=0" / f"part-0.{ext}"
             _write(ops, out, fmt)
             result.files.append(out)

@@ -99,17 +99,30 @@ class Registry:
         )
 
     def resolve(self, names: Iterable[str], what: str) -> list[str]:
-        """Rule names for user-given names or codes; unknown ones are an error."""
+        """Rule names for user-given names, codes or code prefixes; unknown ones are an
+        error.
+
+        A code prefix selects every rule whose code starts with it, as ruff's ``--select
+        E`` does: ``DL`` all built-ins, ``DL0`` the rules on oneDNN's verbose lines,
+        ``DL1`` the rules on the framework's profile, ``TEAM`` a team's rule file's
+        codes; ``ALL`` every rule. A name or a whole code is matched first."""
         by_code = {e.code: e.name for e in self.entries.values() if e.code}
         out = []
         for raw in names:
             for name in (n.strip() for n in raw.split(",")):
                 if not name:
                     continue
+                prefixed = [
+                    e.name for e in self.entries.values() if e.code and e.code.startswith(name)
+                ]
                 if name in self.entries:
                     out.append(name)
                 elif name in by_code:
                     out.append(by_code[name])
+                elif name == "ALL":
+                    out.extend(self.entries)
+                elif prefixed:
+                    out.extend(prefixed)
                 else:
                     from dnnlens.rules.expr import suggest  # only for the message
 
