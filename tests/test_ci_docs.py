@@ -4,8 +4,11 @@ Every ``dnnlens`` step of both files runs as written, in a directory laid out as
 says: ``perf/reference.log`` a bundled log, ``perf/baseline.json`` its accepted findings, and
 ``perf/smoke_train.py`` a program that prints the lines of a bundled log (the training smoke
 test needs torch and a network; ``dnnlens run`` starts it as it would start the real one).
-The install step is left out. A smoke test that prints the reference log passes every gate;
-one that prints another model's log fails the baseline gate (new findings) and the diff gate.
+The install step is left out. A smoke test that prints the reference log passes the
+analyze gates, and the diff gate says it cannot tell (exit 2: two copies of one run's
+passes overlap, usage.md "Confidence of a diff"); one that prints the same net run slower
+(oneDNN capped at SSE4.1) fails the baseline gate (new findings) and the diff gate; one that
+prints another model's log is a different workload, which the diff gate refuses (exit 2).
 """
 
 from __future__ import annotations
@@ -91,6 +94,12 @@ def test_the_page_has_both_files_with_dnnlens_steps():
 def test_a_run_like_the_reference_passes_every_gate(name, tmp_path):
     _layout(tmp_path, S / "convnet_nchw_infer.log")
     for line, result in _run_steps(name, tmp_path):
+        if line.startswith("dnnlens diff"):  # the same passes: no change can be told
+            assert result.returncode == 2, (line, result.stderr)
+            assert "confidence is low" in result.stderr
+            if "-f github" in line:
+                assert result.stdout.startswith("::warning title=dnnlens diff::")
+            continue
         assert result.returncode == 0, (line, result.stderr)
     perf = tmp_path / "perf"
     assert (perf / "run.log").exists()
@@ -107,8 +116,17 @@ def test_a_run_like_the_reference_passes_every_gate(name, tmp_path):
 
 
 @pytest.mark.parametrize("name", [".github/workflows/perf.yml", ".gitlab-ci.yml"])
-def test_a_run_with_new_findings_and_a_slowdown_fails_the_gates(name, tmp_path):
+def test_a_run_of_another_model_is_refused_by_the_diff_gate(name, tmp_path):
     _layout(tmp_path, S / "resnet18_nchw_train.log")
+    codes = {line.split()[1]: r for line, r in _run_steps(name, tmp_path)}
+    assert codes["analyze"].returncode == 1  # new findings at warning
+    assert codes["diff"].returncode == 2, codes["diff"].stderr
+    assert "different workloads" in codes["diff"].stderr
+
+
+@pytest.mark.parametrize("name", [".github/workflows/perf.yml", ".gitlab-ci.yml"])
+def test_a_run_with_new_findings_and_a_slowdown_fails_the_gates(name, tmp_path):
+    _layout(tmp_path, S / "isa_sse41_infer.log")
     codes = {line.split()[1]: r for line, r in _run_steps(name, tmp_path)}
     assert codes["run"].returncode == 0  # the program's own code
     assert codes["analyze"].returncode == 1  # new findings at warning

@@ -145,19 +145,28 @@ def test_show_settings_names_the_configuration_and_reads_nothing(tmp_path, monke
 def test_diff_speaks_the_ci_formats(fmt):
     import xml.etree.ElementTree as ET
 
-    cl = str(S / "convnet_cl_infer.log")
-    code, out, _ = _run("diff", cl, NCHW, "-f", fmt, "--fail-if-slower", "5", "-q")
+    sse41 = str(S / "isa_sse41_infer.log")  # the same net, every steady pass slower
+    code, out, _ = _run("diff", NCHW, sse41, "-f", fmt, "--fail-if-slower", "5", "-q")
     assert code == 1
     if fmt == "github":
-        assert out.startswith("::error title=dnnlens diff::NEW is 1.31x slower")
+        assert out.startswith("::error title=dnnlens diff::NEW is 9.73x slower")
         assert "%25" in out and out.count("\n") == 1
     else:
         root = ET.fromstring(out)
         assert root.get("failures") == "1"
-        assert root.find(".//failure").get("message").startswith("NEW is 1.31x slower")
-    code, out, _ = _run("diff", NCHW, cl, "-f", fmt, "--fail-if-slower", "5", "-q")
+        assert root.find(".//failure").get("message").startswith("NEW is 9.73x slower")
+    code, out, _ = _run("diff", sse41, NCHW, "-f", fmt, "--fail-if-slower", "5", "-q")
     assert code == 0
     assert ("::notice" in out) if fmt == "github" else ('failures="0"' in out)
+    # channels_last against NCHW: the passes overlap, so the gate is not applied (exit 2)
+    cl = str(S / "convnet_cl_infer.log")
+    code, out, err = _run("diff", cl, NCHW, "-f", fmt, "--fail-if-slower", "5", "-q")
+    assert code == 2 and "confidence is low" in err
+    if fmt == "github":
+        assert out.startswith("::warning title=dnnlens diff::NEW is 1.31x slower")
+    else:
+        root = ET.fromstring(out)
+        assert root.get("failures") == "0" and root.find(".//skipped") is not None
 
 
 def test_run_writes_ci_formats_beside_the_log_and_annotations_to_stderr(tmp_path):

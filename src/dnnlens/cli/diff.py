@@ -128,21 +128,27 @@ def diff(
 
 def _ci_text(d: object, fmt: DiffFormat, limit: float | None) -> str:
     """The diff's verdict for a CI service: one workflow annotation (an error when the gate
-    fails, else a notice) or a JUnit report of one test case (failed with the gate)."""
+    fails, a warning when it is not applied: the confidence is not high, else a notice) or
+    a JUnit report of one test case (failed with the gate, skipped when it is not applied)."""
     from dnnlens.report import diff_report
 
     verdict = diff_report.verdict(d)  # type: ignore[arg-type]
     slower = d.slower_fraction  # type: ignore[attr-defined]
-    failed = limit is not None and slower is not None and slower > limit
+    confidence = d.confidence  # type: ignore[attr-defined]
+    refused = limit is not None and confidence.level != "high"
+    failed = not refused and limit is not None and slower is not None and slower > limit
     gate = f" (--fail-if-slower {100 * limit:g}%)" if limit is not None else ""
-    details = f"{verdict}{gate}"
+    if refused:
+        gate = f" (--fail-if-slower {100 * limit:g}% not applied)"  # type: ignore[operator]
+    details = f"{verdict}{gate} {diff_report.confidence_line(d)}"  # type: ignore[arg-type]
     if fmt is DiffFormat.github:
         from dnnlens.report.annotations import command
 
-        return command("error" if failed else "notice", details, title="dnnlens diff") + "\n"
+        level = "error" if failed else "warning" if refused else "notice"
+        return command(level, details, title="dnnlens diff") + "\n"
     from dnnlens.report.junit import diff_junit
 
-    return diff_junit(verdict, failed, details)
+    return diff_junit(verdict, failed, details, skipped=refused)
 
 
 def register(app: typer.Typer) -> None:

@@ -94,14 +94,17 @@ def render_junit(runs: Sequence[CiRun], threshold: str) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(tree, "unicode") + "\n"
 
 
-def diff_junit(verdict: str, failed: bool, details: str) -> str:
-    """``diff``'s test report: one test case, failed when the gate failed."""
+def diff_junit(verdict: str, failed: bool, details: str, skipped: bool = False) -> str:
+    """``diff``'s test report: one test case, failed when the gate failed, skipped when it
+    was not applied (the diff's confidence is not high)."""
     root = ET.Element("testsuites", name="dnnlens", tests="1", failures=str(int(failed)))
     suite = ET.SubElement(
         root, "testsuite", name="dnnlens diff", tests="1", failures=str(int(failed))
     )
     case = ET.SubElement(suite, "testcase", classname="dnnlens.diff", name="diff")
-    if failed:
+    if skipped:
+        ET.SubElement(case, "skipped", message=_text(details))
+    elif failed:
         ET.SubElement(case, "failure", message=_text(verdict), type="slower").text = _text(details)
     else:
         ET.SubElement(case, "system-out").text = _text(f"{verdict}\n{details}")
