@@ -100,13 +100,21 @@ def _ms(value: float) -> str:
     return ms(value)
 
 
+def _bytes_rate(gbs: float) -> str:
+    """A rate in GB/s, in the unit that makes it readable."""
+    for unit, scale in (("GB/s", 1.0), ("MB/s", 1e3), ("KB/s", 1e6)):
+        if gbs * scale >= 1.0:
+            return f"{gbs * scale:.2g} {unit}"
+    return f"{gbs * 1e9:.2g} B/s"
+
+
 def _rate(point: dict[str, Any]) -> str:
     """What the worst call attained against its roof, in words."""
     kind = point.get("kind", "")
     if point.get("bound") == "memory" or not point.get("flops"):
         gbs = point.get("gbs")
         size = point.get("bytes") or 0
-        got = f"{gbs * 1e3:.2g} MB/s" if gbs is not None else "?"
+        got = _bytes_rate(gbs) if gbs is not None else "?"
         return f"{kind} of {size / 1024:.0f} KB in {_ms(point['run_ms'])}: {got}"
     gflops = point.get("gflops")
     roof = point.get("roof_gflops")
