@@ -37,6 +37,8 @@ class RenderOptions:
     trace: Any = None
     #: JUnit: findings at or above this severity are failures (``--fail-on``)
     fail_on: str = "warning"
+    #: ``diff``: the gate (a fraction) its JSON document states.
+    fail_if_slower: float | None = None
 
 
 @dataclass
