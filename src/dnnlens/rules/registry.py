@@ -1,9 +1,11 @@
-"""Finding rules: built-ins and plugins through one entry-point group, plus rule files.
+"""Finding rules: the built-ins, installed plugins and rule files.
 
-* Built-in rules are declared in dnnlens's own ``pyproject.toml`` under
-  ``[project.entry-points."dnnlens.rules"]``, exactly as a plugin package declares its
-  rules, so both are found the same way (``importlib.metadata.entry_points``). An entry
-  point may name a :class:`Rule` subclass, an instance, a list of them, or a module.
+* Built-in rules are every public module of :mod:`dnnlens.rules.builtin` (``pkgutil`` over
+  the package; ``_*.py`` helpers are not rules), registered in code order: a new rule is
+  one module there and its YAML cases, nothing to declare.
+* Installed plugins declare their rules under the ``dnnlens.rules`` entry-point group
+  (``importlib.metadata.entry_points``). An entry point may name a :class:`Rule` subclass,
+  an instance, a list of them, or a module.
 * ``--rules PATH`` (and ``rule-files`` in the configuration) adds a Python plugin file
   (every Rule subclass it defines, or its ``RULES`` list) or a YAML/TOML rule file.
 
@@ -160,25 +162,21 @@ def rules_in(obj: Any) -> list[type[Rule] | Rule]:
 
 
 def add_entry_points(registry: Registry) -> None:
-    """Built-ins and installed plugins (entry-point group ``dnnlens.rules``)."""
+    """The built-in rules (:func:`add_builtins`), then the installed plugins (entry-point
+    group ``dnnlens.rules``), each plugin's rules in the order of its entry points."""
+    add_builtins(registry)
     eps = sorted(entry_points(group=GROUP), key=lambda e: (e.value.split(":")[0], e.name))
-    builtin = [e for e in eps if e.value.startswith(BUILTIN_PACKAGE)]
-    if not builtin:  # a source tree without `pip install -e .`: scan the package instead
-        _add_builtin_modules(registry)
     loaded: list[tuple[str, type[Rule] | Rule]] = []
     for ep in eps:
-        source = "builtin" if ep.value.startswith(BUILTIN_PACKAGE) else f"plugin {_dist(ep)}"
+        if ep.value.split(":")[0].startswith(BUILTIN_PACKAGE + "."):
+            continue  # an install made before the built-ins were found by the scan
         try:
-            loaded.extend((source, rule) for rule in rules_in(ep.load()))
+            loaded.extend((f"plugin {_dist(ep)}", rule) for rule in rules_in(ep.load()))
         except Exception as exc:  # noqa: BLE001 - any plugin failure is one clear line
             raise RuleSetupError(
                 f"entry point {ep.name} = {ep.value} (package {_dist(ep)}): cannot load: "
                 f"{type(exc).__name__}: {exc}"
             ) from None
-    # built-ins first, in code order; plugins after them
-    loaded.sort(
-        key=lambda item: (item[0] != "builtin", _code(item[1]) if item[0] == "builtin" else "")
-    )
     for source, rule in loaded:
         registry.add_rule(rule, source)
 
@@ -192,16 +190,21 @@ def _code(rule: type[Rule] | Rule) -> str:
     return rule.rule_code if isinstance(rule, Rule) else rule.code
 
 
+def builtin_module_names() -> list[str]:
+    """The modules of the built-in rules, by name: every module of
+    :mod:`dnnlens.rules.builtin` but its private ``_*`` helpers."""
+    pkg = importlib.import_module(BUILTIN_PACKAGE)
+    names = (info.name for info in pkgutil.iter_modules(pkg.__path__))
+    return sorted(f"{BUILTIN_PACKAGE}.{name}" for name in names if not name.startswith("_"))
+
+
 def import_builtin_modules() -> list[ModuleType]:
     """The modules of the built-in rules, imported (only dnnlens's own code runs)."""
-    pkg = importlib.import_module(BUILTIN_PACKAGE)
-    return [
-        importlib.import_module(f"{BUILTIN_PACKAGE}.{info.name}")
-        for info in pkgutil.iter_modules(pkg.__path__)
-    ]
+    return [importlib.import_module(name) for name in builtin_module_names()]
 
 
-def _add_builtin_modules(registry: Registry) -> None:
+def add_builtins(registry: Registry) -> None:
+    """Every rule of every built-in module, in code order (the order they run and tie in)."""
     found = [rule for module in import_builtin_modules() for rule in rules_in(module)]
     for rule in sorted(found, key=_code):
         registry.add_rule(rule, "builtin")
