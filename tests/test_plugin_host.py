@@ -1,7 +1,17 @@
-"""Where rules come from: every module of ``dnnlens.rules.builtin`` (nothing to declare)."""
+"""Where rules come from: every module of ``dnnlens.rules.builtin`` (nothing to declare), and
+installed plugins through the ``dnnlens.rules`` entry-point group, where one that cannot be
+loaded is skipped with one line on stderr and the other rules still run.
+
+The plugins here are fake distributions written by the test into a temporary directory put
+on ``sys.path``: a ``*.dist-info`` folder (``METADATA``, ``entry_points.txt``) beside the
+module its entry point names, which is how ``importlib.metadata`` finds an installed package.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -10,6 +20,9 @@ import pytest
 
 import dnnlens.rules.builtin
 from dnnlens.rules import registry
+from dnnlens.rules.config import RuleConfig
+from dnnlens.rules.engine import RuleOptions, selected_rules
+from dnnlens.rules.errors import RuleSetupError
 from dnnlens.rules.registry import Registry, add_entry_points, builtin_module_names
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,3 +113,70 @@ def test_a_new_module_in_the_package_is_a_new_rule(tmp_path, monkeypatch):
         assert codes.index("DL050") == codes.index("DL013") + 1  # between DL013 and DL101
     finally:
         sys.modules.pop("dnnlens.rules.builtin.zz_hello", None)
+
+
+# -- installed plugins ---------------------------------------------------------------------
+
+
+def test_a_plugin_that_cannot_be_imported_is_skipped_in_one_line(
+    plugins, monkeypatch, capsys, said_afresh
+):
+    monkeypatch.syspath_prepend(str(plugins))
+    reg = Registry()
+    add_entry_points(reg)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "warning: plugin broken-rules (entry point broken-rule = broken_rules:BrokenRule)" in err
+    assert "RuntimeError: the plugin is broken" in err and "second line" not in err
+    # the rest still run: every built-in and the plugin that works
+    assert sum(e.source == "builtin" for e in reg.entries.values()) == 20
+    assert reg.entries["good-rule"].source == "plugin good-rules"
+    assert [f.dist for f in reg.failed] == ["broken-rules"]
+    add_entry_points(Registry())  # a second registry in the same process: not said again
+    assert capsys.readouterr().err == ""
+
+
+def test_a_rule_of_a_plugin_that_failed_is_an_error_only_when_selected(
+    plugins, monkeypatch, said_afresh
+):
+    monkeypatch.syspath_prepend(str(plugins))
+    reg = Registry()
+    add_entry_points(reg)
+    cfg = RuleConfig()
+    with pytest.raises(RuleSetupError, match=r"--select: rule 'broken-rule' is from the plugin "
+                       r"broken-rules .*could not be loaded: RuntimeError"):  # fmt: skip
+        selected_rules(reg, RuleOptions(select=["broken-rule"], search_config=False), cfg)
+    kept = selected_rules(reg, RuleOptions(ignore=["broken-rule"], search_config=False), cfg)
+    assert "good-rule" in [r.rule_name for r in kept]
+    with pytest.raises(RuleSetupError, match=r"unknown rule 'nope'.*not loaded: the plugin "):
+        selected_rules(reg, RuleOptions(select=["nope"], search_config=False), cfg)
+
+
+def _analyze(site: Path | None, *args: str) -> subprocess.CompletedProcess[str]:
+    """``dnnlens analyze`` in a fresh interpreter, with ``site`` on its path."""
+    path = [str(site)] if site else []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, str(ROOT / "src")])}
+    env.pop("COLUMNS", None)
+    command = [sys.executable, "-m", "dnnlens.cli", "analyze", str(NCHW), "-q", "-f", "json"]
+    return subprocess.run(
+        [*command, *args], capture_output=True, text=True, env=env, timeout=300, cwd=ROOT
+    )
+
+
+def test_the_command_runs_every_other_rule_and_exits_as_without_the_plugin(plugins):
+    broken_only = plugins.parent / "broken_only"
+    broken_only.mkdir()
+    for p in plugins.iterdir():
+        if p.name.startswith("broken"):
+            p.rename(broken_only / p.name)
+    plain = _analyze(None)
+    with_broken = _analyze(broken_only)
+    assert with_broken.returncode == plain.returncode == 0
+    lines = with_broken.stderr.splitlines()
+    assert len(lines) == 1 and "broken-rules" in lines[0] and "broken-rule =" in lines[0]
+    assert "RuntimeError: the plugin is broken" in lines[0]
+    assert json.loads(with_broken.stdout)["findings"] == json.loads(plain.stdout)["findings"]
+
+    selected = _analyze(broken_only, "--select", "broken-rule")
+    assert selected.returncode == 2 and selected.stdout == ""
+    assert "rule 'broken-rule' is from the plugin broken-rules" in selected.stderr
