@@ -295,25 +295,19 @@ def diff(
     width: int | None = typer.Option(None, "--width", min=40, help="Terminal: line width."),
 ) -> None:
     """Runs and primitives slower than a baseline run; exit 1 if there are any (CI)."""
-    import json
-
     from dnnlens.cli.diff import parse_percent
     from dnnlens.fleet.dataset import Dataset, DatasetError
-    from dnnlens.fleet.diff import diff_dataset, to_doc
-    from dnnlens.report.console import make_console
-    from dnnlens.report.json_safe import json_safe
+    from dnnlens.fleet.diff import diff_dataset
+    from dnnlens.fleet.diff_text import FLEET_DIFF_RENDERERS
+    from dnnlens.report.renderers.base import RenderOptions, renderer
 
     try:
         threshold = parse_percent(fail_if_slower)
         found = diff_dataset(Dataset.open(dataset), baseline, threshold, min_share / 100, runs)
     except (ValueError, DatasetError) as exc:
         raise _fail(str(exc)) from None
-    if fmt is DiffFormat.json:
-        sys.stdout.write(json.dumps(json_safe(to_doc(found)), indent=2) + "\n")
-    else:
-        from dnnlens.fleet.diff_text import render
-
-        render(found, make_console(width=width), top)
+    chosen = renderer(fmt.value, FLEET_DIFF_RENDERERS)
+    chosen.write(found, None, RenderOptions(top=top, width=width))
     if found.slower:
         say(
             "error",

@@ -12,6 +12,9 @@ One place for the policy every command follows (docs/input-policy.md, "Output"):
   (exit 4, :data:`dnnlens.errors.EXIT_OUTPUT`);
 * a pipe's reader that closes before it has read everything (``| head``) is found by
   :func:`reader_took_everything`, so the run ends with 141 rather than 0.
+
+The renderers (:mod:`dnnlens.report.renderers`) call this module to write what they make;
+it imports none of them.
 """
 
 from __future__ import annotations
@@ -92,72 +95,14 @@ def emit_text(text: str, output: Path | None) -> None:
 def report_console(output: Path | None, width: int | None = None) -> Console:
     """A console for a terminal report: the file ``output``, or standard output.
 
-    The file is left open; :func:`render_analysis` uses :func:`open_output` instead, which
-    closes it and reports a failed write.
+    The file is left open; :func:`~dnnlens.report.renderers.base.render_analysis` uses
+    :func:`open_output` instead, which closes it and reports a failed write.
     """
     from dnnlens.report.console import make_console
 
     if output is not None:
         return make_console(file=output.open("w", encoding="utf-8"), width=width or FILE_WIDTH)
     return make_console(width=width)
-
-
-def _renderer_for(fmt: str, output: Path | None, analyses: list[Any]) -> Any:
-    """The renderer of ``fmt``, once the output is known to be allowed (not an input, a
-    file for a page)."""
-    from dnnlens.report.renderers import renderer
-
-    for a in analyses:
-        refuse_input(output, input_paths(a.log))
-    try:
-        chosen = renderer(fmt)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if not chosen.to_terminal and output is None:
-        raise UsageError(f"--format {fmt} needs --output FILE")
-    return chosen
-
-
-def render_analysis(
-    analysis: Any,
-    fmt: str,
-    output: Path | None,
-    top: int = 10,
-    details: bool = False,
-    width: int | None = None,
-    fail_on: str = "warning",
-) -> None:
-    """An :class:`~dnnlens.analysis.analysis.Analysis` in a registered format
-    (:mod:`dnnlens.report.renderers`).
-
-    Raises :class:`~dnnlens.errors.UsageError` for an unknown format, for ``html`` without
-    ``output`` (a page is not for a terminal) and for an ``output`` that is one of the inputs.
-    """
-    from dnnlens.report.renderers import RenderOptions
-
-    chosen = _renderer_for(fmt, output, [analysis])
-    options = RenderOptions(top=top, details=details, width=width, fail_on=fail_on)
-    chosen.write(analysis, output, options)
-
-
-def render_runs(
-    analyses: list[Any],
-    runs: list[Any],
-    fmt: str,
-    output: Path | None,
-    log: Any = None,
-    top: int = 10,
-    details: bool = False,
-    width: int | None = None,
-    fail_on: str = "warning",
-) -> None:
-    """Several runs (:mod:`dnnlens.analysis.runs`) in one report, like
-    :func:`render_analysis` for one."""
-    from dnnlens.report.renderers import RenderOptions, write_runs
-
-    _renderer_for(fmt, output, analyses)
-    options = RenderOptions(top=top, details=details, width=width, fail_on=fail_on)
-    write_runs(analyses, runs, fmt, output, options, log)
 
 
 # -- standard output ------------------------------------------------------------------------
