@@ -10,14 +10,23 @@ what was there and nothing acts on it. Printable text, the common case, is retur
 (one C-level check). :func:`safe_lines` does the same but keeps line ends, for text whose
 newlines are its own (a rule's description).
 
+File names are bytes on Linux, and a name that is not UTF-8 (``bad\\xff\\xfe.log``) reaches
+Python as text holding lone surrogates (U+DC80 to U+DCFF, PEP 383), which no encoder takes:
+the terminal, JSON, Arrow and Parquet all fail on them. :func:`safe` shows each as the byte
+it stands for (``\\xff``), and :func:`path_text` does only that, for a path kept as data (an
+input's name in the event table, a JSON field, a CSV or Parquet cell, a fleet dataset):
+every name an input carries past reading is ``path_text`` of its path, so it can be written
+anywhere and reads as the bytes of the name.
+
 No imports beyond the standard library: the bottom layer, beside :mod:`dnnlens.errors`.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-__all__ = ["markdown_cell", "safe", "safe_lines"]
+__all__ = ["markdown_cell", "path_text", "safe", "safe_lines"]
 
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -29,6 +38,8 @@ def _escape(c: str) -> str:
     if short is not None:
         return short
     code = ord(c)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, kept by surrogateescape
+        return f"\\x{code - 0xDC00:02x}"
     if code <= 0xFF:
         return f"\\x{code:02x}"
     if code <= 0xFFFF:
@@ -43,6 +54,26 @@ def safe(value: Any) -> str:
     if text.isprintable():
         return text
     return "".join(map(_escape, text))
+
+
+def _surrogate_bytes(c: str) -> str:
+    code = ord(c)
+    if 0xD800 <= code <= 0xDFFF:
+        return _escape(c)
+    return c
+
+
+def path_text(value: Any) -> str:
+    """A path (``str``, ``bytes`` or ``os.PathLike``) as text every encoder takes: each
+    lone surrogate, a byte of the name that is not UTF-8, becomes the text ``\\xNN``;
+    everything else is kept as it is (control characters included: JSON and CSV escape
+    them themselves, and :func:`safe` shows them on a terminal)."""
+    text = os.fsdecode(value) if isinstance(value, bytes | os.PathLike) else str(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join(map(_surrogate_bytes, text))
+    return text
 
 
 def safe_lines(value: Any) -> str:

@@ -25,6 +25,7 @@ from dnnlens.analysis.runs import plan_runs
 from dnnlens.io.content import head_kind
 from dnnlens.io.inputs import expand_inputs
 from dnnlens.report.tables_export import run_name
+from dnnlens.textsafe import path_text
 
 GROUPS = ("file", "directory")
 _HASH_CHARS = 12
@@ -63,12 +64,12 @@ def discover(
     if group == "directory":
         for path in chosen:
             folder = os.path.dirname(os.path.abspath(path))
-            key = (folder, run_name(Path(folder).name or "run", set()))
+            key = (folder, run_name(path_text(Path(folder).name) or "run", set()))
             grouped.setdefault(key, []).append(path)
     else:
         for run in plan_runs(chosen, head_kind):
             folder = os.path.dirname(os.path.abspath(run.paths[0]))
-            grouped[(folder, run_name(run.name, set()))] = list(run.paths)
+            grouped[(folder, run_name(path_text(run.name), set()))] = list(run.paths)
     specs = [
         RunSpec(stem, tuple(sorted(files)), sum(_size(f) for f in files))
         for (_, stem), files in sorted(grouped.items())
