@@ -110,3 +110,58 @@ def test_fleet_build_a_name_that_is_not_utf8(bad_dir: Path, tmp_path: Path) -> N
     assert inputs[0].endswith(SHOWN) and inputs[1].endswith("good.log")
     paths = pads.dataset(fleet / "inputs", format="parquet").to_table().column("path")
     assert any(p.endswith(SHOWN) for p in paths.to_pylist())
+
+
+# -- Markdown from a log ---------------------------------------------------------------------
+
+EVIL = "<img src=x onerror=alert(1)></details>[x](javascript:alert(1))**b**|`c`~~s~~_u_#"
+
+
+def test_markdown_text_escapes_markdown_and_html() -> None:
+    from dnnlens.textsafe import markdown_text
+
+    text = markdown_text(EVIL + "\nnext")
+    assert "<" not in text
+    assert "](" not in text.replace("\\](", "")
+    assert "\n" not in text
+    for c in "*|`[]~_":  # every one of them escaped
+        assert all(text[i - 1] == "\\" for i, ch in enumerate(text) if ch == c)
+    assert markdown_text("- a list?", starts_line=True).startswith("\\-")
+    assert markdown_text("-66.6%") == "-66.6%"  # a cell starts no list
+
+
+def _unescaped_pipes(line: str) -> int:
+    count, i = 0, 0
+    while i < len(line):
+        if line[i] == "\\":
+            i += 2
+            continue
+        count += line[i] == "|"
+        i += 1
+    return count
+
+
+def test_diff_markdown_of_a_hostile_log(tmp_path: Path) -> None:
+    """Implementation names edited to carry HTML, a link, emphasis, a pipe and backticks:
+    every table row keeps its cells, and none of it is read as Markdown or HTML."""
+    evil = tmp_path / "evil.log"
+    evil.write_text(NCHW.read_text().replace("jit:uni", EVIL))
+    result = invoke("diff", NCHW, evil, "-f", "markdown")
+    assert result.exit_code == 0, result.stderr
+    md = result.stdout
+    assert "onerror" in md  # the text is there, as text
+    assert "<img" not in md and "</details>" not in md
+    assert "[x](" not in md and "**b**" not in md and "`c`" not in md
+    rows = [line for line in md.splitlines() if line.startswith("|")]
+    assert any("onerror" in r for r in rows)
+    tables: list[list[str]] = []
+    for line in md.splitlines():
+        if line.startswith("|"):
+            if not tables or tables[-1] is None:
+                tables.append([])
+            tables[-1].append(line)
+        elif tables and tables[-1] is not None:
+            tables.append(None)  # type: ignore[arg-type]
+    for table in filter(None, tables):
+        widths = {_unescaped_pipes(r) for r in table}
+        assert len(widths) == 1, table
