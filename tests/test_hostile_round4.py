@@ -165,3 +165,55 @@ def test_diff_markdown_of_a_hostile_log(tmp_path: Path) -> None:
     for table in filter(None, tables):
         widths = {_unescaped_pipes(r) for r in table}
         assert len(widths) == 1, table
+
+
+# -- output shapes ---------------------------------------------------------------------------
+
+
+def test_a_tiny_columns_is_the_narrowest_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``COLUMNS=1`` is laid out at 40 columns, the least ``--width`` takes: no word is cut
+    into pieces."""
+    from rich.cells import cell_len
+
+    from dnnlens.report.console import MIN_WIDTH, report_width
+
+    monkeypatch.setenv("COLUMNS", "1")
+    assert report_width(None) == MIN_WIDTH == 40
+    result = CliRunner().invoke(app, ["analyze", str(NCHW)], env={"COLUMNS": "1"})
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(cell_len(line) for line in lines) <= MIN_WIDTH
+    assert lines[0].startswith("convnet_nchw_infer.log: 165 primitive")
+    refused = CliRunner().invoke(app, ["analyze", str(NCHW), "--width", "39"])
+    assert refused.exit_code == 2
+
+
+def test_wide_characters_keep_table_columns_aligned() -> None:
+    from rich.cells import cell_len
+
+    from dnnlens.report.text_layout import Grid, cut_middle, width_of, wrap
+
+    grid = Grid("t", [("impl", "flex"), ("ms", "right")])
+    grid.add_row("jit:漢字漢字漢字😀😀", "1.0")
+    grid.add_row("jit:uni", "22.5")
+    for width in (80, 20, 12):
+        rows = [text for text, _ in grid.lines(width)[2:]]
+        assert len({cell_len(r) for r in rows}) == 1, rows  # the numbers end in one column
+        assert all(cell_len(r) <= width for r in rows)
+    assert width_of(cut_middle("漢字漢字漢字漢字", 7)) <= 7
+    assert all(cell_len(line) <= 20 for line in wrap("漢字漢字 " * 20, 20))
+
+
+def test_a_log_with_wide_characters_on_the_terminal(tmp_path: Path) -> None:
+    from rich.cells import cell_len
+
+    log = tmp_path / "wide.log"
+    log.write_text(NCHW.read_text().replace("jit:uni", "jit:漢字漢字😀😀"), encoding="utf-8")
+    for width in ("120", "60"):
+        result = invoke("analyze", log, "--details", "--width", width)
+        assert result.exit_code == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert max(cell_len(line) for line in lines) <= int(width)
+        wide = [line for line in lines if "漢" in line and line.startswith("reorder")]
+        plain = [line for line in lines if "jit:uni" not in line and line.startswith("reorder")]
+        assert wide and plain

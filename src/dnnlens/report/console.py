@@ -32,17 +32,26 @@ def color_allowed(stream: IO[Any] | None = None) -> bool:
 
 #: Width of a report on a pipe or in a file when neither ``--width`` nor ``COLUMNS`` says.
 PIPE_WIDTH = 100
+#: The narrowest report: ``--width`` refuses less, and a smaller ``COLUMNS`` or terminal is
+#: laid out at this width (a narrower one would cut words into pieces).
+MIN_WIDTH = 40
 
 
 def report_width(stream: IO[Any] | None, explicit: int | None = None) -> int | None:
     """The width a report is laid out for: ``--width``, else ``COLUMNS``, else the
-    terminal's own (``None``: let rich ask it), else :data:`PIPE_WIDTH`."""
+    terminal's own (``None``: let rich ask it), else :data:`PIPE_WIDTH`; never less than
+    :data:`MIN_WIDTH` (``COLUMNS=1`` is 40, as ``--width`` allows no less)."""
     if explicit:
-        return explicit
+        return max(explicit, MIN_WIDTH)
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:
-        return int(columns)
+        return max(int(columns), MIN_WIDTH)
     if stream is not None and _isatty(stream):
+        try:
+            if os.get_terminal_size(stream.fileno()).columns < MIN_WIDTH:
+                return MIN_WIDTH
+        except (AttributeError, ValueError, OSError):
+            pass
         return None
     return PIPE_WIDTH
 
