@@ -130,6 +130,8 @@ def build(
 
     if workers is not None and scheduler:
         raise _fail("--workers and --scheduler: give one (the cluster's workers are its own)")
+    if str(output) == "-":
+        raise _fail("-o -: a dataset is a directory of files, so it cannot be standard output")
     settings = Settings(
         window_events=window or None,
         skip_iterations=skip,

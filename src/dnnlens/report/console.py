@@ -99,3 +99,49 @@ def note(message: str, quiet: bool = False) -> None:
 def error(message: str) -> None:
     """``dnnlens: error: ...`` on standard error (always shown)."""
     say("error", message)
+
+
+# -- standard output as an output (``-o -``) ------------------------------------------------
+
+
+#: The name of standard output as an output (``-o -``), as ``-`` is standard input.
+STDOUT_NAME = "-"
+
+
+def is_stdout(output: os.PathLike[str] | str | None) -> bool:
+    """Whether ``output`` is ``-``: standard output."""
+    return output is not None and str(output) == STDOUT_NAME
+
+
+class _KeptOpen:
+    """Standard output for a ``with``: closing it flushes, and standard output stays open."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def close(self) -> None:
+        self._stream.flush()
+
+    @property
+    def closed(self) -> bool:
+        return False
+
+    def __enter__(self) -> _KeptOpen:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def stdout_stream() -> IO[str]:
+    """Standard output as a text file a writer may close (``-o -``)."""
+    return _KeptOpen(sys.stdout)  # type: ignore[return-value]
