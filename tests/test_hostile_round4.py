@@ -217,3 +217,82 @@ def test_a_log_with_wide_characters_on_the_terminal(tmp_path: Path) -> None:
         wide = [line for line in lines if "漢" in line and line.startswith("reorder")]
         plain = [line for line in lines if "jit:uni" not in line and line.startswith("reorder")]
         assert wide and plain
+
+
+@pytest.mark.parametrize(
+    ("args", "starts"),
+    [
+        (["analyze", "{log}", "-o", "-"], "convnet_nchw_infer.log: 165"),
+        (["analyze", "{log}", "-f", "json", "-o", "-"], "{"),
+        (["analyze", "{log}", "-f", "html", "-o", "-"], "<!"),
+        (["analyze", "{log}", "{cl}", "-o", "-"], ""),
+        (["export", "perfetto", "{log}", "-o", "-"], "{"),
+        (["export", "benchdnn", "{log}", "-o", "-"], "#"),
+        (["graph", "{log}", "-o", "-"], ""),
+        (["project", "{log}", "-o", "-"], ""),
+    ],
+)
+def test_dash_output_is_standard_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], starts: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = [a.format(log=NCHW, cl=CL) for a in args]
+    result = invoke(*args)
+    assert result.exit_code == 0, result.stderr
+    assert not (tmp_path / "-").exists()  # no file named -
+    assert result.stdout.strip() and result.stdout.lstrip().startswith(starts)
+    if "json" in args or "perfetto" in args:
+        json.loads(result.stdout)
+    assert "wrote -" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["export", "csv", "{log}", "-o", "-"],
+        ["export", "parquet", "{log}", "-o", "-"],
+        ["fleet", "build", "{log}", "-o", "-"],
+        ["capture", "-o", "-", "true"],
+    ],
+)
+def test_dash_output_of_a_directory_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*[a.format(log=NCHW) for a in args])
+    assert result.exit_code == 2
+    assert "-o -:" in result.stderr and "standard output" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def _huge(tmp_path: Path, name: str, which: str = ",exec,") -> Path:
+    lines = [
+        line.rsplit(",", 1)[0] + ",1e308" if which in line and ",exec," in line else line
+        for line in NCHW.read_text().splitlines()
+    ]
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_totals_past_the_largest_float_are_valid_json(tmp_path: Path) -> None:
+    """Times of 1e308 (each finite, their sums not): the totals are null, and the JSON of
+    analyze (one run and several), diff and project is valid against its schema."""
+    import jsonschema
+
+    root = Path(__file__).resolve().parents[1] / "docs" / "schema"
+
+    def valid(name: str, doc: dict) -> None:
+        schema = json.loads((root / name).read_text(encoding="utf-8"))
+        jsonschema.validators.validator_for(schema)(schema).validate(doc)
+
+    every, reorders = _huge(tmp_path, "all.log"), _huge(tmp_path, "re.log", "reorder")
+    doc = json.loads(invoke("analyze", every, "-f", "json").stdout)
+    assert doc["summary"]["total_time_ms"] is None
+    assert any("past the largest float" in n for n in doc["notes"])
+    valid("analyze.schema.json", doc)
+    valid("analyze.schema.json", json.loads(invoke("analyze", reorders, "-f", "json").stdout))
+    runs = invoke("analyze", every, reorders, NCHW, "-f", "json")
+    valid("analyze-runs.schema.json", json.loads(runs.stdout))
+    valid("diff.schema.json", json.loads(invoke("diff", every, reorders, "-f", "json").stdout))
+    valid("project.schema.json", json.loads(invoke("project", every, "-f", "json").stdout))
