@@ -296,3 +296,47 @@ def test_totals_past_the_largest_float_are_valid_json(tmp_path: Path) -> None:
     valid("analyze-runs.schema.json", json.loads(runs.stdout))
     valid("diff.schema.json", json.loads(invoke("diff", every, reorders, "-f", "json").stdout))
     valid("project.schema.json", json.loads(invoke("project", every, "-f", "json").stdout))
+
+
+# -- fleets ----------------------------------------------------------------------------------
+
+
+def test_fleet_build_into_the_inputs_own_directory(tmp_path: Path) -> None:
+    folder = tmp_path / "d"
+    folder.mkdir()
+    shutil.copyfile(NCHW, folder / "a.log")
+    result = invoke("fleet", "build", folder, "-o", folder)
+    assert result.exit_code == 2
+    assert "inside the dataset's own directory" in result.stderr
+    assert "a.log" in result.stderr and "no input" not in result.stderr
+
+
+def test_fleet_diff_of_a_dataset_with_a_run_twice(tmp_path: Path) -> None:
+    fleet = tmp_path / "fleet"
+    assert invoke("fleet", "build", NCHW, CL, "-o", fleet, "-q").exit_code == 0
+    for table in ("runs", "primitives"):
+        src = fleet / table / "run-convnet_cl_infer.parquet"
+        shutil.copyfile(src, fleet / table / "run-convnet_cl_infer-copy.parquet")
+    result = invoke("fleet", "diff", fleet, "--baseline", "convnet_cl_infer")
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'convnet_cl_infer' more than once" in lines[0]
+
+
+def test_fleet_build_reports_a_rejected_input(tmp_path: Path) -> None:
+    """A trace without a usable event beside its log: the run is written from the log (as
+    analyze reports it), and the rejected trace is an error and counted in the summary; a
+    directory's files that hold no run are said in a note, as analyze says them."""
+    folder = tmp_path / "d"
+    folder.mkdir()
+    shutil.copyfile(SAMPLES / "profile_nchw_infer.log", folder / "x.log")
+    (folder / "x.trace.json").write_text('{"traceEvents":[{"ph":"X","name":"a","ts":1,"dur":-5}]}')
+    (folder / "readme.txt").write_text("hello\n")
+    result = invoke("fleet", "build", folder, "-o", tmp_path / "fleet")
+    assert result.exit_code == 2
+    assert "run x: " in result.stderr and "x.trace.json: no usable event" in result.stderr
+    assert "skipped 1 file with no oneDNN verbose line" in result.stderr
+    summary = result.stderr.strip().splitlines()[-1]
+    assert "1 run(s) written" in summary and "1 input(s) rejected" in summary, summary
+    runs = pads.dataset(tmp_path / "fleet" / "runs", format="parquet").to_table().to_pylist()
+    assert [r["run"] for r in runs] == ["x"]
