@@ -340,3 +340,137 @@ def test_fleet_build_reports_a_rejected_input(tmp_path: Path) -> None:
     assert "1 run(s) written" in summary and "1 input(s) rejected" in summary, summary
     runs = pads.dataset(tmp_path / "fleet" / "runs", format="parquet").to_table().to_pylist()
     assert [r["run"] for r in runs] == ["x"]
+
+
+# -- plugins that fork -----------------------------------------------------------------------
+
+FORKING = '''
+import os
+import time
+
+from dnnlens.rules import Rule
+
+
+class Forking(Rule):
+    """Starts a process in a session of its own that outlives its parent, then {then}."""
+
+    name = "forking-plugin"
+    code = "T201"
+
+    def check(self, ctx):
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:  # the grandchild: in a session of its own, orphaned below
+                with open(os.environ["MARK"] + ".tmp", "w") as fh:
+                    fh.write(str(os.getpid()))
+                os.rename(os.environ["MARK"] + ".tmp", os.environ["MARK"])
+                while True:
+                    time.sleep(1)
+            os._exit(0)
+        while not os.path.exists(os.environ["MARK"]):
+            time.sleep(0.01)
+        {body}
+'''
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie has ended too)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")
+
+
+def _run_plugin(tmp_path: Path, code: str, mark: Path):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(SAMPLES.parent / "src"), "MARK": str(mark)}
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    ("then", "body", "message"),
+    [
+        ("loops", "while True:\n            pass", "ran longer than its limit of 0.5 s"),
+        ("returns", "return []", None),
+    ],
+)
+def test_a_plugin_that_forks_out_of_its_session_leaves_nothing_running(
+    tmp_path: Path, then: str, body: str, message: str | None
+) -> None:
+    """The grandchild of a plugin, in a session of its own, is killed with the plugin's
+    child: at its budget (a looping plugin) or once its findings are in."""
+    import textwrap
+
+    plugin, mark = tmp_path / "forking.py", tmp_path / "mark"
+    plugin.write_text(FORKING.replace("{then}", then).replace("{body}", body))
+    code = textwrap.dedent(f"""
+        import json
+        from dnnlens.analysis.analysis import Analysis
+        from dnnlens.reading import load
+        from dnnlens.rules.budget import RuleBudget
+        from dnnlens.rules.engine import RuleOptions, run_rules
+
+        options = RuleOptions(rule_paths=[{str(plugin)!r}], search_config=False,
+                              announce_python=False, budget=RuleBudget(seconds=0.5))
+        found = run_rules(Analysis(load([{str(NCHW)!r}])), options)
+        print(json.dumps([[f.rule, f.severity, f.message] for f in found]))
+    """)
+    out = _run_plugin(tmp_path, code, mark)
+    assert out.returncode == 0, out.stderr
+    mine = [f for f in json.loads(out.stdout) if f[0] == "forking-plugin"]
+    if message is None:
+        assert mine == []
+    else:
+        assert len(mine) == 1 and message in mine[0][2]
+    grandchild = int(mark.read_text())
+    assert _gone(grandchild), f"the plugin's grandchild {grandchild} is still running"
+
+
+def test_a_signal_while_the_plugin_child_starts_stops_it(tmp_path: Path) -> None:
+    """SIGINT landing right after ``fork``, before the parent's handler is in place: the
+    child is killed (no orphan running the plugin), and the signal then reaches the
+    handler that was there (KeyboardInterrupt)."""
+    import textwrap
+
+    plugin, mark = tmp_path / "slow.py", tmp_path / "mark"
+    plugin.write_text(FORKING.replace("{then}", "loops").replace("{body}", "time.sleep(60)"))
+    code = textwrap.dedent(f"""
+        import os, signal, time
+        from dnnlens.analysis.analysis import Analysis
+        from dnnlens.reading import load
+        from dnnlens.rules.budget import RuleBudget
+        from dnnlens.rules.engine import RuleOptions, run_rules
+
+        real_fork = os.fork
+        children = []
+
+        def fork():
+            pid = real_fork()
+            if pid:
+                children.append(pid)
+                os.kill(os.getpid(), signal.SIGINT)  # lands before the handler is in place
+            return pid
+
+        os.fork = fork
+        options = RuleOptions(rule_paths=[{str(plugin)!r}], search_config=False,
+                              announce_python=False, budget=RuleBudget(seconds=30))
+        analysis = Analysis(load([{str(NCHW)!r}]))
+        try:
+            run_rules(analysis, options)
+        except KeyboardInterrupt:
+            print("interrupted", children[0])
+        else:
+            print("not interrupted", children[0])
+        time.sleep(1)  # the child, if it was left, would run on meanwhile
+    """)
+    out = _run_plugin(tmp_path, code, mark)
+    assert out.returncode == 0, out.stderr
+    said, pid = out.stdout.split()
+    assert said == "interrupted"
+    assert _gone(int(pid))
+    assert not mark.exists()  # the plugin never got as far as its grandchild
