@@ -230,6 +230,7 @@ def test_a_log_with_wide_characters_on_the_terminal(tmp_path: Path) -> None:
         (["export", "benchdnn", "{log}", "-o", "-"], "#"),
         (["graph", "{log}", "-o", "-"], ""),
         (["project", "{log}", "-o", "-"], ""),
+        (["machine", "probe", "--seconds", "0.2", "-o", "-"], "{"),
     ],
 )
 def test_dash_output_is_standard_output(
@@ -241,7 +242,7 @@ def test_dash_output_is_standard_output(
     assert result.exit_code == 0, result.stderr
     assert not (tmp_path / "-").exists()  # no file named -
     assert result.stdout.strip() and result.stdout.lstrip().startswith(starts)
-    if "json" in args or "perfetto" in args:
+    if "json" in args or "perfetto" in args or "machine" in args:
         json.loads(result.stdout)
     assert "wrote -" not in result.stderr
 
