@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from dnnlens.analysis.analysis import Analysis
 from dnnlens.errors import UsageError
-from dnnlens.report.output import emit_text, input_paths, refuse_input
+from dnnlens.report.output import emit_text, input_paths, is_stdout, refuse_input
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,8 @@ def render_analysis(
     ``output`` (a page is not for a terminal) and for an ``output`` that is one of the inputs.
     """
     chosen = _renderer_for(fmt, output, [analysis])
+    if is_stdout(output) and chosen.to_terminal:
+        output = None  # the report as it is on standard output without -o
     options = RenderOptions(top=top, details=details, width=width, fail_on=fail_on)
     chosen.write(analysis, output, options)
 
@@ -157,6 +159,7 @@ def render_runs(
 ) -> None:
     """Several runs (:mod:`dnnlens.analysis.runs`) in one report, like
     :func:`render_analysis` for one."""
-    _renderer_for(fmt, output, analyses)
+    if _renderer_for(fmt, output, analyses).to_terminal and is_stdout(output):
+        output = None  # the report as it is on standard output without -o
     options = RenderOptions(top=top, details=details, width=width, fail_on=fail_on)
     write_runs(analyses, runs, fmt, output, options, log)
