@@ -20,7 +20,6 @@ line and neither passes nor fails.
 from __future__ import annotations
 
 import math
-import sys
 from enum import StrEnum
 
 import typer
@@ -87,8 +86,9 @@ def diff(
     """Compare two runs: typical step (phases, ops) or iteration, kinds, primitives, passes."""
     from dnnlens.app.compare import compare
     from dnnlens.app.session import SessionError
-    from dnnlens.report import diff_report
-    from dnnlens.report.console import error, make_console
+    from dnnlens.report.console import error
+    from dnnlens.report.renderers.base import RenderOptions, renderer
+    from dnnlens.report.renderers.diff import DIFF_RENDERERS
 
     try:
         limit = parse_percent(fail_if_slower) if fail_if_slower is not None else None
@@ -100,14 +100,7 @@ def diff(
     except SessionError as exc:
         error(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
-    if fmt is DiffFormat.json:
-        sys.stdout.write(diff_report.render_json(d, limit))
-    elif fmt is DiffFormat.markdown:
-        sys.stdout.write(diff_report.render_markdown(d, top) + "\n")
-    elif fmt in (DiffFormat.github, DiffFormat.junit):
-        sys.stdout.write(_ci_text(d, fmt, limit))
-    else:
-        diff_report.render_terminal(d, make_console(), top)
+    renderer(fmt.value, DIFF_RENDERERS).write(d, None, RenderOptions(top=top, fail_if_slower=limit))
     slower = d.slower_fraction
     if limit is not None and slower is None:  # nothing to gate on: not a regression
         error(f"cannot compare {d.basis_text}: a time is not a finite number")
@@ -124,31 +117,6 @@ def diff(
             f"(--fail-if-slower {100 * limit:g}%)"
         )
         raise typer.Exit(EXIT_SLOWER)
-
-
-def _ci_text(d: object, fmt: DiffFormat, limit: float | None) -> str:
-    """The diff's verdict for a CI service: one workflow annotation (an error when the gate
-    fails, a warning when it is not applied: the confidence is not high, else a notice) or
-    a JUnit report of one test case (failed with the gate, skipped when it is not applied)."""
-    from dnnlens.report import diff_report
-
-    verdict = diff_report.verdict(d)  # type: ignore[arg-type]
-    slower = d.slower_fraction  # type: ignore[attr-defined]
-    confidence = d.confidence  # type: ignore[attr-defined]
-    refused = limit is not None and confidence.level != "high"
-    failed = not refused and limit is not None and slower is not None and slower > limit
-    gate = f" (--fail-if-slower {100 * limit:g}%)" if limit is not None else ""
-    if refused:
-        gate = f" (--fail-if-slower {100 * limit:g}% not applied)"  # type: ignore[operator]
-    details = f"{verdict}{gate} {diff_report.confidence_line(d)}"  # type: ignore[arg-type]
-    if fmt is DiffFormat.github:
-        from dnnlens.report.annotations import command
-
-        level = "error" if failed else "warning" if refused else "notice"
-        return command(level, details, title="dnnlens diff") + "\n"
-    from dnnlens.report.junit import diff_junit
-
-    return diff_junit(verdict, failed, details, skipped=refused)
 
 
 def register(app: typer.Typer) -> None:

@@ -286,7 +286,7 @@ def report_parsed(log: ParsedLog, options: ReportOptions) -> int:
     from dnnlens.app.session import SessionError, analyse, reaches
     from dnnlens.errors import UsageError
     from dnnlens.io.problems import input_problems, strict_problem
-    from dnnlens.report.output import render_analysis, render_runs
+    from dnnlens.report.renderers import render_analysis, render_runs
 
     if not log.scans and log.framework is None:  # a trace alone is an input
         say("error", "; ".join(log.input_errors) or "no input")
@@ -451,7 +451,7 @@ def _import_report() -> None:
     rules are set up."""
     import dnnlens.analysis.analysis
     import dnnlens.analysis.runs
-    import dnnlens.report.output
+    import dnnlens.report.renderers
     import dnnlens.rules.verdict  # noqa: F401
     from dnnlens.rules.registry import import_builtin_modules
 

@@ -24,7 +24,15 @@ from dnnlens.fleet.dataset import Dataset, Settings
 from dnnlens.fleet.discover import RunNames, RunSpec, discover
 from dnnlens.fleet.engine import DaskEngine, EngineLost, SerialEngine
 from dnnlens.fleet.rows import RunFile, RunIdentity
-from dnnlens.fleet.work import RunFailure, RunJob, analyse_run, content_hash, hash_files, scan_range
+from dnnlens.fleet.work import (
+    RunFailure,
+    RunJob,
+    RunTables,
+    analyse_run,
+    content_hash,
+    hash_files,
+    scan_range,
+)
 from dnnlens.io.inputs import splittable
 from dnnlens.reading.parallel import SPLIT_MIN_BYTES, line_ranges
 from dnnlens.rules.config import load_config
@@ -77,6 +85,8 @@ class RunReport:
     size_bytes: int = 0
     #: its files could not be written (a full disk, no permission): exit 4, not 2
     output: bool = False
+    #: inputs of the run that were rejected (one line each); the run is of the others
+    rejected: tuple[str, ...] = ()
 
 
 @dataclass
@@ -123,11 +133,15 @@ def check_rules(options: BuildOptions) -> None:
 
 
 def plan(
-    paths: list[str], options: BuildOptions, dataset: Path | None = None
+    paths: list[str],
+    options: BuildOptions,
+    dataset: Path | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[list[RunSpec], list[str]]:
     """The runs named by ``paths`` (files inside ``dataset`` left out) and the paths that
-    name nothing; none at all is an error (:class:`BuildError`)."""
-    specs, errors = discover(paths, options.group, dataset)
+    name nothing; none at all is an error (:class:`BuildError`). ``notes``: the files of
+    a directory left out."""
+    specs, errors = discover(paths, options.group, dataset, notes)
     if not specs:
         raise BuildError("; ".join(errors) or "no input")
     return specs, errors
@@ -171,6 +185,7 @@ class _Build:
         self.reports: dict[int, RunReport] = {}
         self.jobs: dict[int, RunJob] = {}
         self.pending: dict[str, str] = {}  # content hash -> name of the runs being analysed
+        self.rejected: dict[int, tuple[str, ...]] = {}  # a run's rejected inputs
 
     def run(self) -> list[RunReport]:
         self.progress.start(len(self.specs), sum(s.size_bytes for s in self.specs))
@@ -191,14 +206,15 @@ class _Build:
                 self._publish(i, result)
         return [self.reports[i] for i in range(len(self.specs))]
 
-    def _publish(self, i: int, tables: dict[str, Any]) -> None:
+    def _publish(self, i: int, result: RunTables) -> None:
         job = self.jobs.pop(i)
         spec, identity = self.specs[i], job.identity
+        self.rejected[i] = result.rejected
         try:
             done = self.dataset.publish(
                 identity.name,
                 identity.content_hash,
-                tables,
+                result.tables,
                 lambda taken: self.names.name(spec, identity.content_hash, taken),
             )
         except OutputError as exc:
@@ -246,7 +262,10 @@ class _Build:
         job = self.jobs.pop(i, None)
         if job is not None and name is None:
             name = job.identity.name
-        report = RunReport(spec.files, status, name, message, internal, spec.size_bytes, output)
+        report = RunReport(
+            spec.files, status, name, message, internal, spec.size_bytes, output,
+            self.rejected.pop(i, ()),
+        )  # fmt: skip
         self.reports[i] = report
         self.progress.advance(report)
 

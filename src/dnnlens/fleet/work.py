@@ -11,7 +11,9 @@ which gives the same scan.
 
 A run whose inputs cannot be analysed (unreadable, no verbose line, a rule file the worker
 cannot read) gives a :class:`RunFailure`, the reason in one line; anything else that goes
-wrong is a bug and raises.
+wrong is a bug and raises. A run of which some inputs are rejected (a trace without a usable
+event beside its log) is analysed from the others, as ``analyze`` does, and its
+:class:`RunTables` name the rejected ones, for the build's summary.
 """
 
 from __future__ import annotations
@@ -89,17 +91,31 @@ def load_run(
     return read(list(paths), window_events=None, parts=parts or None)
 
 
+@dataclass(frozen=True)
+class RunTables:
+    """Every table's rows of one run, and the inputs of it that were rejected (one line
+    each: the run is analysed from the others)."""
+
+    tables: dict[str, pa.Table]
+    rejected: tuple[str, ...] = ()
+
+
+def _usable(log: ParsedLog) -> bool:
+    """Whether something of ``log`` can be analysed: a verbose line, a trace or a table."""
+    return any(s.parsed or s.malformed for s in log.scans) or log.framework is not None
+
+
 def analyse_run(
     job: RunJob, parts: dict[str, list[tuple[Part, int]]] | None = None
-) -> dict[str, pa.Table] | RunFailure:
+) -> RunTables | RunFailure:
     """Every table's rows of one run, or why its inputs cannot be analysed."""
     paths = tuple(f.path for f in job.identity.files)
     log = load_run(paths, parts)
     problems = input_problems(log)
-    if problems.errors:
+    if problems.errors and not _usable(log):
         return RunFailure("; ".join(problems.errors))
     try:  # the one run analyze makes of these files, its rules applied
         analysis = analyse(log, job.settings).single(display_path(paths[0]), combine=False)
     except SessionError as exc:
-        return RunFailure(str(exc))
-    return run_tables(analysis, job.identity)
+        return RunFailure("; ".join([*problems.errors, str(exc)]))
+    return RunTables(run_tables(analysis, job.identity), tuple(problems.errors))

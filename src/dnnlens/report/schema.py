@@ -28,6 +28,11 @@ from dnnlens.report.json_safe import json_safe
 SCHEMA_VERSION = "2.0"
 
 Row = dict[str, Any]
+#: A sum of exec times (a total, an iteration, a pass): ``null`` when it passes the largest
+#: float although each time is finite (``1e308`` twice); a note names it
+#: (docs/input-policy.md, "Impossible sizes"). The schema says so: every such field is a
+#: number or null.
+Sum = float | None
 
 
 # ---------------------------------------------------------------------------------------
@@ -83,11 +88,11 @@ class SummaryDoc:
 
     exec_count: int
     untimed_exec_count: int
-    total_time_ms: float
+    total_time_ms: Sum
     graph_exec_count: int
-    graph_time_ms: float
+    graph_time_ms: Sum
     create_count: int
-    create_time_ms: float
+    create_time_ms: Sum
     by_kind: list[Row]
     by_impl: list[Row]
     by_shape: list[Row]
@@ -98,8 +103,8 @@ class SummaryDoc:
     iterations: int
     steady_iterations: int
     warmup_iterations: int
-    typical_iteration_ms: float
-    reorder_ms_per_iteration: float
+    typical_iteration_ms: Sum
+    reorder_ms_per_iteration: Sum
     reorder_share_of_iteration: float | None
 
 
@@ -161,7 +166,7 @@ class BasisDoc:
     """
 
     unit: str
-    typical_ms: float
+    typical_ms: Sum
     onednn_iteration_ms: float | None = None
     iterations_per_step: int | None = None
     onednn_ms_per_step: float | None = None
@@ -211,7 +216,7 @@ class PrimitiveDoc:
     p95_ms: float | None
     run_ms: float | None
     steady_count: int
-    iter_ms: float
+    iter_ms: Sum
 
 
 @dataclass
@@ -221,8 +226,8 @@ class PassDoc:
     iteration: int
     input: str
     exec_count: int
-    time_ms: float
-    reorder_ms: float
+    time_ms: Sum
+    reorder_ms: Sum
     regular: bool
     warmup: bool
     steady: bool
@@ -314,7 +319,7 @@ class TrainingPartDoc:
     part: str
     group: str
     label: str
-    ms: float
+    ms: Sum
     share: float | None
     per_step: float
 
@@ -331,11 +336,11 @@ class TrainingDoc:
     backward compute over forward compute, reorders left out.
     """
 
-    step_ms: float
+    step_ms: Sum
     steady_steps: int
-    forward_ms: float
-    backward_ms: float
-    weight_reorder_ms: float
+    forward_ms: Sum
+    backward_ms: Sum
+    weight_reorder_ms: Sum
     weight_reorder_share: float | None
     backward_forward_ratio: float | None
     parts: list[TrainingPartDoc]
@@ -566,11 +571,11 @@ class DiffSideDoc:
 
     path: str
     exec_count: int
-    total_ms: float
+    total_ms: Sum
     iterations: int
     steady_iterations: int
     warmup_iterations: int
-    typical_iteration_ms: float
+    typical_iteration_ms: Sum
     mean_iteration_ms: float | None
     steady_median_ms: float | None
     reorder_share_of_iteration: float | None
@@ -582,22 +587,22 @@ class DiffSideDoc:
 class DiffTotalDoc:
     """The totals and the verdict's comparison."""
 
-    base_ms: float
-    new_ms: float
+    base_ms: Sum
+    new_ms: Sum
     speedup: float | None
     base_count: int
     new_count: int
     base_iterations: int
     new_iterations: int
     per_iteration: bool
-    base_typical_iteration_ms: float
-    new_typical_iteration_ms: float
+    base_typical_iteration_ms: Sum
+    new_typical_iteration_ms: Sum
     typical_speedup: float | None
     base_mean_iteration_ms: float | None
     new_mean_iteration_ms: float | None
     basis: str
-    compared_base_ms: float
-    compared_new_ms: float
+    compared_base_ms: Sum
+    compared_new_ms: Sum
     compared_speedup: float | None
     slower_pct: float | None
 
@@ -662,12 +667,12 @@ class BaselineDoc:
     """
 
     log: str
-    typical_iteration_ms: float
+    typical_iteration_ms: Sum
     steady_iterations: int
     pass_shown: int
-    other_ms: float
+    other_ms: Sum
     statistic: str
-    creation_ms: float
+    creation_ms: Sum
     creation_misses: int
 
 
@@ -678,9 +683,9 @@ class HeadlineDoc:
 
     change: str
     basis: str
-    baseline_ms: float
-    projected_ms: float
-    saving_ms: float
+    baseline_ms: Sum
+    projected_ms: Sum
+    saving_ms: Sum
 
 
 @dataclass
@@ -691,7 +696,7 @@ class ProjectionDoc:
     dnnlens_version: str
     log: str
     baseline: BaselineDoc
-    baseline_ms: float
+    baseline_ms: Sum
     iterations_used: int
     statistic: str
     notes: list[str]

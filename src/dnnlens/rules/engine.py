@@ -87,6 +87,8 @@ def configured(registry: Registry, cfg: RuleConfig) -> dict[str, tuple[dict, str
     out: dict[str, tuple[dict, str | None]] = {}
     for name, table in cfg.rules.items():
         where = cfg.where(f"rules.{name}") if cfg.path else "configuration"
+        if name not in registry.entries and registry.failed_plugin(name) is not None:
+            continue  # the options of a plugin that could not be loaded: nothing to set
         if name not in registry.entries:
             resolved = registry.resolve([name], where) if name else []
             name = resolved[0] if resolved else name
@@ -118,8 +120,8 @@ def selected_rules(registry: Registry, options: RuleOptions, cfg: RuleConfig) ->
         select = registry.resolve(options.select, "--select")
     else:  # an unknown name is named where it is written: the file and its line
         select = [n for v in cfg.select for n in registry.resolve([v], _written(cfg, v))]
-    ignore = {n for v in cfg.ignore for n in registry.resolve([v], _written(cfg, v))}
-    ignore |= set(registry.resolve(options.ignore, "--ignore"))
+    ignore = {n for v in cfg.ignore for n in registry.resolve([v], _written(cfg, v), selects=False)}
+    ignore |= set(registry.resolve(options.ignore, "--ignore", selects=False))
     chosen = [n for n in registry.entries if (not select or n in select) and n not in ignore]
     rules = []
     for name in chosen:
