@@ -108,6 +108,7 @@ def test_run_notes_a_machine_busy_with_other_processes(tmp_path):
     assert load["samples"] >= 2 and load["busy"]
     assert load["other_share"] >= BUSY_SHARE
     assert any(n.startswith("other processes used") for n in doc["notes"])
+    assert "dnnlens: note: other processes used" in result.stderr  # whatever the format
 
 
 def test_no_load_samples_nothing(tmp_path):

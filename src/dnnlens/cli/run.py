@@ -37,7 +37,7 @@ from dnnlens.cli import FailOn, OutputFormat, program_environment
 from dnnlens.cli import pipeline as p
 from dnnlens.cli.child import LEVEL_HELP, ChildError, ChildWatch, check_level, start
 from dnnlens.cli.child import verbose_environment as verbose_env
-from dnnlens.cli.load import LoadSampler
+from dnnlens.cli.load import LoadSampler, MachineLoad
 from dnnlens.defaults import DEFAULT_WINDOW_EVENTS
 from dnnlens.errors import fail, say
 
@@ -190,9 +190,12 @@ def register(app: typer.Typer) -> None:
         watch = ChildWatch(proc, grace)
         sampler = LoadSampler(proc.pid).start() if load else None
 
+        loads: list[MachineLoad | None] = []  # what the sampler saw, once the program ended
+
         def program_ended(opts: p.ReportOptions) -> None:
             exit_code = watch.wait()
             machine_load = sampler.stop() if sampler is not None else None
+            loads.append(machine_load)
             opts.settings.run_info = {
                 "command": command,
                 "exit_code": exit_code,
@@ -221,5 +224,8 @@ def register(app: typer.Typer) -> None:
         exit_code = watch.wait()
         if options.output is not None and not output:
             say("note", f"report written to {options.output}")
+        busy = next((m.note() for m in loads if m is not None and m.busy), None)
+        if busy:  # also in the report (a note; JSON run.load), said here whatever the format
+            say("note", busy)
         say("note", f"log kept in {log_path}; the program exited with {exit_code}")
         raise typer.Exit(exit_code or code)
