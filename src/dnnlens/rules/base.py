@@ -37,6 +37,9 @@ class Rule:
     defaults: ClassVar[Mapping[str, Any]] = {}
     #: Where the rule came from (``builtin``, a distribution name, a file path).
     source: str = "builtin"
+    #: The broader rule whose time this rule's findings are a part of (``reorder-overhead``
+    #: for the rules of one reorder cause): :mod:`dnnlens.rules.duplicates` folds the two.
+    part_of: ClassVar[str] = ""
 
     def __init__(
         self, options: Mapping[str, Any] | None = None, severity: str | None = None

@@ -305,11 +305,19 @@ class RuleRun:
     severity: str
     summary: str
     description: str
+    part_of: str = ""
 
     @classmethod
     def of(cls, rule: Rule) -> RuleRun:
         """The identity and help text of ``rule`` (its docstring: rationale and fix)."""
-        return cls(rule.rule_name, rule.rule_code, rule.level, rule.summary(), rule.describe())
+        return cls(
+            rule.rule_name,
+            rule.rule_code,
+            rule.level,
+            rule.summary(),
+            rule.describe(),
+            getattr(rule, "part_of", "") or "",
+        )
 
 
 def rule_options(rule: Rule) -> Mapping[str, Any]:

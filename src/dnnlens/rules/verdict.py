@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from dnnlens.analysis.analysis import Analysis
 from dnnlens.analysis.findings import Finding, severity_rank
+from dnnlens.rules.duplicates import fold
 from dnnlens.rules.engine import RuleOptions, run_rules
 
 
@@ -38,5 +39,8 @@ def report_order(
 
 def apply_rules(analysis: Analysis, options: RuleOptions) -> list[Finding]:
     """Run the selected rules on ``analysis`` and keep their findings on it, in report order."""
-    analysis.findings = report_order(run_rules(analysis, options), analysis.impact_per_basis)
+    found = run_rules(analysis, options)
+    # one cause, one finding (rules.duplicates): a part that is all but its broader finding
+    found = fold(found, {r.name: r.part_of for r in analysis.rules_run if r.part_of})
+    analysis.findings = report_order(found, analysis.impact_per_basis)
     return analysis.findings

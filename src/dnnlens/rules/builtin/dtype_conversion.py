@@ -60,6 +60,7 @@ class DtypeConversion(FixedByProducer):
 
     name = "dtype-conversion"
     code = "DL007"
+    part_of = "reorder-overhead"
     severity = "warning"
     defaults = {"min_share": 0.01}
     fixes = (("", DTYPE_FIX),)

@@ -39,6 +39,7 @@ class LayoutRoundTrip(FixedByProducer):
 
     name = "layout-round-trip"
     code = "DL002"
+    part_of = "reorder-overhead"
     severity = "warning"
     defaults = {"min_share": 0.02}
     fixes = (("round trips", ROUND_TRIP_FIX), ("one-way conversions", ONE_WAY_FIX))

@@ -28,6 +28,7 @@ class WeightReorderPerIteration(FixedByProducer):
 
     name = "weight-reorder-per-iteration"
     code = "DL003"
+    part_of = "reorder-overhead"
     severity = "warning"
     defaults = {"min_share": 0.01}
     fixes = (("", WEIGHTS_INFERENCE_FIX),)

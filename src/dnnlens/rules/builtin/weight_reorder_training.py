@@ -67,6 +67,7 @@ class WeightReorderTraining(FixedByProducer):
 
     name = "weight-reorder-training"
     code = "DL013"
+    part_of = "reorder-overhead"
     severity = "warning"
     defaults = {"min_share": 0.01}
     fixes = (("", WEIGHTS_TRAINING_FIX),)
