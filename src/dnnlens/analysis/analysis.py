@@ -543,6 +543,12 @@ class Analysis:
         impact = finding.impact_ms_per_iteration
         return None if impact is None else self.report_basis.per_unit(impact, finding.basis)
 
+    def saving_per_basis(self, finding: Finding) -> float | None:
+        """A finding's saving in ms per basis unit, as :meth:`impact_per_basis` counts its
+        impact (None: unknown, or not about time)."""
+        saving = finding.saving_ms_per_iteration
+        return None if saving is None else self.report_basis.per_unit(saving, finding.basis)
+
     def share_basis_ms(self, finding: Finding) -> float:
         """The figure a finding's share is of (:meth:`basis_ms_of`)."""
         return self.basis_ms_of(finding.impact_ms_per_iteration, finding.basis)
