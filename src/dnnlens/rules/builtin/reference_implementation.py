@@ -134,8 +134,11 @@ def projected_saving(ctx: RuleContext, change: str) -> Saving:
 
     result = project(ctx.analysis, [change]).changes[0]
     basis = _PROJECTED.get(result.basis)
-    if basis is None or result.saving_ms <= 0:
-        return Saving.unknown(f"dnnlens project --{change.replace(':', ' ')}: nothing measured")
-    return Saving(
-        result.saving_ms, basis, f"as dnnlens project --{change.replace(':', ' ')} projects it"
-    )
+    command = f"dnnlens project --{change.replace(':', ' ')}"
+    if basis is None:
+        return Saving.unknown(f"{command}: nothing measured or modelled to replace them with")
+    if result.saving_ms <= 0:  # the optimised kernel measured is not faster here
+        return Saving(
+            0.0, basis, f"{command} projects {result.saving_ms:+.3g} ms: not faster, no saving"
+        )
+    return Saving(result.saving_ms, basis, f"as {command} projects it")
