@@ -120,6 +120,30 @@ def test_a_finding_and_project_state_the_same_saving(log: str) -> None:
         assert found[rule].saving_ms_per_iteration == pytest.approx(changes[change]), rule
 
 
+@pytest.mark.parametrize("log", ["resnet18_nchw_train.log", "legacy/onednn-2.6.0.log"])
+def test_in_training_project_and_the_findings_keep_the_weight_reorders(log: str) -> None:
+    """A training step's weight reorders: weight-reorder-training's saving is unknown, and so
+    is project's remove:weight-reorders (it said the whole time before, as if the weights
+    could be prepacked); remove:reorders and reorder-overhead both save the activation
+    reorders only, layout-round-trip's figure."""
+    analysis = analysed(LOGS / log)
+    found = by_rule(analysis)
+    changes = {
+        c.change: c
+        for c in project(
+            analysis,
+            ["remove:reorders", "remove:activation-reorders", "remove:weight-reorders"],
+        ).changes
+    }
+    assert found["weight-reorder-training"].saving_basis == "unknown"
+    assert changes["remove:weight-reorders"].basis == "unknown"
+    assert changes["remove:weight-reorders"].to_json()["saving_ms"] is None
+    act = found["layout-round-trip"].saving_ms_per_iteration
+    assert found["reorder-overhead"].saving_ms_per_iteration == pytest.approx(act)
+    assert changes["remove:reorders"].saving_ms == pytest.approx(act)
+    assert changes["remove:activation-reorders"].saving_ms == pytest.approx(act)
+
+
 def test_a_known_saving_leads_a_larger_time_of_unknown_saving() -> None:
     """contended_infer: two busy loops make 8.6 ms of noise a pass (unstable-timing: no fix
     of the model saves it); the NCHW reorders' 0.90 ms are what a fix removes, so they

@@ -25,7 +25,9 @@ time) is **measured**; one that uses ``scaled`` or ``roofline`` is an **estimate
 leans on the machine model (an assumed clock, an assumed bandwidth). Reports lead with the
 measured changes and label the estimates. A change the machine cannot run as the model
 supposes (``dtype:bf16`` on a CPU without bf16 arithmetic, where oneDNN has no bf16 jit
-kernel and runs reference code or refuses: slower, not faster) is **unknown**: no saving is
+kernel and runs reference code or refuses: slower, not faster), or that no recorded fix
+makes (``remove:weight-reorders`` in a training log: the weights change every step, and
+``remove:reorders`` there removes the activation reorders only) is **unknown**: no saving is
 projected for it (JSON ``saving_ms`` null), its times are kept in a combination, and a
 measured log of the change (``--measured``) projects it instead.
 
@@ -532,6 +534,14 @@ def _reachable_primitives(steps: list[Step], start: int, removed: set[int]) -> s
     return out
 
 
+#: Why a training step's weight reorders are not removed (``weight-reorder-training``).
+_TRAINING_WEIGHTS = (
+    "a training step's weight reorders are kept: no recorded fix removes them (the weights "
+    "change every step; a larger batch spreads them over more samples, it does not remove "
+    "them), so no saving is projected for them"
+)
+
+
 def _remove(state: _State, which: str, ctx: _Context) -> None:
     steps = state.table.steps
     wanted = {
@@ -539,6 +549,14 @@ def _remove(state: _State, which: str, ctx: _Context) -> None:
         "activation-reorders": ("activation",),
         "weight-reorders": ("weight",),
     }[which]
+    if ctx.training and "weight" in wanted:
+        if which == "weight-reorders":
+            if any(s.kind == "reorder" and s.tensor == "weight" for s in steps):
+                state.unknown["remove:weight-reorders"] = _TRAINING_WEIGHTS
+                return
+        else:
+            state.note(_TRAINING_WEIGHTS, True)
+        wanted = tuple(w for w in wanted if w != "weight")
     removed = {
         s.position
         for s in steps
@@ -864,6 +882,8 @@ def _dtype(state: _State, ctx: _Context, target: str = "bf16") -> None:
 class _Context:
     machine: Machine
     measured: list[StepTable]
+    #: a training log: its weight reorders are not removed (``_TRAINING_WEIGHTS``)
+    training: bool = False
 
 
 def _apply(table: StepTable, changes: list[str], ctx: _Context) -> ChangeResult:
@@ -939,7 +959,7 @@ def project(analysis: Any, changes: list[str], measured: list[Any] | None = None
                 f"{other.source} ran on {there.isa} with {there.threads} threads, this log on "
                 f"{here.isa} with {here.threads}: its times are another machine's"
             )
-    ctx = _Context(m, others)
+    ctx = _Context(m, others, bool(analysis.is_training))
     order = {c: i for i, c in enumerate(CHANGES)}
     chosen = sorted(dict.fromkeys(changes), key=lambda c: order.get(c, 99))
     alone = [_apply(table, [c], ctx) for c in chosen]
