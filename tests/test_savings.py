@@ -303,6 +303,28 @@ def test_aten_convolution_saves_down_to_onednn_rate_for_the_same_shape(tmp_path:
     assert f.saving_ms_per_iteration < f.impact_ms_per_iteration
 
 
+def test_aten_convolution_with_a_machine_profile_is_bounded_by_its_roof() -> None:
+    """A trace alone with a machine given (``--machine``: 2 threads of AVX2 at the assumed
+    2.5 GHz, 20 GB/s): every row saves its time less its calls at the f32 roof."""
+    from dnnlens.analysis.analysis import AnalysisOptions
+    from dnnlens.analysis.machine import machine_from_isa
+
+    m = machine_from_isa("avx2", 2)
+    analysis = Analysis(load([str(SLOWCONV)]), AnalysisOptions(machine=m))
+    apply_rules(analysis, RuleOptions(search_config=False))
+    (f,) = [x for x in analysis.findings if x.rule == "aten-convolution"]
+    expected = 0.0
+    for row in analysis.framework.slow_convolutions.itertuples(index=False):
+        n, ic, ih, iw = row.input_dims
+        oc, icg, kh, kw = row.weight_dims
+        flops = 2 * n * oc * ih * iw * icg * kh * kw * (2 if row.phase == "backward" else 1)
+        data = 4 * (n * ic * ih * iw + oc * icg * kh * kw + n * oc * ih * iw)
+        roof_ms = max(flops / 160e9, data / 20e9) * 1e3
+        expected += row.ms_per_step - row.calls_per_step * roof_ms
+    assert f.saving_basis == "roofline"
+    assert f.saving_ms_per_iteration == pytest.approx(expected)
+
+
 # ---------------------------------------------------------------------------------------
 # the reports
 

@@ -160,7 +160,8 @@ class Analysis:
     def __init__(self, log: ParsedLog, options: AnalysisOptions | None = None) -> None:
         self.log = log
         self.options = options or AnalysisOptions()
-        #: The rules' verdicts, most costly first; set once by the rules engine's caller.
+        #: The rules' verdicts in report order (largest known saving first, ``rules.verdict``);
+        #: set once by the rules engine's caller.
         self.findings: list[Finding] = []
         #: Notes for the reader that are facts of this analysis (not of one input).
         self.notes: list[str] = []

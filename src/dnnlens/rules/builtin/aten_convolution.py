@@ -121,7 +121,10 @@ _STRENGTH = {"same_shape": 0, "roofline": 1}
 def saving(ctx: RuleContext, table: Any) -> Saving:
     """What running these convolutions in oneDNN would save per step (class docstring)."""
     m = ctx.analysis.machine
-    machine_known = m.sources.get("isa", "default") != "default"
+    # a log's header (or its kernels) told the ISA, or the user gave a machine profile
+    machine_known = (
+        ctx.analysis.options.machine is not None or m.sources.get("isa", "default") != "default"
+    )
     pairs = _onednn_forward(ctx)
     total, used, without = 0.0, set(), 0.0
     for row in table.itertuples(index=False):
