@@ -10,8 +10,9 @@ time and the same fix (0.68 and 0.65 ms on ``convnet_nchw_infer.log``; 9.26 and 
 a part's time is at least :data:`FOLD_AT` of the broader finding's, on the same basis, and
 the parts found save what the broader finding saves (``saving_ms_per_iteration``: in a
 training step the weights hold the time and no fix removes them, the activation round trips
-are what a fix saves), the broader finding is left out and the part says so: its ``data.includes`` names the broader
-rule's code and time, and its message ends with the share of all reorder time it is. Below
+are what a fix saves), the broader finding is left out and the part says so: its
+``data.includes`` names the broader rule's code and time, and its message ends with the share
+of the reorder time it is. Below
 that, the broader finding stays: the rest of its time is another cause's, which the reader
 needs to see.
 
