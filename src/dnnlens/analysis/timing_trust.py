@@ -54,6 +54,9 @@ class TimingTrust:
     slow_ms: float = 0.0
     typical_ms: float = 0.0
     share: float | None = None
+    #: what those calls would take at the roof, per iteration (ms): their roof time x
+    #: their part of the typical iteration / their typical run
+    roof_ms: float = 0.0
     #: the records of the impossibly slow primitives, slowest part first
     records: list[int] = field(default_factory=list)
     #: the worst of them against its roof, in words
@@ -87,6 +90,7 @@ class TimingTrust:
             "reason": self.reason,
             "slow_share_of_iteration": self.share,
             "slow_ms_per_iteration": self.slow_ms,
+            "roof_ms_per_iteration": self.roof_ms,
             "worst_factor": self.worst_factor,
             "slow_factor": SLOW_FACTOR,
             "min_run_ms": MIN_RUN_MS,
@@ -141,6 +145,7 @@ def timing_trust(points: list[dict[str, Any]], typical_ms: float) -> TimingTrust
     if not known:
         return TimingTrust("high", typical_ms=typical_ms)
     slow_ms = float(sum(s[0] for s in slow))
+    roof_ms = float(sum(s[0] / s[1] for s in slow))  # iter_ms x roof / run
     share = min(slow_ms / typical_ms, 1.0)
     slow.sort(key=lambda s: -s[0])
     level = "low" if share >= MIN_SLOW_SHARE else "high"
@@ -153,6 +158,7 @@ def timing_trust(points: list[dict[str, Any]], typical_ms: float) -> TimingTrust
         slow_ms=slow_ms,
         typical_ms=typical_ms,
         share=share,
+        roof_ms=roof_ms,
         records=[int(s[2]["record"]) for s in slow],
         example=example,
         worst_factor=worst[1] if worst is not None else None,

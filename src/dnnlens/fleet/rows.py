@@ -182,6 +182,9 @@ def _finding_row(position: int, f: dict[str, Any], run: RunIdentity) -> dict[str
         "impact_ms_per_iteration": f["impact_ms_per_iteration"],
         "impact_ms_per_basis": f.get("impact_ms_per_basis"),
         "share_of_iteration": f["share_of_iteration"],
+        "saving_ms_per_iteration": f.get("saving_ms_per_iteration"),
+        "saving_ms_per_basis": f.get("saving_ms_per_basis"),
+        "saving_basis": f.get("saving_basis", "unknown"),
         "evidence": [{"path": e["path"], "line": e["line"]} for e in f["evidence"]],
         "data_json": json.dumps(f["data"], sort_keys=True),
     }

@@ -21,11 +21,12 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 from dnnlens.report.json_safe import json_safe
 
-SCHEMA_VERSION = "2.0"
+#: 2.1: findings carry their saving (``saving_*``) and are ranked by it.
+SCHEMA_VERSION = "2.1"
 
 Row = dict[str, Any]
 #: A sum of exec times (a total, an iteration, a pass): ``null`` when it passes the largest
@@ -33,6 +34,8 @@ Row = dict[str, Any]
 #: (docs/input-policy.md, "Impossible sizes"). The schema says so: every such field is a
 #: number or null.
 Sum = float | None
+#: ``FindingDoc.saving_basis``: the keys of ``analysis.findings.SAVING_BASES``.
+SavingBasis = Literal["measured", "same_shape", "roofline", "removal", "unknown"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -135,7 +138,17 @@ class FindingDoc:
     where the one share is that, and for framework findings). A share in ``data`` is the one
     share under ``share``; any other is named by what it is of
     (``share_of_onednn_iteration``, ``share_of_step`` of a framework finding, which is the
-    one share too). ``findings`` are in report order: highest impact first.
+    one share too).
+
+    ``saving_ms_per_iteration``: what fixing it would save, per unit of its ``basis`` like
+    the impact and never more (``null``: unknown, or not about time);
+    ``saving_ms_per_basis`` that in the report's basis, as the headline shows it;
+    ``saving_basis`` what the figure rests on: ``measured`` (a measured pair in the inputs),
+    ``same_shape`` (the same shape runs faster elsewhere in the inputs), ``roofline`` (the
+    machine model bounds it), ``removal`` (the fix removes the work: its whole time) or
+    ``unknown``; ``saving_note`` how it was had, in a few words. ``findings`` are in report
+    order (``rules.verdict``): known savings first, largest first; then time with an unknown
+    saving, by time; then findings not about time.
     """
 
     rule: str
@@ -149,6 +162,10 @@ class FindingDoc:
     fix: str
     impact_ms_per_iteration: float | None
     share_of_iteration: float | None
+    saving_ms_per_iteration: float | None
+    saving_ms_per_basis: float | None
+    saving_basis: SavingBasis
+    saving_note: str
     impact_ms_per_basis: float | None = None
     share_of_basis: float | None = None
     share_of_onednn_iteration: float | None = None
@@ -357,6 +374,7 @@ class TimingConfidenceDoc:
     reason: str
     slow_share_of_iteration: float | None
     slow_ms_per_iteration: float
+    roof_ms_per_iteration: float
     worst_factor: float | None
     slow_factor: float
     min_run_ms: float
@@ -477,6 +495,8 @@ def _type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
         if tp is float:  # JSON has one number type; integers are numbers too
             schema = {"type": "number"}
         return schema
+    if origin is Literal:
+        return {"type": "string", "enum": list(typing.get_args(tp))}
     if origin in (Union, types.UnionType):
         return {"anyOf": [_type_schema(a, defs) for a in typing.get_args(tp)]}
     if origin in (list, tuple):

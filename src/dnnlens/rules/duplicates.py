@@ -7,9 +7,12 @@ count the reorders of one cause (a rule's ``part_of`` names the broader rule). O
 where one cause holds nearly all the reorder time the two findings print nearly the same
 time and the same fix (0.68 and 0.65 ms on ``convnet_nchw_infer.log``; 9.26 and 9.26 ms on
 ``resnet18_cl_train.log``): the broader finding then says nothing the part does not. So when
-a part's time is at least :data:`FOLD_AT` of the broader finding's, on the same basis, the
-broader finding is left out and the part says so: its ``data.includes`` names the broader
-rule's code and time, and its message ends with the share of all reorder time it is. Below
+a part's time is at least :data:`FOLD_AT` of the broader finding's, on the same basis, and
+the parts found save what the broader finding saves (``saving_ms_per_iteration``: in a
+training step the weights hold the time and no fix removes them, the activation round trips
+are what a fix saves), the broader finding is left out and the part says so: its
+``data.includes`` names the broader rule's code and time, and its message ends with the share
+of the reorder time it is. Below
 that, the broader finding stays: the rest of its time is another cause's, which the reader
 needs to see.
 
@@ -30,6 +33,17 @@ from dnnlens.fmt import ms, pct
 FOLD_AT = 0.9
 
 
+def _saving_kept(whole: Finding, findings: list[Finding], part_of: Mapping[str, str]) -> bool:
+    """Whether the parts of ``whole`` among ``findings`` save what it saves (within
+    :data:`FOLD_AT`): a broader finding whose saving no part states (the activation reorders
+    of a training step whose round trips fired no finding) is not left out."""
+    saving = whole.saving_ms_per_iteration
+    if not saving:
+        return True
+    parts = [f for f in findings if part_of.get(f.rule) == whole.rule]
+    return sum(f.saving_ms_per_iteration or 0.0 for f in parts) >= FOLD_AT * saving
+
+
 def fold(findings: list[Finding], part_of: Mapping[str, str]) -> list[Finding]:
     """``findings`` with each broader finding left out where one of its parts holds at least
     :data:`FOLD_AT` of its time (module docstring); ``part_of`` maps a rule's name to its
@@ -43,7 +57,7 @@ def fold(findings: list[Finding], part_of: Mapping[str, str]) -> list[Finding]:
         if not whole.impact_ms_per_iteration or part.impact_ms_per_iteration is None:
             continue
         covered = part.impact_ms_per_iteration / whole.impact_ms_per_iteration
-        if covered < FOLD_AT:
+        if covered < FOLD_AT or not _saving_kept(whole, findings, part_of):
             continue
         gone.add(id(whole))
         part.data["includes"] = {

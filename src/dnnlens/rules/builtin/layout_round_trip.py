@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pandas as pd
 
 from dnnlens.analysis.findings import Evidence, Finding
+from dnnlens.rules.base import Saving
 from dnnlens.rules.builtin._reorder_causes import (
     ONE_WAY_FIX,
     ROUND_TRIP_FIX,
@@ -30,6 +31,12 @@ class LayoutRoundTrip(FixedByProducer):
     uses) and follows the one that costs more: round trips or one-way reorders. The cost
     is the activation reorders that change the layout or copy, per typical iteration;
     pure data-type conversions are dtype-conversion's.
+
+    Saving (``removal``): the activation reorders' whole part. With the model and its
+    input in one layout the producers' output is read as it is (recorded: ``convnet_cl_*``
+    and ``resnet18_cl_train`` have no activation reorder); ``dnnlens project --remove
+    activation-reorders`` states the same figure. A reader's figure: the sum of the
+    activation reorders' terms (``activation_reorder_ms_per_iteration``).
 
     Fix: keep activations in one layout from one op to the next, in the terms of the program
     that made the log: channels_last in PyTorch, NHWC in TensorFlow, an NHWC input declared
@@ -111,6 +118,9 @@ class LayoutRoundTrip(FixedByProducer):
             evidence,
             fix=fix,
             impact_ms=per_iter,
+            saving=Saving.removal(
+                per_iter, "one activation layout end to end removes these reorders"
+            ),
             data={
                 "share": ctx.share(per_iter),
                 "share_of_onednn_iteration": share,

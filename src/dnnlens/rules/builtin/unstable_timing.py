@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.rules.base import Rule
+from dnnlens.rules.base import Rule, Saving
 from dnnlens.rules.builtin._util import ms, ratio
 from dnnlens.rules.context import RuleContext
 
@@ -28,12 +28,18 @@ class UnstableTiming(Rule):
     a part of the mean steady pass (the raw exec times summed per steady pass), which is
     its basis: the typical iteration does not hold the noise it leaves out.
 
+    Saving of the noise (``unknown``): the excess is noise of the machine, not work a fix
+    removes from the model; the finding ranks after those whose saving is known.
+
     A machine loaded for the whole run slows every call alike, medians included, and shows
     no spikes: that is found by the rates instead (:mod:`dnnlens.analysis.timing_trust`):
     when calls at least 100x slower than the machine model's roof (and 0.1 ms or longer)
     hold a quarter of the typical iteration or more, the rule says the timings are not
     trustworthy, at the cost of that part of the iteration, and the report's
-    ``timing_confidence`` is ``low``.
+    ``timing_confidence`` is ``low``. Its saving (``roofline``) is those calls' time minus
+    their time at the roof: what a quiet machine gives back at most; it holds the inflated
+    time every other finding's saving is a part of, so the finding comes first whenever
+    the slowed calls are what the others are about.
 
     Fix: measure on quiet, pinned cores (``taskset``/``numactl``, no other load), set
     ``OMP_NUM_THREADS`` to the physical cores available, run more iterations and compare
@@ -66,6 +72,12 @@ class UnstableTiming(Rule):
             ctx.record_evidence(trust.records),
             data={"uniform_slowdown": True, **trust.to_json()},
             impact_ms=trust.slow_ms,
+            saving=Saving(
+                trust.slow_ms - trust.roof_ms,
+                "roofline",
+                "the slowed calls' time minus their time at the roof: what a quiet machine "
+                "gives back at most",
+            ),
         )
         yield replace(finding, title=UNIFORM_TITLE)
 
@@ -110,4 +122,5 @@ class UnstableTiming(Rule):
             },
             impact_ms=per_pass,
             basis="mean_pass",
+            saving=Saving.unknown("noise of the machine, not work a fix removes"),
         )

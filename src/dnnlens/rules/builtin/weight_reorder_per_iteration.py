@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Evidence, Finding
+from dnnlens.rules.base import Saving
 from dnnlens.rules.builtin._reorder_causes import WEIGHTS_INFERENCE_FIX
 from dnnlens.rules.builtin._util import FixedByProducer, producer_fix, ratio
 from dnnlens.rules.context import RuleContext
@@ -19,6 +20,11 @@ class WeightReorderPerIteration(FixedByProducer):
     activations; a weight reorder that runs in every steady-state iteration is pure
     repeated work. Training logs (any backward primitive) are skipped: there the weights
     change every step, and weight-reorder-training judges their reorders.
+
+    Saving (``removal``): the weight reorders' whole part. Prepacked weights are reordered
+    once, in warm-up (recorded: ``compile_freezing_infer``); ``dnnlens project --remove
+    weight-reorders`` states the same figure. A reader's figure:
+    ``weight_reorder_ms_per_iteration``.
 
     Fix: reorder the weights once and keep them, in the terms of the program that made the
     log: freezing in PyTorch, ``TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1`` in TensorFlow, weights as
@@ -61,6 +67,9 @@ class WeightReorderPerIteration(FixedByProducer):
             evidence,
             fix=producer_fix(ctx, WEIGHTS_INFERENCE_FIX),
             impact_ms=per_iter,
+            saving=Saving.removal(
+                per_iter, "prepacked weights are reordered once, not every iteration"
+            ),
             data={
                 "share": ctx.share(per_iter),
                 "share_of_onednn_iteration": share,
