@@ -169,7 +169,7 @@ def build(
     for message in input_errors:
         say("error", message)
     for run in result.runs:
-        if run.status in ("failed", "unfinished"):
+        if run.status in ("failed", "unfinished") or run.failure == "partial":
             say("error", f"run {run.name or ', '.join(run.files)}: {run.message}")
     if not quiet:
         unfinished = result.count("unfinished")
@@ -181,11 +181,21 @@ def build(
             + f", to {output} in {result.seconds:.1f} s "
             f"({rate(result.input_bytes, result.seconds)}; {result.engine})",
         )
+        known = result.count("known")
+        if known:
+            say(
+                "note",
+                f"{known:,} known failure(s) skipped: their content failed in an earlier "
+                "build (SELECT * FROM failures)",
+            )
+    if result.failures_not_recorded:
+        say("error", f"failures not recorded: {result.failures_not_recorded}")
     if any(r.internal for r in result.runs):
         raise typer.Exit(EXIT_INTERNAL)
     if any(r.output for r in result.runs):
         raise typer.Exit(EXIT_OUTPUT)
-    if input_errors or result.count("failed") or result.count("unfinished"):
+    partial = any(r.failure == "partial" for r in result.runs)
+    if input_errors or result.count("failed") or result.count("unfinished") or partial:
         raise typer.Exit(EXIT_USAGE)
 
 

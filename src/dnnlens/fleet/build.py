@@ -24,7 +24,15 @@ from dnnlens.fleet.dataset import Dataset, Settings
 from dnnlens.fleet.discover import RunNames, RunSpec, discover
 from dnnlens.fleet.engine import DaskEngine, EngineLost, SerialEngine
 from dnnlens.fleet.rows import RunFile, RunIdentity
-from dnnlens.fleet.work import RunFailure, RunJob, analyse_run, content_hash, hash_files, scan_range
+from dnnlens.fleet.work import (
+    PartialRun,
+    RunFailure,
+    RunJob,
+    analyse_run,
+    content_hash,
+    hash_files,
+    scan_range,
+)
 from dnnlens.io.inputs import splittable
 from dnnlens.reading.parallel import SPLIT_MIN_BYTES, line_ranges
 from dnnlens.rules.config import load_config
@@ -70,13 +78,16 @@ class RunReport:
     """What became of one run."""
 
     files: tuple[str, ...]
-    status: str  # written, skipped, failed, unfinished
+    status: str  # written, skipped, failed, unfinished, known (a known failure, skipped)
     name: str | None = None
     message: str = ""
     internal: bool = False
     size_bytes: int = 0
     #: its files could not be written (a full disk, no permission): exit 4, not 2
     output: bool = False
+    #: the failure's class (:data:`~dnnlens.fleet.schema.FAILURE_CLASSES`), for a failure
+    failure: str = ""
+    content_hash: str | None = None
 
 
 @dataclass
@@ -86,6 +97,8 @@ class BuildResult:
     runs: list[RunReport] = field(default_factory=list)
     seconds: float = 0.0
     engine: str = ""
+    #: why the failures could not be recorded in the dataset, or ""
+    failures_not_recorded: str = ""
 
     def count(self, status: str) -> int:
         """Runs with that status."""
@@ -147,6 +160,10 @@ def build_dataset(
     build = _Build(specs, dataset, options, engine, progress or _Silent())
     result = BuildResult(engine=engine.description)
     result.runs = build.run()
+    try:
+        dataset.record_failures([_failure_row(r) for r in result.runs if r.failure])
+    except OutputError as exc:
+        result.failures_not_recorded = str(exc)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -170,7 +187,10 @@ class _Build:
         self.names = RunNames(specs, set(dataset.run_names()))
         self.reports: dict[int, RunReport] = {}
         self.jobs: dict[int, RunJob] = {}
-        self.pending: dict[str, str] = {}  # content hash -> name of the runs being analysed
+        self.pending: dict[str, int] = {}  # content hash -> the run being analysed
+        self.waiting: dict[str, list[int]] = {}  # content hash -> runs of it, waiting
+        self.digests: dict[int, str] = {}
+        self.known = dataset.known_failures()
 
     def run(self) -> list[RunReport]:
         self.progress.start(len(self.specs), sum(s.size_bytes for s in self.specs))
@@ -180,18 +200,21 @@ class _Build:
             step, index = key.split(":")
             i = int(index)
             if isinstance(error, EngineLost):
-                self._done(i, "unfinished", str(error))
+                self._done(i, "unfinished", str(error), failure="unfinished")
             elif error is not None:
-                self._done(i, "failed", _internal(error), internal=True)
+                self._done(i, "failed", _internal(error), internal=True, failure="internal")
             elif isinstance(result, RunFailure):
-                self._done(i, "failed", result.message)
+                self._done(i, "failed", result.message, failure="input")
             elif step == "hash":
                 self._hashed(i, result)
             else:
                 self._publish(i, result)
         return [self.reports[i] for i in range(len(self.specs))]
 
-    def _publish(self, i: int, tables: dict[str, Any]) -> None:
+    def _publish(self, i: int, tables: dict[str, Any] | PartialRun) -> None:
+        partial = ""
+        if isinstance(tables, PartialRun):
+            tables, partial = tables.tables, tables.message
         job = self.jobs.pop(i)
         spec, identity = self.specs[i], job.identity
         try:
@@ -202,27 +225,38 @@ class _Build:
                 lambda taken: self.names.name(spec, identity.content_hash, taken),
             )
         except OutputError as exc:
-            self._done(i, "failed", str(exc), name=identity.name, output=True)
+            self._done(i, "failed", str(exc), name=identity.name, output=True, failure="output")
             return
-        if done.written:
+        if done.written and partial:
+            message = f"only its readable part is in the dataset: {partial}"
+            self._done(i, "written", message, name=done.name, failure="partial")
+        elif done.written:
             self._done(i, "written", name=done.name)
         else:
             self._done(i, "skipped", f"same content as run {done.name}", name=done.name)
 
     def _hashed(self, i: int, files: tuple[RunFile, ...]) -> None:
         spec = self.specs[i]
-        digest = content_hash(files)
-        same = self.dataset.run_with(digest) or self.pending.get(digest)
+        digest = self.digests[i] = content_hash(files)
+        same = self.dataset.run_with(digest)
         if same is not None:
             self._done(i, "skipped", f"same content as run {same}", name=same)
+            return
+        if digest in self.pending:  # a run of this content is being analysed: as it goes
+            self.waiting.setdefault(digest, []).append(i)
+            return
+        known = self.known.get(digest)
+        if known is not None:
+            message = f"failed before ({known['exit_class']}): {known['reason']}"
+            self._done(i, "known", message)
             return
         name = self.names.name(spec, digest)
         problem = self.dataset.name_problem(name)
         if problem is not None:
-            self._done(i, "failed", problem)
+            self._done(i, "failed", problem, failure="name")
             return
         identity = RunIdentity(name, digest, files)
-        self.pending[digest] = identity.name
+        self.pending[digest] = i
         job = RunJob(identity, self.options.session_settings())
         self.jobs[i] = job
         parts = self._ranges(files)
@@ -240,15 +274,45 @@ class _Build:
 
     def _done(
         self, i: int, status: str, message: str = "", name: str | None = None,
-        internal: bool = False, output: bool = False,
+        internal: bool = False, output: bool = False, failure: str = "",
     ) -> None:  # fmt: skip
         spec = self.specs[i]
         job = self.jobs.pop(i, None)
         if job is not None and name is None:
             name = job.identity.name
-        report = RunReport(spec.files, status, name, message, internal, spec.size_bytes, output)
+        digest = self.digests.get(i)
+        report = RunReport(
+            spec.files, status, name, message, internal, spec.size_bytes, output, failure, digest
+        )
         self.reports[i] = report
         self.progress.advance(report)
+        if digest is not None and self.pending.get(digest) == i:
+            del self.pending[digest]
+            for other in self.waiting.pop(digest, []):
+                self._same_as(other, report)
+
+    def _same_as(self, i: int, first: RunReport) -> None:
+        """Run ``i`` has the content of run ``first``, which was analysed meanwhile: it is
+        in the dataset as that run, or it fails as that run failed."""
+        if first.status in ("written", "skipped"):
+            self._done(i, "skipped", f"same content as run {first.name}", name=first.name)
+            return
+        message = f"same content as {first.files[0]}: {first.message}"
+        self._done(
+            i, first.status, message, internal=first.internal, output=first.output,
+            failure=first.failure,
+        )  # fmt: skip
+
+
+def _failure_row(report: RunReport) -> dict[str, Any]:
+    """The ``failures`` row of a run that failed (its time and version added on writing)."""
+    return {
+        "path": report.files[0],
+        "inputs": list(report.files),
+        "content_hash": report.content_hash,
+        "reason": report.message,
+        "exit_class": report.failure,
+    }
 
 
 def _internal(error: BaseException) -> str:

@@ -53,6 +53,8 @@ LOCK = ".lock"
 FORMAT = "dnnlens fleet dataset"
 _PREFIX, _SUFFIX = "run-", ".parquet"
 _STAGING = ".staging-"
+#: The table of failed runs, and the prefix of its files.
+FAILURES, _FAILURES_PREFIX = "failures", "failures-"
 #: The file name limit where the file system does not say (POSIX pathconf missing).
 _NAME_MAX = 255
 _PATH_MAX = 4096
@@ -323,6 +325,80 @@ class Dataset:
             content_hash = str(hashes[0]) if len(hashes) else ""
         return Entry(content_hash, tuple(keys))
 
+    # -- failures -----------------------------------------------------------------------------
+    def failure_files(self) -> list[Path]:
+        """The files of the ``failures`` table (one per build that had failures)."""
+        folder = self.root / FAILURES
+        try:
+            names = sorted(os.listdir(folder))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise DatasetError(f"{folder}: cannot list ({exc.strerror or exc})") from None
+        return [folder / n for n in names if n.startswith(_FAILURES_PREFIX) and n.endswith(_SUFFIX)]
+
+    def checked_failure_files(self) -> list[Path]:
+        """:meth:`failure_files`, each checked against the table's schema."""
+        expected = schema.arrow_schema(FAILURES)
+        files = self.failure_files()
+        for path in files:
+            _check_file(path, expected)
+        return files
+
+    def failures(self) -> pa.Table:
+        """Every failure recorded, oldest first."""
+        import pyarrow.parquet as pq
+
+        expected = schema.arrow_schema(FAILURES)
+        tables = []
+        for path in self.checked_failure_files():
+            try:
+                tables.append(pq.read_table(path, schema=expected))
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                raise DatasetError(f"{path}: damaged ({_first_line(exc)})") from None
+        if not tables:
+            return expected.empty_table()
+        return pa.concat_tables(tables).sort_by("failed_at")
+
+    def known_failures(self) -> dict[str, dict[str, Any]]:
+        """Content hash -> the last failure of that content that building again would
+        repeat: it could not be analysed (``input``), or failed inside this version of
+        dnnlens (``internal``); a write that failed, a run not finished or a name too long
+        are tried again."""
+        out = {}
+        for row in self.failures().to_pylist():
+            repeats = row["exit_class"] == "input" or (
+                row["exit_class"] == "internal" and row["dnnlens_version"] == __version__
+            )
+            if row["content_hash"] and repeats:
+                out[row["content_hash"]] = row
+            elif row["content_hash"]:
+                out.pop(row["content_hash"], None)
+        return out
+
+    def record_failures(self, rows: list[dict[str, Any]]) -> None:
+        """Add ``rows`` (columns of the ``failures`` table, ``failed_at`` and the version
+        filled in) as one file, written under a hidden name and renamed into place."""
+        import datetime
+
+        import pyarrow.parquet as pq
+
+        if not rows:
+            return
+        now = datetime.datetime.now(datetime.UTC)
+        full = [{**r, "failed_at": now, "dnnlens_version": __version__} for r in rows]
+        table = schema.make_table(FAILURES, full)
+        folder = self.root / FAILURES
+        name = f"{_FAILURES_PREFIX}{now:%Y%m%dT%H%M%S}-{secrets.token_hex(4)}{_SUFFIX}"
+        temporary = folder / f"{_STAGING}{secrets.token_hex(8)}{_SUFFIX}"
+        try:
+            folder.mkdir(exist_ok=True)
+            pq.write_table(table, temporary)
+            os.replace(temporary, folder / name)
+        except OSError as exc:
+            _remove(temporary)
+            raise OutputError(f"{folder / name}: cannot write ({exc.strerror or exc})") from None
+
     # -- writing ----------------------------------------------------------------------------
     def name_problem(self, run: str) -> str | None:
         """Why ``run`` cannot be a name in this dataset (its files' names or paths too long
@@ -412,7 +488,7 @@ class Dataset:
         for path in self.root.iterdir():
             if is_temporary(path.name):
                 _remove(path)
-        for table in schema.TABLES:
+        for table in (*schema.TABLES, FAILURES):
             folder = self.root / table
             if not folder.is_dir():
                 continue

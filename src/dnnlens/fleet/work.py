@@ -41,6 +41,16 @@ class RunFailure:
 
 
 @dataclass(frozen=True)
+class PartialRun:
+    """A run analysed from the readable part of its inputs (a truncated gzip stream, a
+    file that could not be opened beside others), as ``analyze`` analyses it: its tables,
+    and why they are partial (one line per input)."""
+
+    tables: dict[str, pa.Table]
+    message: str
+
+
+@dataclass(frozen=True)
 class RunJob:
     """Everything a worker needs to analyse one run: its files and ``analyze``'s settings."""
 
@@ -91,15 +101,22 @@ def load_run(
 
 def analyse_run(
     job: RunJob, parts: dict[str, list[tuple[Part, int]]] | None = None
-) -> dict[str, pa.Table] | RunFailure:
-    """Every table's rows of one run, or why its inputs cannot be analysed."""
+) -> dict[str, pa.Table] | PartialRun | RunFailure:
+    """Every table's rows of one run, or why its inputs cannot be analysed. Inputs that
+    could be read only in part, beside verbose lines that were read, are analysed as
+    ``analyze`` analyses them (its report of the readable part, exit 2): a
+    :class:`PartialRun`."""
     paths = tuple(f.path for f in job.identity.files)
     log = load_run(paths, parts)
     problems = input_problems(log)
-    if problems.errors:
+    readable = any(s.parsed + s.malformed for s in log.scans)
+    if problems.errors and not readable:
         return RunFailure("; ".join(problems.errors))
     try:  # the one run analyze makes of these files, its rules applied
         analysis = analyse(log, job.settings).single(display_path(paths[0]), combine=False)
     except SessionError as exc:
-        return RunFailure(str(exc))
-    return run_tables(analysis, job.identity)
+        return RunFailure("; ".join([*problems.errors, str(exc)]))
+    tables = run_tables(analysis, job.identity)
+    if problems.errors:
+        return PartialRun(tables, "; ".join(problems.errors))
+    return tables
