@@ -12,6 +12,7 @@ other runs are built first); 130 and 143 a build or query stopped by Ctrl-C or S
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import threading
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -62,12 +64,12 @@ class DiffFormat(StrEnum):
     json = "json"
 
 
-def _command(name: str):  # noqa: ANN202 - a decorator
+def _command(name: str, **settings: Any):  # noqa: ANN202 - a decorator
     """``fleet_app.command(name)`` under the command line's last-resort handler."""
     from dnnlens.cli import _last_resort
 
     def wrap(function):  # noqa: ANN001, ANN202
-        return fleet_app.command(name)(_last_resort(function))
+        return fleet_app.command(name, **settings)(_last_resort(function))
 
     return wrap
 
@@ -231,10 +233,22 @@ def _stop_signals() -> Iterator[None]:
 # -- query --------------------------------------------------------------------------------
 
 
-@_command("query")
+#: A word the command line would take for an option (``--fromat``), not SQL that starts
+#: with a comment (``-- the slowest runs``).
+_OPTION_LIKE = re.compile(r"--?[A-Za-z][\w-]*(=.*)?")
+
+
+@_command("query", context_settings={"ignore_unknown_options": True})
 def query(
     dataset: Path = typer.Argument(..., help="The dataset directory."),
-    sql: str | None = typer.Argument(None, help="SQL over runs, inputs, primitives, ..."),
+    sql: str | None = typer.Argument(
+        None,
+        help="SQL over runs, inputs, primitives, ... ('-': read it from standard input; "
+        "@FILE: from FILE).",
+    ),
+    sql_file: Path | None = typer.Option(
+        None, "--file", help="Read the SQL from this file ('-': standard input)."
+    ),
     fmt: QueryFormat = typer.Option(QueryFormat.table, "--format", "-f", help="Output format."),
     views: bool = typer.Option(False, "--views", help="Print the views' SQL and exit."),
     width: int | None = typer.Option(None, "--width", min=40, help="Table: line width."),
@@ -252,7 +266,15 @@ def query(
         for view in VIEWS:
             sys.stdout.write(f"-- {view.name}: {view.doc}\n{view_sql(view)}\n\n")
         return
-    if not sql:
+    if sql is not None and _OPTION_LIKE.fullmatch(sql):
+        raise _fail(f"no such option: {sql} (SQL that starts with a comment: -- and a space)")
+    if sql_file is not None and sql is not None:
+        raise _fail("--file and SQL: give one")
+    if sql_file is not None:
+        sql = _read_sql(str(sql_file))
+    elif sql == "-" or (sql is not None and sql.startswith("@")):
+        sql = _read_sql(sql if sql == "-" else sql[1:])
+    if not sql or not sql.strip():
         raise _fail("give the SQL to run (or --views)")
     try:
         with open_query(Dataset.open(dataset), sql, allow_files=allow_files) as result:
@@ -272,6 +294,17 @@ def query(
     except KeyboardInterrupt:
         say("error", "query interrupted")
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _read_sql(where: str) -> str:
+    """The SQL in file ``where`` (``-``: standard input)."""
+    try:
+        if where == "-":
+            return sys.stdin.read()
+        return Path(where).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise _fail(f"{where}: cannot read the SQL ({reason})") from None
 
 
 # -- diff ---------------------------------------------------------------------------------
