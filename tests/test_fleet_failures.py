@@ -139,3 +139,27 @@ def test_a_truncated_gzip_keeps_its_readable_part_as_analyze_does(tmp_path) -> N
     assert failure["exit_class"] == "partial" and failure["path"] == str(cut)
     again = build(str(cut), "-o", str(out))
     assert again.exit_code == 0 and "1 skipped (already in the dataset)" in again.stderr
+
+
+def test_a_glob_or_directory_says_what_it_left_out(tmp_path) -> None:
+    """``logs/**/*.log`` misses ``b.log.gz`` (a log) but not ``notes.txt`` (no log in
+    it); a directory says which of its files hold no log, as ``analyze DIR`` does."""
+    (tmp_path / "logs" / "x").mkdir(parents=True)
+    (tmp_path / "logs" / "y").mkdir()
+    shutil.copy(GOOD, tmp_path / "logs" / "x" / "a.log")
+    (tmp_path / "logs" / "x" / "notes.txt").write_text("epoch 1\n")
+    packed = gzip.compress((SAMPLE_LOGS / "profile_lstm_infer.log").read_bytes())
+    (tmp_path / "logs" / "y" / "b.log.gz").write_bytes(packed)
+    pattern = str(tmp_path / "logs" / "**" / "*.log")
+    result = build(pattern, "-o", str(tmp_path / "ds"))
+    assert result.exit_code == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if "left out" in line]
+    assert notes == [
+        f"dnnlens: note: {pattern}: left out 1 file it does not match that hold a oneDNN "
+        "verbose line, profiler trace or table: b.log.gz (widen the pattern, e.g. '*.log*', "
+        "or name them)"
+    ]
+    folder = build(str(tmp_path / "logs" / "x"), "-o", str(tmp_path / "ds2"))
+    assert folder.exit_code == 0, folder.stderr
+    assert "skipped 1 file with no oneDNN verbose line" in folder.stderr
+    assert "notes.txt" in folder.stderr

@@ -141,11 +141,14 @@ def build(
         config=_absolute(config) if config else None,
     )
     options = BuildOptions(settings, group_by.value)
+    notes: list[str] = []
     try:
-        specs, input_errors = plan(paths, options, output)
+        specs, input_errors = plan(paths, options, output, notes)
         engine = choose_engine(workers, scheduler, sum(s.size_bytes for s in specs), default_jobs())
     except (BuildError, EngineError) as exc:
         raise _fail(str(exc)) from None
+    for message in notes:
+        say("note", message)
     progress = BuildProgress(terminal=progress_enabled(quiet)) if not quiet else None
     stopped: int | None = None
     try:

@@ -136,11 +136,15 @@ def check_rules(options: BuildOptions) -> None:
 
 
 def plan(
-    paths: list[str], options: BuildOptions, dataset: Path | None = None
+    paths: list[str],
+    options: BuildOptions,
+    dataset: Path | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[list[RunSpec], list[str]]:
     """The runs named by ``paths`` (files inside ``dataset`` left out) and the paths that
-    name nothing; none at all is an error (:class:`BuildError`)."""
-    specs, errors = discover(paths, options.group, dataset)
+    name nothing; none at all is an error (:class:`BuildError`). ``notes`` gets what the
+    directories and globs left out."""
+    specs, errors = discover(paths, options.group, dataset, notes)
     if not specs:
         raise BuildError("; ".join(errors) or "no input")
     return specs, errors
