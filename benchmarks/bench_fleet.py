@@ -196,7 +196,10 @@ def run_scale(sizes: list[int], src: Path) -> None:
         )  # fmt: skip
         if done.returncode:
             sys.exit(f"{name}: {done.stderr.strip()}")
-        return json.loads([x for x in done.stdout.splitlines() if x.startswith("{")][-1])
+        found = [x for x in done.stdout.splitlines() if x.startswith("{")]
+        if not found:
+            sys.exit(f"{name}: no result ({done.stdout[-500:]!r}, {done.stderr[-500:]!r})")
+        return json.loads(found[-1])
 
     with tempfile.TemporaryDirectory(prefix="bench_fleet_") as tmp:
         work = Path(tmp)

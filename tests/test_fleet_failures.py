@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from dnnlens.fleet.build import BuildOptions, build_dataset, plan
+from dnnlens.fleet.build import BuildOptions, RunReport, build_dataset, plan
 from dnnlens.fleet.dataset import Dataset, Settings
 from dnnlens.fleet.engine import SerialEngine
+from dnnlens.fleet.progress import BuildProgress
 from test_fleet_logs import SAMPLE_LOGS, build, invoke
 
 pytest.importorskip("duckdb")
@@ -163,3 +164,19 @@ def test_a_glob_or_directory_says_what_it_left_out(tmp_path) -> None:
     assert folder.exit_code == 0, folder.stderr
     assert "skipped 1 file with no oneDNN verbose line" in folder.stderr
     assert "notes.txt" in folder.stderr
+
+
+def test_progress_counts_failures_and_tells_the_first_at_once(monkeypatch, capsys) -> None:
+    monkeypatch.setattr("dnnlens.fleet.progress.LINE_EVERY_S", 0.0)
+    progress = BuildProgress(terminal=False)
+    progress.start(3, 3_000)
+    progress.advance(RunReport(("a.log",), "failed", "a", "a.log: empty file", size_bytes=1))
+    progress.advance(RunReport(("b.log",), "failed", "b", "b.log: empty file", size_bytes=1))
+    progress.advance(RunReport(("c.log",), "written", "c", size_bytes=1))
+    progress.close()
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "dnnlens: progress: first failure: run a: a.log: empty file"
+    assert err[1].startswith("dnnlens: progress: 1/3 runs, 1 failed, ")
+    assert err[2].startswith("dnnlens: progress: 2/3 runs, 2 failed, ")
+    assert err[3].startswith("dnnlens: progress: 3/3 runs, 2 failed, ")
+    assert len(err) == 4

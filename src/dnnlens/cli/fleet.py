@@ -120,9 +120,15 @@ def build(
         None, "--config", help="Rule configuration (never searched for: name it here)."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress, no summary."),
+    labels: list[str] = typer.Option(
+        [],
+        "--label",
+        help="key=value stored with every run written (runs.labels: CI job, commit, date); "
+        "repeatable.",
+    ),
 ) -> None:
     """Analyse every run into a Parquet dataset (runs already in it are skipped)."""
-    from dnnlens.fleet.build import BuildError, BuildOptions, build_dataset, plan
+    from dnnlens.fleet.build import BuildError, BuildOptions, build_dataset, parse_labels, plan
     from dnnlens.fleet.dataset import DatasetError, Settings
     from dnnlens.fleet.engine import EngineError, choose_engine
     from dnnlens.fleet.progress import BuildProgress, rate
@@ -140,9 +146,9 @@ def build(
         ignore=list(ignore),
         config=_absolute(config) if config else None,
     )
-    options = BuildOptions(settings, group_by.value)
     notes: list[str] = []
     try:
+        options = BuildOptions(settings, group_by.value, labels=parse_labels(labels))
         specs, input_errors = plan(paths, options, output, notes)
         engine = choose_engine(workers, scheduler, sum(s.size_bytes for s in specs), default_jobs())
     except (BuildError, EngineError) as exc:
@@ -316,7 +322,12 @@ def _read_sql(where: str) -> str:
 @_command("diff")
 def diff(
     dataset: Path = typer.Argument(..., help="The dataset directory."),
-    baseline: str = typer.Option(..., "--baseline", help="The run to compare the others with."),
+    baseline: str = typer.Option(
+        ...,
+        "--baseline",
+        help="The run to compare the others with, by name or by its build's labels "
+        "(label=commit=abc123, several: label=job=nightly,commit=abc123).",
+    ),
     fail_if_slower: str = typer.Option(
         "5%",
         "--fail-if-slower",
@@ -345,13 +356,15 @@ def diff(
 
     from dnnlens.cli.diff import parse_percent
     from dnnlens.fleet.dataset import Dataset, DatasetError
-    from dnnlens.fleet.diff import diff_dataset, to_doc
+    from dnnlens.fleet.diff import baseline_run, diff_dataset, to_doc
     from dnnlens.report.console import make_console
     from dnnlens.report.json_safe import json_safe
 
     try:
         threshold = parse_percent(fail_if_slower)
-        found = diff_dataset(Dataset.open(dataset), baseline, threshold, min_share / 100, runs)
+        opened = Dataset.open(dataset)
+        baseline = baseline_run(opened, baseline)
+        found = diff_dataset(opened, baseline, threshold, min_share / 100, runs)
     except (ValueError, DatasetError) as exc:
         raise _fail(str(exc)) from None
     if fmt is DiffFormat.json:

@@ -12,6 +12,7 @@ or the engine was lost before it finished (``unfinished``: build again to add it
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import dataclass, field, replace
@@ -51,6 +52,8 @@ class BuildOptions:
     group: str = "file"
     #: A plain file at least this large is scanned in byte ranges of about this size.
     split_bytes: int = SPLIT_MIN_BYTES
+    #: ``--label key=value`` pairs stored with every run this build writes (``runs.labels``)
+    labels: tuple[tuple[str, str], ...] = ()
 
     def session_settings(self) -> SessionSettings:
         """What every run is analysed with: ``analyze``'s settings for these options
@@ -221,6 +224,8 @@ class _Build:
             tables, partial = tables.tables, tables.message
         job = self.jobs.pop(i)
         spec, identity = self.specs[i], job.identity
+        if self.options.labels:
+            tables = {**tables, "runs": _labelled(tables["runs"], self.options.labels)}
         try:
             done = self.dataset.publish(
                 identity.name,
@@ -306,6 +311,27 @@ class _Build:
             i, first.status, message, internal=first.internal, output=first.output,
             failure=first.failure,
         )  # fmt: skip
+
+
+def _labelled(rows: Any, labels: tuple[tuple[str, str], ...]) -> Any:
+    """The ``runs`` rows with ``labels`` as their ``labels`` column (a JSON object)."""
+    import pyarrow as pa
+
+    text = json.dumps(dict(labels), sort_keys=True)
+    index = rows.schema.get_field_index("labels")
+    return rows.set_column(index, "labels", pa.array([text] * len(rows), pa.string()))
+
+
+def parse_labels(values: list[str]) -> tuple[tuple[str, str], ...]:
+    """``key=value`` words as pairs (a key given twice: the last value); a word without
+    ``=`` or with an empty key is a :class:`BuildError`."""
+    out: dict[str, str] = {}
+    for word in values:
+        key, equals, value = word.partition("=")
+        if not equals or not key.strip():
+            raise BuildError(f"--label {word!r}: give key=value (job=nightly, commit=abc123)")
+        out[key.strip()] = value
+    return tuple(out.items())
 
 
 def _failure_row(report: RunReport) -> dict[str, Any]:

@@ -567,6 +567,8 @@ def _check_file(path: Path, expected: pa.Schema) -> None:
         return
     for want in expected:
         index = found.get_field_index(want.name)
+        if index < 0 and _added(expected, want.name):
+            continue  # written before the column was added: NULL there
         if index < 0:
             raise DatasetError(f"{path}: damaged, no column {want.name!r}")
         got = found.field(index).type
@@ -577,6 +579,15 @@ def _check_file(path: Path, expected: pa.Schema) -> None:
     extra = [name for name in found.names if expected.get_field_index(name) < 0]
     if extra:
         raise DatasetError(f"{path}: damaged, columns not in the dataset: {', '.join(extra)}")
+
+
+def _added(expected: pa.Schema, column: str) -> bool:
+    """Whether ``column`` of the table of schema ``expected`` was added after files of the
+    same major schema version were written (:data:`~dnnlens.fleet.schema.ADDED_COLUMNS`)."""
+    return any(
+        name == column and schema.arrow_schema(table).equals(expected)
+        for table, name in schema.ADDED_COLUMNS
+    )
 
 
 def _renamed(rows: pa.Table, run: str) -> pa.Table:

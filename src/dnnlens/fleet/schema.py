@@ -76,6 +76,11 @@ RUNS = (
     Column("info_findings", _I, "findings of severity info"),
     Column("window_events_total", _I, "events read when only a window was analysed, else NULL"),
     Column("window_events_analysed", _I, "events in that window, else NULL"),
+    Column(
+        "labels",
+        _S,
+        "the build's --label key=value pairs (CI job, commit, date), a JSON object; NULL: none",
+    ),
 )
 
 INPUTS = (
@@ -217,6 +222,10 @@ FAILURES = (
 )
 
 _ALL = {**TABLES, "failures": FAILURES}
+
+#: Columns added under the same major schema version: a file written before one was added
+#: lacks it, and readers see NULL there.
+ADDED_COLUMNS = {("runs", "labels")}
 
 
 def arrow_schema(table: str) -> pa.Schema:
