@@ -124,7 +124,7 @@ started = time.perf_counter()
 out = {}
 if stage == "duckdb":
     import duckdb
-    con = duckdb.connect(":memory:")
+    con = duckdb.connect(":memory:", config={"enable_progress_bar": False})
     for table in ("runs", "primitives"):
         files = f"{root}/{table}/*.parquet"
         con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{files}')")
