@@ -288,12 +288,12 @@ class Dataset:
         if cleanup and (changed or not index.all_current()):
             self._remove_leftovers()
             changed = True
-        for run, entry in list(index.entries.items()):
-            if entry.content_hash is None or None in entry.files:
-                learned = self._learn(run, entry)
-                if learned != entry:
-                    index.put(run, learned)
-                    changed = True
+        for run in sorted(index.incomplete):
+            entry = index.entries[run]
+            learned = self._learn(run, entry)
+            if learned != entry:
+                index.put(run, learned)
+                changed = True
         if changed:
             index.rehash()
             index.rewrite()

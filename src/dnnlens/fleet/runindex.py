@@ -66,6 +66,7 @@ class RunIndex:
         self.tables = tables
         self.entries: dict[str, Entry] = {}
         self.by_hash: dict[str, str] = {}  # content hash -> run
+        self.incomplete: set[str] = set()  # runs whose hash or a file's check is not known
         self.stamp: Stamp | None = None  # the last stamp read
         self._file: tuple[int, int] | None = None  # (device, inode) of the file read
         self._offset = 0
@@ -103,7 +104,7 @@ class RunIndex:
             self._take(line)
 
     def _reset(self, file: tuple[int, int] | None) -> None:
-        self.entries, self.by_hash, self.stamp = {}, {}, None
+        self.entries, self.by_hash, self.incomplete, self.stamp = {}, {}, set(), None
         self._file, self._offset = file, 0
 
     def put(self, run: str, entry: Entry) -> None:
@@ -111,6 +112,10 @@ class RunIndex:
         self.entries[run] = entry
         if entry.content_hash:
             self.by_hash[entry.content_hash] = run
+        if entry.content_hash is None or None in entry.files:
+            self.incomplete.add(run)
+        else:
+            self.incomplete.discard(run)
 
     def _take(self, line: bytes) -> None:
         try:
@@ -148,6 +153,9 @@ class RunIndex:
         known = self.entries
         blank = tuple(None for _ in self.tables)
         self.entries = {n: known.get(n) or Entry(None, blank) for n in names}
+        self.incomplete = {
+            n for n, e in self.entries.items() if e.content_hash is None or None in e.files
+        }
         self.rehash()
         self.stamp = None
 
