@@ -124,7 +124,8 @@ started = time.perf_counter()
 out = {}
 if stage == "duckdb":
     import duckdb
-    con = duckdb.connect(":memory:", config={"enable_progress_bar": False})
+    con = duckdb.connect(":memory:")
+    con.execute("SET enable_progress_bar = false")
     for table in ("runs", "primitives"):
         files = f"{root}/{table}/*.parquet"
         con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{files}')")
