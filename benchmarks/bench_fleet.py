@@ -187,7 +187,7 @@ def scale_dataset(work: Path, base: Path, runs: int) -> Path:
     return root
 
 
-def run_scale(sizes: list[int], src: Path) -> None:
+def run_scale(sizes: list[int], src: Path, query: bool = True) -> None:
     env = {**os.environ, "PYTHONPATH": str(src)}
 
     def stage(name: str, root: Path) -> dict[str, float]:
@@ -221,8 +221,9 @@ def run_scale(sizes: list[int], src: Path) -> None:
             stages = {"first open": "build", "build open": "build", "publish": "publish",
                       "query": "query", "duckdb": "duckdb"}  # fmt: skip
             for name, script in stages.items():
-                results[name] = stage(script, root)
-            floor = results["duckdb"]["seconds"]
+                if query or script not in ("query", "duckdb"):
+                    results[name] = stage(script, root)
+            floor = results["duckdb"]["seconds"] if query else 0.0
             for name, got in results.items():
                 per = got.get("publish_ms", got["seconds"] * 1e3 / size)
                 seconds = got.get("publish_ms", 0) / 1e3 if name == "publish" else got["seconds"]
@@ -243,9 +244,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--scale", type=int, nargs="+", help="datasets of this many runs")
     parser.add_argument("--src", type=Path, default=ROOT / "src", help="the dnnlens to time")
+    parser.add_argument(
+        "--no-query", action="store_true", help="--scale: time the build's stages only"
+    )
     args = parser.parse_args()
     if args.scale:
-        run_scale(args.scale, args.src)
+        run_scale(args.scale, args.src, query=not args.no_query)
         return
 
     with tempfile.TemporaryDirectory(prefix="bench_fleet_") as tmp:
