@@ -173,17 +173,22 @@ print(json.dumps(out))
 
 
 def scale_dataset(work: Path, base: Path, runs: int) -> Path:
-    """A dataset of ``runs`` copies (hard links) of the one run of ``base``."""
+    """A dataset of ``runs`` copies (hard links) of the one run of ``base``: a new copy of
+    the file every 50,000 links (ext4 allows 65,000 links to a file)."""
     root = work / f"ds-{runs}"
     root.mkdir()
     shutil.copy(base / "dataset.json", root)
     (run,) = [p.name for p in (base / "runs").iterdir() if p.name.startswith("run-")]
     for table in TABLES:
         (root / table).mkdir()
-        (root / ".bench-source" / table).mkdir(parents=True)
-        os.link(base / table / run, root / ".bench-source" / table / "run.parquet")
+        sources = root / ".bench-source" / table
+        sources.mkdir(parents=True)
+        shutil.copy2(base / table / run, sources / "run.parquet")
         for k in range(runs):
-            os.link(base / table / run, root / table / f"run-s{k:06d}.parquet")
+            source = sources / f"copy-{k // 50_000}.parquet"
+            if k % 50_000 == 0:
+                shutil.copy2(base / table / run, source)
+            os.link(source, root / table / f"run-s{k:06d}.parquet")
     return root
 
 
