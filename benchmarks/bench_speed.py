@@ -92,7 +92,7 @@ from dnnlens.app.session import Settings, _analyses
 from dnnlens.io import inputs
 from dnnlens.reading import front, read, stream
 import dnnlens.model as model
-from dnnlens.report.output import render_analysis
+from dnnlens.report.renderers import render_analysis
 from dnnlens.rules.verdict import apply_rules
 spent = {"scan": 0.0, "fold": 0.0, "events": 0.0}
 

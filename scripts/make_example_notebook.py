@@ -26,7 +26,7 @@ CELLS = [
         "nchw = root / 'sample_logs' / 'convnet_nchw_infer.log'\n"
         "channels_last = root / 'sample_logs' / 'convnet_cl_infer.log'",
     ),
-    ("markdown", "The verdict first: findings ranked by what they cost per iteration."),
+    ("markdown", "The verdict first: findings ranked by what their fix would save per iteration."),
     (
         "code",
         "report = dnnlens.analyze(nchw)\n"

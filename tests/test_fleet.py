@@ -145,7 +145,7 @@ def test_runs_equal_the_single_process_analysis(built, fleet, reference) -> None
         assert row["finding_count"] == len(a.findings)
         assert row["warning_findings"] == sum(f.severity == "warning" for f in a.findings)
         assert row["window_events_total"] is None  # every log is smaller than the window
-        assert row["schema_version"] == "2.0"
+        assert row["schema_version"] == "2.1"
 
 
 def test_hand_counts_of_the_varied_runs(built) -> None:

@@ -80,7 +80,7 @@ def test_findings_by_rule_counts_runs(trio) -> None:
             expected.setdefault(f.rule, set()).add(run)
     got = {g["rule"]: g for g in query(out, "SELECT * FROM findings_by_rule")}
     assert {r: g["runs"] for r, g in got.items()} == {r: len(v) for r, v in expected.items()}
-    assert got["reorder-overhead"]["findings"] == 3  # base, later and slow
+    assert got["layout-round-trip"]["findings"] == 3  # base, later and slow
 
 
 def test_run_trend_follows_each_workload_in_time(trio) -> None:

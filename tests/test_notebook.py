@@ -39,7 +39,7 @@ def test_the_notebook_runs(tmp_path):
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     text = "".join(o.get("text", "") for o in outputs)
-    assert "reorder-overhead" in text and "faster per iteration" in text
+    assert "layout-round-trip" in text and "faster per iteration" in text
     # the last cell shows the report as HTML
     last = nb.cells[-1].outputs[-1]
     assert "text/html" in last["data"] and "iframe" in last["data"]["text/html"]

@@ -90,11 +90,23 @@ def test_views_agree(log: str, tmp_path: Path) -> None:
     for f in doc["findings"]:
         if f["impact_ms_per_iteration"] is not None and typical > 0 and f["basis"] == "iteration":
             assert f["share_of_iteration"] == pytest.approx(f["impact_ms_per_iteration"] / typical)
-    # report order: by time per unit of the report's basis (a table's window of several
-    # iterations holds a framework finding's time several times)
-    impacts = [f.get("impact_ms_per_basis") for f in doc["findings"]]
-    timed = [i for i in impacts if i is not None]
-    assert timed == sorted(timed, reverse=True), "findings are not in report order"
+    # report order: known savings first, then time with an unknown saving, each per unit
+    # of the report's basis (a table's window of several iterations holds a framework
+    # finding's time several times)
+    saved = [f["saving_ms_per_basis"] for f in doc["findings"] if f["saving_ms_per_basis"]]
+    assert saved == sorted(saved, reverse=True), "known savings are not in report order"
+    unknown = [
+        f["impact_ms_per_basis"]
+        for f in doc["findings"]
+        if f["saving_ms_per_basis"] is None and f.get("impact_ms_per_basis") is not None
+    ]
+    assert unknown == sorted(unknown, reverse=True), "unknown savings are not by time"
+    tiers = [
+        0 if f["saving_ms_per_basis"] else 1 if f["saving_ms_per_basis"] is None else 2
+        for f in doc["findings"]
+        if f.get("impact_ms_per_basis") is not None and f["severity"] != "info"
+    ]
+    assert tiers == sorted(tiers), "a finding of unknown saving leads one of known saving"
     if not has_execs(log):
         return
     # terminal

@@ -70,13 +70,15 @@ def test_headline_of_the_nchw_sample_is_its_reorders():
     assert head is not None and p.changes[0] is head
     assert (head.change, head.basis) == ("remove:reorders", "measured")
     assert head.saving_ms == pytest.approx(sum(med[i] for i in NCHW_REORDERS))  # 0.676 ms
-    # the roofline's bf16 guess comes after, as an estimate
-    assert p.best_estimate is not None and p.best_estimate.change == "dtype:bf16"
-    assert p.best_estimate.basis == "estimate"
+    # bf16 on this AVX2 machine is not projected (no bf16 kernels: slower, not faster), so
+    # no estimate saves anything
+    assert p.best_estimate is None
+    bf16 = next(c for c in p.changes if c.change == "dtype:bf16")
+    assert bf16.basis == "unknown"
     doc = json.loads(projection_report.render_json(p))
     assert doc["headline"]["change"] == "remove:reorders"
     assert doc["headline"]["saving_ms"] == pytest.approx(head.saving_ms)
-    assert doc["estimate"]["change"] == "dtype:bf16"
+    assert doc["estimate"] is None
     assert doc["changes"][0]["basis"] == "measured"
     assert doc["machine"]["peak_basis"]["f32"] == "assumed"
 
@@ -88,10 +90,11 @@ def test_terminal_leads_with_the_measured_change():
     assert lines[0] == (
         "Measured in the log: remove:reorders would save 0.68 ms per iteration (2.09 ms -> 1.41 ms)"
     )
-    assert lines[1] == (
-        "Estimate, not measured (the roofline with an assumed clock of 2.5 GHz and an "
-        "assumed 20 GB/s): dtype:bf16 would save 0.34 ms per iteration (2.09 ms -> 1.75 ms)"
-    )
+    # no estimate line: the one estimate (bf16) cannot be projected on AVX2, and the table
+    # says so too
+    assert not lines[1].startswith("Estimate")
+    row = next(x for x in lines if x.startswith("│ dtype:bf16"))
+    assert "unknown" in row and "1.19x" not in row
 
 
 def test_reference_kernel_takes_the_optimised_time_measured_in_the_log():

@@ -9,6 +9,7 @@ of 15 executions each, so the op graph of one pass has 15 nodes; the costliest l
 
 from __future__ import annotations
 
+import ast
 import builtins
 import inspect
 import json
@@ -32,7 +33,10 @@ from dnnlens.report.renderers import (
 from dnnlens.rules import RuleOptions
 from dnnlens.rules.verdict import apply_rules
 
-LOG = Path(__file__).resolve().parent.parent / "sample_logs" / "convnet_nchw_infer.log"
+ROOT = Path(__file__).resolve().parent.parent
+LOG = ROOT / "sample_logs" / "convnet_nchw_infer.log"
+NEW = ROOT / "sample_logs" / "convnet_cl_infer.log"
+RENDERERS_DIR = ROOT / "src" / "dnnlens" / "report" / "renderers"
 EXECS, CREATES, PASSES, NODES = 165, 165, 11, 15
 runner = CliRunner()
 
@@ -46,9 +50,11 @@ def analysis() -> Analysis:
 
 def test_every_format_has_one_renderer_with_one_signature():
     assert set(ALL_RENDERERS) == {
-        "terminal", "json", "html", "perfetto", "graph", "benchdnn", "csv", "parquet"
+        "terminal", "json", "html", "perfetto", "graph", "benchdnn", "csv", "parquet",
+        "sarif", "github", "junit",
     }  # fmt: skip
-    assert set(RENDERERS) == {"terminal", "json", "html"}  # the ``analyze --format`` choices
+    # the ``analyze --format`` choices
+    assert set(RENDERERS) == {"terminal", "json", "html", "sarif", "github", "junit"}
     assert set(RUNS) == set(RENDERERS)
     for r in [*ALL_RENDERERS.values(), *RUNS.values()]:
         assert list(inspect.signature(r.render).parameters) == ["analysis", "options"], r
@@ -158,3 +164,72 @@ def test_export_perfetto_writes_through_the_renderer(monkeypatch, tmp_path):
     assert len(calls) == 1 and calls[0].max_events == 1_000_000
     events = json.loads(out.read_text())["traceEvents"]
     assert sum(e.get("cat") == "exec" for e in events) == EXECS
+
+
+# -- the package: one module per format, output.py below them --------------------------------
+
+
+def _imported(path: Path) -> set[str]:
+    """Every module ``path`` imports, at its top or inside a function (absolute names)."""
+    package = "dnnlens." + ".".join(path.relative_to(ROOT / "src" / "dnnlens").parent.parts)
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the file's package up
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_output_imports_no_renderer():
+    """Where the bytes go is below the renderers: they call it, it never imports them."""
+    imported = _imported(ROOT / "src" / "dnnlens" / "report" / "output.py")
+    assert imported, "the scan found no import at all"
+    wrong = sorted(n for n in imported if n.startswith("dnnlens.report.renderers"))
+    assert wrong == []
+
+
+def test_renderer_modules_import_no_other_format():
+    formats = {p.stem for p in RENDERERS_DIR.glob("*.py")} - {"__init__", "base"}
+    assert formats >= {"terminal", "json", "html", "perfetto", "graph", "benchdnn", "tables",
+                       "runs", "diff", "projection"}  # fmt: skip
+    for name in sorted(formats):
+        imported = _imported(RENDERERS_DIR / f"{name}.py")
+        others = {f"dnnlens.report.renderers.{o}" for o in formats - {name}}
+        assert not imported & others, name
+
+
+def test_every_renderer_is_one_on_the_base():
+    from dnnlens.fleet.diff_text import FLEET_DIFF_RENDERERS
+    from dnnlens.report.renderers.diff import DIFF_RENDERERS
+    from dnnlens.report.renderers.projection import PROJECTION_RENDERERS
+
+    assert list(DIFF_RENDERERS) == ["terminal", "markdown", "json", "github", "junit"]
+    assert list(PROJECTION_RENDERERS) == ["terminal", "json"]
+    assert list(FLEET_DIFF_RENDERERS) == ["terminal", "json"]
+    for table in (DIFF_RENDERERS, PROJECTION_RENDERERS, FLEET_DIFF_RENDERERS, RUNS):
+        for r in table.values():
+            assert isinstance(r, Renderer), r
+            assert list(inspect.signature(r.render).parameters) == ["analysis", "options"], r
+    with pytest.raises(ValueError, match="--format html: expected one of terminal, markdown"):
+        renderer("html", DIFF_RENDERERS)
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "markdown", "json", "github", "junit"])
+def test_diff_writes_its_renderers_text(fmt):
+    """``diff --format F`` writes what the renderer of F renders (no colour off a terminal)."""
+    from dnnlens.app.compare import compare
+    from dnnlens.report.renderers.diff import DIFF_RENDERERS
+
+    options = RenderOptions(top=15, width=200)
+    d = compare(str(LOG), str(NEW), "typical", True, False)
+    text = DIFF_RENDERERS[fmt].render(d, options)
+    result = runner.invoke(app, ["diff", "-q", str(LOG), str(NEW), "-f", fmt],
+                           env={"COLUMNS": "200"})  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert result.stdout == text

@@ -30,11 +30,11 @@ def findings(*args: str) -> list[dict]:
 def test_analyze_json_has_findings_of_the_builtin_rules() -> None:
     found = findings(NCHW)
     rules = [f["rule"] for f in found]
-    assert {
-        "reorder-overhead",
-        "layout-round-trip",
-        "weight-reorder-per-iteration",
-    } <= set(rules)
+    assert {"layout-round-trip", "weight-reorder-per-iteration"} <= set(rules)
+    # reorder-overhead is folded into the round trips, 96% of its time (rules/duplicates.py)
+    assert "reorder-overhead" not in rules
+    trips = next(f for f in found if f["rule"] == "layout-round-trip")
+    assert trips["data"]["includes"]["code"] == "DL001"
     for f in found:
         assert set(f) >= {"rule", "code", "severity", "message", "evidence", "data", "fix"}
         assert f["evidence"] and f["evidence"][0]["path"] == NCHW
@@ -50,9 +50,10 @@ def test_select_and_ignore() -> None:
     assert [f["rule"] for f in findings(NCHW, "--select", "layout-round-trip")] == [
         "layout-round-trip"
     ]
+    assert [f["rule"] for f in findings(NCHW, "--select", "DL001")] == ["reorder-overhead"]
+    # both selected: one cause, one finding (rules/duplicates.py)
     assert [f["rule"] for f in findings(NCHW, "--select", "DL001", "--select", "DL002")] == [
-        "reorder-overhead",
-        "layout-round-trip",
+        "layout-round-trip"
     ]
     rest = [f["rule"] for f in findings(NCHW, "--ignore", "unstable-timing")]
     assert "unstable-timing" not in rest and "layout-round-trip" in rest

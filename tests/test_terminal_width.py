@@ -19,7 +19,7 @@ import pytest
 
 from dnnlens.app.session import Outcome, Settings, analyse
 from dnnlens.reading import load
-from dnnlens.report.output import render_analysis, render_runs
+from dnnlens.report.renderers import render_analysis, render_runs
 from dnnlens.report.text_layout import Grid, unique_suffixes, wrap
 
 ROOT = Path(__file__).resolve().parent.parent

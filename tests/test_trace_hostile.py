@@ -232,7 +232,9 @@ def test_a_trace_of_another_run_beside_a_log_is_analysed_with_a_note(tmp_path: P
     assert code == EXIT_OK, err
     doc = json.loads(out)
     assert doc["summary"]["exec_count"] == NCHW_EXECS
-    assert {"reorder-overhead", "layout-round-trip"} <= {f["rule"] for f in doc["findings"]}
+    # the NCHW net's reorders: the round trips hold 96% of them, one finding for both
+    trips = next(f for f in doc["findings"] if f["rule"] == "layout-round-trip")
+    assert trips["data"]["includes"]["rule"] == "reorder-overhead"
     # a part of its own iteration; of the (foreign) step it is more, and the note says why
     assert all(
         f.get("share_of_onednn_iteration") is None or f["share_of_onednn_iteration"] <= 1

@@ -45,7 +45,7 @@ def say(kind: str, message: str) -> None:
     breaks a word in two."""
     import sys
 
-    color = "yellow" if kind == "note" else "red"
+    color = "yellow" if kind in ("note", "warning") else "red"
     head = f"dnnlens: {kind}:"
     lines = _wrapped(f"{head} {safe(message)}", _terminal_width(sys.stderr))
     typer.echo(typer.style(head, fg=color) + lines[0][len(head) :], err=True)

@@ -160,8 +160,11 @@ class Analysis:
     def __init__(self, log: ParsedLog, options: AnalysisOptions | None = None) -> None:
         self.log = log
         self.options = options or AnalysisOptions()
-        #: The rules' verdicts, most costly first; set once by the rules engine's caller.
+        #: The rules' verdicts in report order (largest known saving first, ``rules.verdict``);
+        #: set once by the rules engine's caller.
         self.findings: list[Finding] = []
+        #: The rules that looked at it (``dnnlens.rules.engine.RuleRun``), set with them.
+        self.rules_run: list[Any] = []
         #: Notes for the reader that are facts of this analysis (not of one input).
         self.notes: list[str] = []
         #: Facts about how the analysis was run (``dnnlens run``: the command and its code).
@@ -542,6 +545,12 @@ class Analysis:
         impact times the iterations of a step, in a report on a step)."""
         impact = finding.impact_ms_per_iteration
         return None if impact is None else self.report_basis.per_unit(impact, finding.basis)
+
+    def saving_per_basis(self, finding: Finding) -> float | None:
+        """A finding's saving in ms per basis unit, as :meth:`impact_per_basis` counts its
+        impact (None: unknown, or not about time)."""
+        saving = finding.saving_ms_per_iteration
+        return None if saving is None else self.report_basis.per_unit(saving, finding.basis)
 
     def share_basis_ms(self, finding: Finding) -> float:
         """The figure a finding's share is of (:meth:`basis_ms_of`)."""

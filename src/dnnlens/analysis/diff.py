@@ -180,7 +180,7 @@ def side_of(analysis: Analysis) -> Side:
 
 @dataclass
 class Diff:
-    """BASE vs NEW, ready for any renderer (:mod:`dnnlens.report.diff_report`)."""
+    """BASE vs NEW, ready for any renderer (:mod:`dnnlens.report.renderers.diff`)."""
 
     base: Side
     new: Side

@@ -18,6 +18,18 @@ BASES = {
 }
 
 
+#: What a finding's saving rests on (``Finding.saving_basis``), strongest first: how the
+#: figure was had, and so how a reader reproduces it by hand (docs/rules.md, "Savings").
+SAVING_BASES = {
+    "measured": "a measured pair in the inputs: the same work done the fixed way",
+    "same_shape": "the same shape runs faster elsewhere in the inputs: time minus the time "
+    "at that faster rate",
+    "roofline": "the machine model bounds it: time minus the time at the roof",
+    "removal": "the fix removes the work: its whole time",
+    "unknown": "no figure: what the fix would save is not in the inputs",
+}
+
+
 def severity_rank(severity: str) -> int:
     """0 for info, 1 for warning, 2 for error."""
     return SEVERITIES.index(severity)
@@ -71,6 +83,21 @@ class Finding:
     #: ``mean_pass`` (the mean steady pass: noise) or ``with_creations`` (the typical
     #: iteration plus this finding's creation time): never more than the impact's basis.
     basis: str = "iteration"
+    #: What fixing it would save per unit of ``basis`` (never more than the impact; None:
+    #: not known, or not about time). Reports rank by it (``rules.verdict``).
+    saving_ms_per_iteration: float | None = None
+    #: What the saving rests on: a key of :data:`SAVING_BASES` (``unknown`` with no saving).
+    saving_basis: str = "unknown"
+    #: How the saving was had, in a few words ("the reorders' whole time: channels_last
+    #: removes them"), or why it is unknown.
+    saving_note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.saving_ms_per_iteration is None or self.saving_basis not in SAVING_BASES:
+            self.saving_ms_per_iteration = None
+            self.saving_basis = "unknown"
+        elif self.saving_basis == "unknown":
+            self.saving_ms_per_iteration = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON shape of a finding (keys ``rule, code, severity, message, evidence``)."""
@@ -85,4 +112,7 @@ class Finding:
             "impact_ms_per_iteration": self.impact_ms_per_iteration,
             "title": self.title,
             "basis": self.basis,
+            "saving_ms_per_iteration": self.saving_ms_per_iteration,
+            "saving_basis": self.saving_basis,
+            "saving_note": self.saving_note,
         }

@@ -23,7 +23,13 @@ every rewritten number says where it came from:
 A change whose numbers all come from ``log`` and ``measured`` (and ``assumed``, which keeps a
 time) is **measured**; one that uses ``scaled`` or ``roofline`` is an **estimate**, which
 leans on the machine model (an assumed clock, an assumed bandwidth). Reports lead with the
-measured changes and label the estimates.
+measured changes and label the estimates. A change the machine cannot run as the model
+supposes (``dtype:bf16`` on a CPU without bf16 arithmetic, where oneDNN has no bf16 jit
+kernel and runs reference code or refuses: slower, not faster), or that no recorded fix
+makes (``remove:weight-reorders`` in a training log: the weights change every step, and
+``remove:reorders`` there removes the activation reorders only) is **unknown**: no saving is
+projected for it (JSON ``saving_ms`` null), its times are kept in a combination, and a
+measured log of the change (``--measured``) projects it instead.
 
 Changes: ``remove:reorders``, ``remove:activation-reorders``, ``remove:weight-reorders``,
 ``replace:reference-kernels``, ``remove:cache-misses``, ``fuse:eltwise``, ``dtype:bf16``.
@@ -220,6 +226,8 @@ class ChangeResult:
     assumptions: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     creation_saving_ms: float = 0.0
+    #: Why no saving can be projected for the change (``basis`` ``unknown``), or "".
+    unknown: str = ""
 
     @property
     def saving_ms(self) -> float:
@@ -243,8 +251,11 @@ class ChangeResult:
     @property
     def basis(self) -> str:
         """``measured`` when every number is the log's (or a measured log's), ``estimate``
-        when one leans on the machine model (``scaled``, ``roofline``), ``none`` when the
+        when one leans on the machine model (``scaled``, ``roofline``), ``unknown`` when the
+        machine cannot run the change as modelled (:attr:`unknown`), ``none`` when the
         change found nothing to change (or only kept times: ``assumed``)."""
+        if self.unknown:
+            return "unknown"
         if set(self.sources) <= {"assumed"}:
             return "none"
         return "estimate" if ESTIMATE_SOURCES & set(self.sources) else "measured"
@@ -253,9 +264,11 @@ class ChangeResult:
         """Plain data."""
         return {
             "change": self.change, "basis": self.basis, "baseline_ms": self.baseline_ms,
-            "projected_ms": self.projected_ms, "saving_ms": self.saving_ms,
+            "projected_ms": None if self.unknown else self.projected_ms,
+            "saving_ms": None if self.unknown else self.saving_ms,
             "creation_saving_ms": self.creation_saving_ms,
-            "speedup": self.speedup, "sources": self.sources,
+            "speedup": None if self.unknown else self.speedup, "sources": self.sources,
+            "unknown": self.unknown or None,
             "assumptions": self.assumptions, "warnings": self.warnings,
             "adjustments": [a.to_json() for a in self.adjustments],
         }  # fmt: skip
@@ -292,12 +305,13 @@ def _best(changes: list[ChangeResult], basis: str) -> ChangeResult | None:
 
 
 #: The order of :func:`rank`: what the log measured leads.
-BASIS_ORDER = {"measured": 0, "estimate": 1, "none": 2}
+BASIS_ORDER = {"measured": 0, "estimate": 1, "unknown": 2, "none": 3}
 
 
 def rank(changes: list[ChangeResult]) -> list[ChangeResult]:
-    """Measured changes first, then estimates, then those that found nothing to change;
-    each by saving, largest first (stable: ties keep :data:`CHANGES` order)."""
+    """Measured changes first, then estimates, then those whose saving is unknown, then
+    those that found nothing to change; each by saving, largest first (stable: ties keep
+    :data:`CHANGES` order)."""
     return sorted(changes, key=lambda c: (BASIS_ORDER[c.basis], -round(c.saving_ms, 12)))
 
 
@@ -464,6 +478,8 @@ class _State:
         self.creations: list[Adjustment] = []
         self.assumptions: list[str] = []
         self.warnings: list[str] = []
+        #: change -> why no saving can be projected for it
+        self.unknown: dict[str, str] = {}
 
     def set(self, s: Step, after: float, source: str, detail: str) -> None:
         prev = self.adjustments.get(s.position)
@@ -484,6 +500,9 @@ class _State:
     def result(self, change: str) -> ChangeResult:
         adj = sorted(self.adjustments.values(), key=lambda a: a.position)
         saving = float(sum(a.before_ms - a.after_ms for a in adj))
+        alone = list(self.unknown.values()) if " + " not in change else []
+        for name, why in self.unknown.items():
+            self.note(why if alone else f"{name} is not counted (its times are kept): {why}", True)
         return ChangeResult(
             change,
             self.table.total_ms,
@@ -492,6 +511,7 @@ class _State:
             list(self.assumptions),
             list(self.warnings),
             float(sum(a.before_ms - a.after_ms for a in self.creations)),
+            alone[0] if alone else "",
         )
 
 
@@ -514,6 +534,14 @@ def _reachable_primitives(steps: list[Step], start: int, removed: set[int]) -> s
     return out
 
 
+#: Why a training step's weight reorders are not removed (``weight-reorder-training``).
+_TRAINING_WEIGHTS = (
+    "a training step's weight reorders are kept: no recorded fix removes them (the weights "
+    "change every step; a larger batch spreads them over more samples, it does not remove "
+    "them), so no saving is projected for them"
+)
+
+
 def _remove(state: _State, which: str, ctx: _Context) -> None:
     steps = state.table.steps
     wanted = {
@@ -521,6 +549,14 @@ def _remove(state: _State, which: str, ctx: _Context) -> None:
         "activation-reorders": ("activation",),
         "weight-reorders": ("weight",),
     }[which]
+    if ctx.training and "weight" in wanted:
+        if which == "weight-reorders":
+            if any(s.kind == "reorder" and s.tensor == "weight" for s in steps):
+                state.unknown["remove:weight-reorders"] = _TRAINING_WEIGHTS
+                return
+        else:
+            state.note(_TRAINING_WEIGHTS, True)
+        wanted = tuple(w for w in wanted if w != "weight")
     removed = {
         s.position
         for s in steps
@@ -774,8 +810,12 @@ def _dtype(state: _State, ctx: _Context, target: str = "bf16") -> None:
     steps = state.table.steps
     m = ctx.machine
     gain = isa_gain(m.isa, target)
+    # no arithmetic in the target type: oneDNN has no jit kernel for it (reference code or
+    # a refusal), so the roofline of a faster kernel does not apply; only a measured time
+    # of the change (a log passed with --measured) says what it does
+    no_kernels = gain <= 1.0
     occ = _occurrences(steps)
-    changed = 0
+    changed = unmodelled = 0
     for s in steps:
         if "f32" not in s.mds or state.times[s.position] <= 0:
             continue
@@ -785,6 +825,15 @@ def _dtype(state: _State, ctx: _Context, target: str = "bf16") -> None:
         if alt is not None:
             state.set(s, alt.time_ms, "measured", f"in {target}: {alt.detail}")
             changed += 1
+            continue
+        if no_kernels:
+            state.set(
+                s,
+                state.times[s.position],
+                "assumed",
+                f"no {target} jit kernel on {m.isa}: time kept, not projected",
+            )
+            unmodelled += 1
             continue
         old = record_cost(s.line)
         # a what-if line no log printed: costed from its text
@@ -808,29 +857,33 @@ def _dtype(state: _State, ctx: _Context, target: str = "bf16") -> None:
             f"peak {m.peak(old.dtype):.0f} -> {m.peak(new.dtype):.0f} GFLOP/s)",
         )
         changed += 1
-    if not changed:
+    if not changed and not unmodelled:
         state.note("no f32 primitive in the iteration: nothing to convert", True)
+        return
+    if unmodelled:
+        why = (
+            f"{m.isa} has no {target} arithmetic (peak gain {gain:g}) and oneDNN has no "
+            f"{target} jit kernels below AVX-512 BF16 / AVX2-VNNI-2 (it runs reference code "
+            "or refuses; PyTorch autocast refuses its mkldnn bf16 path on such CPUs): expect "
+            "slower, not faster. No saving is projected for "
+            f"{unmodelled} primitive{'s' if unmodelled != 1 else ''}; a {target} log of this "
+            "machine passed with --measured projects them from measured times"
+        )
+        state.unknown[f"dtype:{target}"] = why
         return
     state.note(
         f"every f32 tensor becomes {target}; a primitive keeps its current fraction of "
         "its roof (efficiency); conversion reorders at the edges of the bf16 region and "
         "accuracy are not counted"
     )
-    if gain <= 1.0:
-        state.note(
-            f"{m.isa} has no {target} arithmetic (peak gain {gain:g}): compute-bound "
-            f"primitives gain nothing, memory-bound ones move half the bytes. oneDNN has "
-            f"no {target} jit kernels below AVX-512 BF16 / AVX2-VNNI-2 (it runs reference "
-            "code or refuses), and PyTorch autocast refuses its mkldnn bf16 path on such "
-            "CPUs: expect slower, not faster",
-            True,
-        )
 
 
 @dataclass
 class _Context:
     machine: Machine
     measured: list[StepTable]
+    #: a training log: its weight reorders are not removed (``_TRAINING_WEIGHTS``)
+    training: bool = False
 
 
 def _apply(table: StepTable, changes: list[str], ctx: _Context) -> ChangeResult:
@@ -906,7 +959,7 @@ def project(analysis: Any, changes: list[str], measured: list[Any] | None = None
                 f"{other.source} ran on {there.isa} with {there.threads} threads, this log on "
                 f"{here.isa} with {here.threads}: its times are another machine's"
             )
-    ctx = _Context(m, others)
+    ctx = _Context(m, others, bool(analysis.is_training))
     order = {c: i for i, c in enumerate(CHANGES)}
     chosen = sorted(dict.fromkeys(changes), key=lambda c: order.get(c, 99))
     alone = [_apply(table, [c], ctx) for c in chosen]

@@ -62,6 +62,12 @@ class Finding:
     evidence: tuple[Evidence, ...]
     data: dict[str, Any]
     basis: str
+    #: what fixing it would save, per unit of ``basis`` (None: unknown, or not about time)
+    saving_ms_per_iteration: float | None = None
+    #: what the saving rests on: measured, same_shape, roofline, removal or unknown
+    saving_basis: str = "unknown"
+    #: how the saving was had, in a few words
+    saving_note: str = ""
 
 
 def _path(value: Any, name: str) -> str:
@@ -191,7 +197,8 @@ class Report:
 
     @property
     def findings(self) -> list[Finding]:
-        """The ranked findings, highest cost per iteration first, run after run."""
+        """The ranked findings (largest known saving first, then time with an unknown
+        saving), run after run."""
         out = []
         for doc in self._run_docs():
             for f in doc["findings"]:
@@ -208,6 +215,9 @@ class Report:
                         evidence=tuple(Evidence(e["path"], e["line"]) for e in f["evidence"]),
                         data=dict(f.get("data") or {}),
                         basis=f.get("basis", "iteration"),
+                        saving_ms_per_iteration=f.get("saving_ms_per_iteration"),
+                        saving_basis=f.get("saving_basis", "unknown"),
+                        saving_note=f.get("saving_note", ""),
                     )
                 )
         return out

@@ -176,7 +176,12 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        False,
+        "--version",
+        "-V",
+        callback=_version,
+        is_eager=True,
+        help="Print the version and exit.",
     ),
 ) -> None:
     """dnnlens: where did the time go in oneDNN?"""
@@ -222,6 +227,16 @@ def analyze(
     ),
     quiet: p.QuietOption = False,
     combine: p.CombineOption = False,
+    exit_zero: p.ExitZeroOption = False,
+    statistics: p.StatisticsOption = False,
+    baseline: p.BaselineOption = None,
+    write_baseline: p.WriteBaselineOption = None,
+    show_settings: bool = typer.Option(
+        False,
+        "--show-settings",
+        help="Print the settings this command would use, and the files they come from; "
+        "read nothing.",
+    ),
 ) -> None:
     """Parse oneDNN verbose logs and show where the time went."""
     settings = p.analysis_settings(
@@ -245,7 +260,15 @@ def analyze(
         quiet=quiet,
         details=details,
         width=width,
+        exit_zero=exit_zero,
+        statistics=statistics,
+        baseline=baseline,
+        write_baseline=write_baseline,
     )
+    if show_settings:
+        from dnnlens.cli.settings_view import show_settings as show
+
+        raise typer.Exit(show(paths, options))
     raise typer.Exit(p.read_and_report(paths, options, jobs=jobs, live=live, tee=tee))
 
 

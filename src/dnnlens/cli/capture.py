@@ -100,4 +100,8 @@ def register(app: typer.Typer) -> None:
         under this command writes PREFIX.trace.json. Then: dnnlens analyze PREFIX.log
         PREFIX.trace.json
         """
+        if output == "-":
+            from dnnlens.errors import fail
+
+            raise fail("-o -: the output is a prefix of files (PREFIX.log), not standard output")
         raise typer.Exit(run_captured(list(command), output, level))

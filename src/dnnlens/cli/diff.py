@@ -16,7 +16,6 @@ in common to compare (a trace alone against a log alone), whatever the other fla
 from __future__ import annotations
 
 import math
-import sys
 from enum import StrEnum
 
 import typer
@@ -32,6 +31,8 @@ class DiffFormat(StrEnum):
     terminal = "terminal"
     markdown = "markdown"
     json = "json"
+    github = "github"
+    junit = "junit"
 
 
 def parse_percent(text: str) -> float:
@@ -80,8 +81,9 @@ def diff(
     """Compare two runs: typical step (phases, ops) or iteration, kinds, primitives, passes."""
     from dnnlens.app.compare import compare
     from dnnlens.app.session import SessionError
-    from dnnlens.report import diff_report
-    from dnnlens.report.console import error, make_console
+    from dnnlens.report.console import error
+    from dnnlens.report.renderers.base import RenderOptions, renderer
+    from dnnlens.report.renderers.diff import DIFF_RENDERERS
 
     try:
         limit = parse_percent(fail_if_slower) if fail_if_slower is not None else None
@@ -93,12 +95,7 @@ def diff(
     except SessionError as exc:
         error(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
-    if fmt is DiffFormat.json:
-        sys.stdout.write(diff_report.render_json(d, limit))
-    elif fmt is DiffFormat.markdown:
-        sys.stdout.write(diff_report.render_markdown(d, top) + "\n")
-    else:
-        diff_report.render_terminal(d, make_console(), top)
+    renderer(fmt.value, DIFF_RENDERERS).write(d, None, RenderOptions(top=top, fail_if_slower=limit))
     slower = d.slower_fraction
     if limit is not None and slower is None:  # nothing to gate on: not a regression
         error(f"cannot compare {d.basis_text}: a time is not a finite number")

@@ -117,6 +117,7 @@ def perfetto(
 ) -> None:
     """Chrome trace-event JSON for ui.perfetto.dev: one slice per primitive execution."""
     from dnnlens.report.console import note
+    from dnnlens.report.output import output_name
     from dnnlens.report.perfetto import TraceOptions, parse_window
     from dnnlens.report.renderers import ALL_RENDERERS, RenderOptions
 
@@ -136,7 +137,7 @@ def perfetto(
         raise _write_failed(output, exc) from None
     where = f", iterations {stats.window[0]}:{stats.window[1]}" if stats.window else ""
     note(
-        f"wrote {output}: {stats.executions:,} executions, {stats.events:,} events"
+        f"wrote {output_name(output)}: {stats.executions:,} executions, {stats.events:,} events"
         f"{where} ({', '.join(sorted(set(stats.timing.values()))) or 'no events'})",
         quiet,
     )
@@ -166,6 +167,7 @@ def benchdnn(
 ) -> None:
     """benchdnn batch lines reproducing the primitives that cost the most time."""
     from dnnlens.report.console import note
+    from dnnlens.report.output import output_name
     from dnnlens.report.renderers import ALL_RENDERERS, RenderOptions
 
     analysis = _run(paths, quiet)  # the ranking analyze reports: the same primitives, same order
@@ -189,7 +191,7 @@ def benchdnn(
         else:
             _refuse_input(output, log)
             chosen.write(analysis, Path(output), options)
-            note(f"wrote {output}", quiet)
+            note(f"wrote {output_name(output)}", quiet)
     except OSError as exc:
         raise _write_failed(output, exc) from None
     _finish(log, quiet)
@@ -198,6 +200,7 @@ def benchdnn(
 def _tables(fmt: str, paths: list[str], output: Path, quiet: bool) -> None:
     from dnnlens.app.session import SessionError, Settings, open_inputs
     from dnnlens.report.console import note
+    from dnnlens.report.output import refuse_stdout
     from dnnlens.report.renderers import ALL_RENDERERS, RenderOptions, RunSet
     from dnnlens.report.tables_export import ExportError
 
@@ -212,8 +215,9 @@ def _tables(fmt: str, paths: list[str], output: Path, quiet: bool) -> None:
         raise _fail("; ".join(log.input_errors) or "no input")
     runs = RunSet(outcome.analyses, outcome.runs, log)
     try:
+        refuse_stdout(output, f"a {fmt} dataset is a directory of files")
         result = ALL_RENDERERS[fmt].write(runs, output, RenderOptions())
-    except ExportError as exc:
+    except (ExportError, UsageError) as exc:
         raise _fail(str(exc)) from None
     for message in result.notes:
         note(message, quiet)

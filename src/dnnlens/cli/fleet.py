@@ -138,6 +138,8 @@ def build(
 
     if workers is not None and scheduler:
         raise _fail("--workers and --scheduler: give one (the cluster's workers are its own)")
+    if str(output) == "-":
+        raise _fail("-o -: a dataset is a directory of files, so it cannot be standard output")
     settings = Settings(
         window_events=window or None,
         skip_iterations=skip,
@@ -146,15 +148,13 @@ def build(
         ignore=list(ignore),
         config=_absolute(config) if config else None,
     )
-    notes: list[str] = []
+    left_out: list[str] = []  # what directories and globs left out
     try:
         options = BuildOptions(settings, group_by.value, labels=parse_labels(labels))
-        specs, input_errors = plan(paths, options, output, notes)
+        specs, input_errors = plan(paths, options, output, left_out)
         engine = choose_engine(workers, scheduler, sum(s.size_bytes for s in specs), default_jobs())
     except (BuildError, EngineError) as exc:
         raise _fail(str(exc)) from None
-    for message in notes:
-        say("note", message)
     progress = BuildProgress(terminal=progress_enabled(quiet)) if not quiet else None
     stopped: int | None = None
     try:
@@ -177,11 +177,17 @@ def build(
             "in the dataset (building again adds the others)",
         )
         raise typer.Exit(128 + stopped)
+    for message in left_out if not quiet else []:
+        say("note", message)
     for message in input_errors:
         say("error", message)
+    rejected = 0
     for run in result.runs:
-        if run.status in ("failed", "unfinished") or run.failure == "partial":
+        if run.status in ("failed", "unfinished"):
             say("error", f"run {run.name or ', '.join(run.files)}: {run.message}")
+        for message in run.rejected:  # the run is written from its other inputs
+            say("error", f"run {run.name or ', '.join(run.files)}: {message}")
+        rejected += len(run.rejected)
     if not quiet:
         unfinished = result.count("unfinished")
         say(
@@ -189,6 +195,12 @@ def build(
             f"{result.count('written'):,} run(s) written, {result.count('skipped'):,} "
             f"skipped (already in the dataset), {result.count('failed'):,} failed"
             + (f", {unfinished:,} not finished" if unfinished else "")
+            + (
+                f", {len(input_errors) + rejected:,} input(s) rejected"
+                if input_errors or rejected
+                else ""
+            )
+            + (f", files of {len(left_out):,} path(s) left out" if left_out else "")
             + f", to {output} in {result.seconds:.1f} s "
             f"({rate(result.input_bytes, result.seconds)}; {result.engine})",
         )
@@ -205,8 +217,7 @@ def build(
         raise typer.Exit(EXIT_INTERNAL)
     if any(r.output for r in result.runs):
         raise typer.Exit(EXIT_OUTPUT)
-    partial = any(r.failure == "partial" for r in result.runs)
-    if input_errors or result.count("failed") or result.count("unfinished") or partial:
+    if input_errors or rejected or result.count("failed") or result.count("unfinished"):
         raise typer.Exit(EXIT_USAGE)
 
 
@@ -325,8 +336,8 @@ def diff(
     baseline: str = typer.Option(
         ...,
         "--baseline",
-        help="The run to compare the others with, by name or by its build's labels "
-        "(label=commit=abc123, several: label=job=nightly,commit=abc123).",
+        help="The run to compare the others with, by name or by its build's labels: "
+        "label=commit=abc123 (several: comma-separated key=value).",
     ),
     fail_if_slower: str = typer.Option(
         "5%",
@@ -352,13 +363,11 @@ def diff(
     width: int | None = typer.Option(None, "--width", min=40, help="Terminal: line width."),
 ) -> None:
     """Runs and primitives slower than a baseline run; exit 1 if there are any (CI)."""
-    import json
-
     from dnnlens.cli.diff import parse_percent
     from dnnlens.fleet.dataset import Dataset, DatasetError
-    from dnnlens.fleet.diff import baseline_run, diff_dataset, to_doc
-    from dnnlens.report.console import make_console
-    from dnnlens.report.json_safe import json_safe
+    from dnnlens.fleet.diff import baseline_run, diff_dataset
+    from dnnlens.fleet.diff_text import FLEET_DIFF_RENDERERS
+    from dnnlens.report.renderers.base import RenderOptions, renderer
 
     try:
         threshold = parse_percent(fail_if_slower)
@@ -367,12 +376,8 @@ def diff(
         found = diff_dataset(opened, baseline, threshold, min_share / 100, runs)
     except (ValueError, DatasetError) as exc:
         raise _fail(str(exc)) from None
-    if fmt is DiffFormat.json:
-        sys.stdout.write(json.dumps(json_safe(to_doc(found)), indent=2) + "\n")
-    else:
-        from dnnlens.fleet.diff_text import render
-
-        render(found, make_console(width=width), top)
+    chosen = renderer(fmt.value, FLEET_DIFF_RENDERERS)
+    chosen.write(found, None, RenderOptions(top=top, width=width))
     if found.slower:
         say(
             "error",

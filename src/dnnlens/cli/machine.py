@@ -72,6 +72,9 @@ def probe(
     from dnnlens.analysis.machine import probe_machine, save_machine
 
     m = probe_machine(seconds)
+    if output and str(output) == "-":  # -o -: the profile (JSON) on standard output
+        typer.echo(json.dumps(m.to_dict(), indent=2))
+        return
     if output:
         save_machine(m, output)
     if fmt is MachineFormat.json:

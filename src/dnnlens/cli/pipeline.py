@@ -40,6 +40,9 @@ class OutputFormat(StrEnum):
     terminal = "terminal"
     json = "json"
     html = "html"
+    sarif = "sarif"
+    github = "github"
+    junit = "junit"
 
 
 class FailOn(StrEnum):
@@ -125,6 +128,30 @@ MachineOption = Annotated[
         "efficiencies against it instead of the log header's machine.",
     ),
 ]
+ExitZeroOption = Annotated[
+    bool,
+    typer.Option(
+        "--exit-zero", help="Exit 0 even with findings at --fail-on (input errors still exit 2)."
+    ),
+]
+StatisticsOption = Annotated[
+    bool,
+    typer.Option(
+        "--statistics", help="Print how many findings each rule made instead of the report."
+    ),
+]
+BaselineOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--baseline",
+        help="Leave out the findings recorded in this file (--write-baseline): a gate "
+        "fails only on new ones.",
+    ),
+]
+WriteBaselineOption = Annotated[
+    Path | None,
+    typer.Option("--write-baseline", help="Record this run's findings as accepted, in FILE."),
+]
 CombineOption = Annotated[
     bool,
     typer.Option(
@@ -156,6 +183,13 @@ class ReportOptions:
     report_to_stderr: bool = False
     #: input errors make the exit code 2 (``run`` exits with its program's code instead)
     input_errors_fail: bool = True
+    #: findings at ``--fail-on`` do not make the exit code 1 (input errors still do)
+    exit_zero: bool = False
+    #: the count of findings per rule instead of the report
+    statistics: bool = False
+    #: a baseline of accepted findings to leave out, and a file to write one to
+    baseline: Path | None = None
+    write_baseline: Path | None = None
 
     def rule_options(self) -> Any:
         """The options of the rule engine."""
@@ -225,6 +259,14 @@ def check_options(options: ReportOptions) -> str | None:
         return marker
     if options.output is not None and not options.output.parent.is_dir():
         return f"{options.output}: the directory {options.output.parent} does not exist"
+    if options.baseline is not None:
+        from dnnlens.app.baseline import load_baseline
+        from dnnlens.app.session import SessionError
+
+        try:
+            load_baseline(options.baseline)
+        except SessionError as exc:
+            return str(exc)
     rule_options = options.rule_options()
     try:
         config = load_config(rule_options.config_path, rule_options.search_config)
@@ -244,22 +286,32 @@ def report_parsed(log: ParsedLog, options: ReportOptions) -> int:
     from dnnlens.app.session import SessionError, analyse, reaches
     from dnnlens.errors import UsageError
     from dnnlens.io.problems import input_problems, strict_problem
-    from dnnlens.report.output import render_analysis, render_runs
+    from dnnlens.report.renderers import render_analysis, render_runs
 
     if not log.scans and log.framework is None:  # a trace alone is an input
         say("error", "; ".join(log.input_errors) or "no input")
         return EXIT_USAGE
     try:
         outcome = analyse(log, options.settings)
+        _baselines(outcome, options)
     except SessionError as exc:
         say("error", str(exc))
         return EXIT_USAGE
     analyses, runs = outcome.analyses, outcome.runs
     redirect = options.report_to_stderr and options.output is None
-    layout = {"top": options.top, "details": options.details, "width": options.width}
+    # JUnit: a finding at --fail-on is a failed test case (warning when it is not given)
+    fail_on = "warning" if options.fail_on is FailOn.never else options.fail_on.value
+    layout = {
+        "top": options.top,
+        "details": options.details,
+        "width": options.width,
+        "fail_on": fail_on,
+    }
     with contextlib.redirect_stdout(sys.stderr) if redirect else contextlib.nullcontext():
         try:
-            if len(analyses) > 1:
+            if options.statistics:
+                _statistics(outcome, options)
+            elif len(analyses) > 1:
                 render_runs(analyses, runs, options.fmt.value, options.output, log, **layout)
             else:
                 render_analysis(analyses[0], options.fmt.value, options.output, **layout)
@@ -278,8 +330,52 @@ def report_parsed(log: ParsedLog, options: ReportOptions) -> int:
         say("error", strict)
         return EXIT_USAGE
     if options.fail_on is not FailOn.never and reaches(outcome.findings, options.fail_on.value):
-        return EXIT_FINDINGS
+        return EXIT_OK if options.exit_zero else EXIT_FINDINGS
     return EXIT_OK
+
+
+def _baselines(outcome: Any, options: ReportOptions) -> None:
+    """``--write-baseline``: every finding to the file; ``--baseline``: the known ones out
+    of every run (:mod:`dnnlens.app.baseline`)."""
+    if options.write_baseline is None and options.baseline is None:
+        return
+    from dnnlens.app.baseline import leave_out_known, load_baseline, write_baseline
+
+    if options.write_baseline is not None:
+        try:
+            count = write_baseline(options.write_baseline, outcome)
+        except OSError as exc:
+            from dnnlens.app.session import SessionError
+
+            raise SessionError(
+                f"--write-baseline {options.write_baseline}: cannot write ({exc.strerror or exc})"
+            ) from None
+        if not options.quiet:
+            say("note", f"wrote {count} finding(s) to the baseline {options.write_baseline}")
+    if options.baseline is not None:
+        leave_out_known(outcome, load_baseline(options.baseline), options.baseline)
+
+
+def _statistics(outcome: Any, options: ReportOptions) -> None:
+    """``--statistics``: how many findings each rule made, most first (ruff's
+    ``--statistics``), as text or, with ``--format json``, a JSON list."""
+    from dnnlens.report.output import emit_text
+    from dnnlens.textsafe import safe
+
+    counts: dict[tuple[str, str, str], int] = {}
+    for f in outcome.findings:
+        key = (f.code, f.rule, f.severity)
+        counts[key] = counts.get(key, 0) + 1
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1]))
+    if options.fmt is OutputFormat.json:
+        import json
+
+        doc = [{"code": c, "rule": r, "severity": s, "count": n} for (c, r, s), n in rows]
+        text = json.dumps(doc, indent=2) + "\n"
+    else:
+        width = max((len(str(n)) for _, n in rows), default=1)
+        text = "".join(f"{n:>{width}}  {safe(c):<8} {safe(r)} ({s})\n" for (c, r, s), n in rows)
+    emit_text(text, options.output)
 
 
 # -- reading, live --------------------------------------------------------------------------
@@ -355,7 +451,7 @@ def _import_report() -> None:
     rules are set up."""
     import dnnlens.analysis.analysis
     import dnnlens.analysis.runs
-    import dnnlens.report.output
+    import dnnlens.report.renderers
     import dnnlens.rules.verdict  # noqa: F401
     from dnnlens.rules.registry import import_builtin_modules
 

@@ -68,11 +68,13 @@ def register(app: typer.Typer) -> None:
         from dnnlens.analysis.projection import CHANGES, normalize_changes
         from dnnlens.app.projecting import projection
         from dnnlens.app.session import SessionError
-        from dnnlens.report import projection_report
-        from dnnlens.report.output import emit_text, report_console
+        from dnnlens.report.renderers.base import RenderOptions, renderer
+        from dnnlens.report.renderers.projection import PROJECTION_RENDERERS, ProjectionSet
 
-        if fmt not in ("terminal", "json"):
-            raise fail(f"--format {fmt}: expected terminal or json")
+        try:
+            chosen = renderer(fmt, PROJECTION_RENDERERS)
+        except ValueError:
+            raise fail(f"--format {fmt}: expected terminal or json") from None
         try:
             changes = normalize_changes(remove, fuse, dtype, replace) or list(CHANGES)
             model = load_machine(machine) if machine else None
@@ -90,10 +92,5 @@ def register(app: typer.Typer) -> None:
                 bench = run_benchdnn(str(benchdnn), analysis, top=benchdnn_top)
             except OSError as exc:
                 raise fail(f"cannot run benchdnn {benchdnn}: {exc.strerror or exc}") from None
-        if fmt == "json":
-            emit_text(projection_report.render_json(result, bench if benchdnn else None), output)
-            return
-        console = report_console(output)
-        projection_report.render_terminal(result, console)
-        if benchdnn is not None:
-            projection_report.render_bench(bench, console)
+        shown = ProjectionSet(result, bench if benchdnn is not None else None)
+        chosen.write(shown, output, RenderOptions())

@@ -39,6 +39,8 @@ from dnnlens.errors import fail, say
 
 #: Where run logs are kept (under the current directory) unless ``--log`` names one.
 RUNS_DIR = "dnnlens-runs"
+#: The file a report format is written to beside the kept log, when -o is not given.
+SUFFIXES = {"json": ".json", "html": ".html", "sarif": ".sarif", "junit": ".xml"}
 
 
 def _new_log(directory: Path) -> tuple[Path, BinaryIO]:
@@ -114,6 +116,9 @@ def register(app: typer.Typer) -> None:
         iteration_marker: p.MarkerOption = None,
         machine: p.MachineOption = None,
         quiet: p.QuietOption = False,
+        exit_zero: p.ExitZeroOption = False,
+        baseline: p.BaselineOption = None,
+        write_baseline: p.WriteBaselineOption = None,
     ) -> None:
         """Run CMD with oneDNN verbose on, show its output, then report: dnnlens run -- CMD."""
         command = list(command)
@@ -143,6 +148,9 @@ def register(app: typer.Typer) -> None:
             width=width,
             report_to_stderr=True,
             input_errors_fail=False,
+            exit_zero=exit_zero,
+            baseline=baseline,
+            write_baseline=write_baseline,
         )
         log_path, kept, created = _open_log(log)
 
@@ -152,8 +160,10 @@ def register(app: typer.Typer) -> None:
                 log_path.unlink(missing_ok=True)
             return fail(message)
 
-        if fmt is not OutputFormat.terminal and output is None:
-            options.output = log_path.with_suffix(f".{fmt.value}")
+        # a file beside the log; the terminal report and workflow annotations (read by the
+        # CI from the job's output) go to standard error
+        if fmt not in (OutputFormat.terminal, OutputFormat.github) and output is None:
+            options.output = log_path.with_suffix(SUFFIXES.get(fmt.value, f".{fmt.value}"))
         problem = p.check_options(options)
         if problem is not None:
             raise give_up(problem)

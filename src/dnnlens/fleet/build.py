@@ -26,9 +26,9 @@ from dnnlens.fleet.discover import RunNames, RunSpec, discover
 from dnnlens.fleet.engine import DaskEngine, EngineLost, SerialEngine
 from dnnlens.fleet.rows import RunFile, RunIdentity
 from dnnlens.fleet.work import (
-    PartialRun,
     RunFailure,
     RunJob,
+    RunTables,
     analyse_run,
     content_hash,
     hash_files,
@@ -88,7 +88,10 @@ class RunReport:
     size_bytes: int = 0
     #: its files could not be written (a full disk, no permission): exit 4, not 2
     output: bool = False
+    #: inputs of the run that were rejected (one line each); the run is of the others
+    rejected: tuple[str, ...] = ()
     #: the failure's class (:data:`~dnnlens.fleet.schema.FAILURE_CLASSES`), for a failure
+    #: (``partial``: written from the inputs that were not rejected)
     failure: str = ""
     content_hash: str | None = None
 
@@ -198,6 +201,7 @@ class _Build:
         self.waiting: dict[str, list[int]] = {}  # content hash -> runs of it, waiting
         self.digests: dict[int, str] = {}
         self.known = dataset.known_failures()
+        self.rejected: dict[int, tuple[str, ...]] = {}  # a run's rejected inputs
 
     def run(self) -> list[RunReport]:
         self.progress.start(len(self.specs), sum(s.size_bytes for s in self.specs))
@@ -218,12 +222,11 @@ class _Build:
                 self._publish(i, result)
         return [self.reports[i] for i in range(len(self.specs))]
 
-    def _publish(self, i: int, tables: dict[str, Any] | PartialRun) -> None:
-        partial = ""
-        if isinstance(tables, PartialRun):
-            tables, partial = tables.tables, tables.message
+    def _publish(self, i: int, result: RunTables) -> None:
         job = self.jobs.pop(i)
         spec, identity = self.specs[i], job.identity
+        self.rejected[i] = result.rejected
+        tables = result.tables
         if self.options.labels:
             tables = {**tables, "runs": _labelled(tables["runs"], self.options.labels)}
         try:
@@ -236,8 +239,8 @@ class _Build:
         except OutputError as exc:
             self._done(i, "failed", str(exc), name=identity.name, output=True, failure="output")
             return
-        if done.written and partial:
-            message = f"only its readable part is in the dataset: {partial}"
+        if done.written and result.rejected:  # a partial run: its rejected inputs are said
+            message = "; ".join(result.rejected)
             self._done(i, "written", message, name=done.name, failure="partial")
         elif done.written:
             self._done(i, "written", name=done.name)
@@ -291,8 +294,9 @@ class _Build:
             name = job.identity.name
         digest = self.digests.get(i)
         report = RunReport(
-            spec.files, status, name, message, internal, spec.size_bytes, output, failure, digest
-        )
+            spec.files, status, name, message, internal, spec.size_bytes, output,
+            rejected=self.rejected.pop(i, ()), failure=failure, content_hash=digest,
+        )  # fmt: skip
         self.reports[i] = report
         self.progress.advance(report)
         if digest is not None and self.pending.get(digest) == i:

@@ -121,6 +121,13 @@ def diff_dataset(
 ) -> FleetDiff:
     """Compare the runs of ``dataset`` with the run named ``baseline``."""
     table = dataset.read("runs", ["run", "workload", "typical_iteration_ms"]).to_pandas()
+    twice = table["run"][table["run"].duplicated()].unique().tolist()
+    if twice:  # a file of the runs table copied or edited by hand: no one row to compare
+        shown = ", ".join(repr(str(r)) for r in twice[:3]) + (", ..." if len(twice) > 3 else "")
+        raise DatasetError(
+            f"{dataset.root}: the runs table holds run {shown} more than once (a file of "
+            "the dataset copied or edited by hand?); each run must be in it once"
+        )
     table = table.set_index("run")
     if baseline not in table.index:
         raise DatasetError(f"--baseline {baseline!r}: no such run in {dataset.root}")

@@ -1,11 +1,15 @@
-"""``fleet diff`` for a terminal: the baseline, then the slower runs and their primitives."""
+"""``fleet diff --format terminal|json``: its renderers (:data:`FLEET_DIFF_RENDERERS`), and
+the terminal layout: the baseline, then the slower runs and their primitives."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from rich.console import Console
 
 from dnnlens.fleet.diff import FleetDiff
 from dnnlens.fmt import ms, ms_cell, pct, pct_cell
+from dnnlens.report.renderers.base import Renderer, RenderOptions
 from dnnlens.report.text_layout import Grid, prose
 
 
@@ -59,3 +63,48 @@ def render(d: FleetDiff, console: Console, top: int = 20) -> None:
 
 def _change(change: float | None) -> str:
     return "new" if change is None else "+" + pct_cell(change)
+
+
+class FleetDiffJsonRenderer(Renderer[FleetDiff]):
+    """The comparison as JSON data (:func:`~dnnlens.fleet.diff.to_doc`)."""
+
+    name, extension = "json", ".json"
+
+    def render(self, analysis: FleetDiff, options: RenderOptions) -> str:
+        import json
+
+        from dnnlens.fleet.diff import to_doc
+        from dnnlens.report.json_safe import json_safe
+
+        return json.dumps(json_safe(to_doc(analysis)), indent=2) + "\n"
+
+
+class FleetDiffTerminalRenderer(Renderer[FleetDiff]):
+    """The comparison for a terminal (:func:`render`), ``options.top`` primitives per run."""
+
+    name, extension = "terminal", ".txt"
+
+    def render(self, analysis: FleetDiff, options: RenderOptions) -> str:
+        import io
+
+        from dnnlens.report.console import make_console
+
+        buf = io.StringIO()
+        render(analysis, make_console(file=buf, width=options.width), options.top)
+        return buf.getvalue()
+
+    def write(self, analysis: FleetDiff, output: Path | None, options: RenderOptions) -> None:
+        from dnnlens.report.console import make_console
+        from dnnlens.report.output import FILE_WIDTH, open_output
+
+        if output is None:
+            render(analysis, make_console(width=options.width), options.top)
+            return
+        with open_output(output) as fh:
+            render(analysis, make_console(file=fh, width=options.width or FILE_WIDTH), options.top)
+
+
+#: The formats ``fleet diff --format`` takes, by name.
+FLEET_DIFF_RENDERERS: dict[str, Renderer[FleetDiff]] = {
+    r.name: r for r in (FleetDiffTerminalRenderer(), FleetDiffJsonRenderer())
+}

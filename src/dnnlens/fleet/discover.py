@@ -24,8 +24,9 @@ from pathlib import Path
 
 from dnnlens.analysis.runs import plan_runs
 from dnnlens.io.content import head_kind
-from dnnlens.io.inputs import expand_inputs, left_out_note
+from dnnlens.io.inputs import display_path, expand_inputs, left_out_note
 from dnnlens.report.tables_export import run_name
+from dnnlens.textsafe import path_text
 
 GROUPS = ("file", "directory")
 _HASH_CHARS = 12
@@ -64,28 +65,44 @@ def discover(
                     notes.append(note)
     inside = os.path.join(os.path.abspath(dataset), "") if dataset is not None else None
     chosen: list[str] = []
+    within: list[str] = []  # inputs inside the dataset's own directory: never read
     for source in sources:
         if source.is_stdin:
             errors.append("-: a fleet is built from files, not standard input")
             continue
         if inside is not None and os.path.abspath(source.path).startswith(inside):
+            within.append(source.path)
             continue
         chosen.append(source.path)
+    if within and not chosen:
+        errors.append(_all_within(within, dataset))
     grouped: dict[tuple[str, str], list[str]] = {}
     if group == "directory":
         for path in chosen:
             folder = os.path.dirname(os.path.abspath(path))
-            key = (folder, run_name(Path(folder).name or "run", set()))
+            key = (folder, run_name(path_text(Path(folder).name) or "run", set()))
             grouped.setdefault(key, []).append(path)
     else:
         for run in plan_runs(chosen, head_kind):
             folder = os.path.dirname(os.path.abspath(run.paths[0]))
-            grouped[(folder, run_name(run.name, set()))] = list(run.paths)
+            grouped[(folder, run_name(path_text(run.name), set()))] = list(run.paths)
     specs = [
         RunSpec(stem, tuple(sorted(files)), sum(_size(f) for f in files))
         for (_, stem), files in sorted(grouped.items())
     ]
     return specs, errors
+
+
+def _all_within(paths: list[str], dataset: Path | None) -> str:
+    """The error when every input is inside the dataset's own directory (``-o``)."""
+    shown = ", ".join(display_path(p) for p in paths[:3]) + (", ..." if len(paths) > 3 else "")
+    count = "the input" if len(paths) == 1 else f"all {len(paths):,} inputs"
+    verb = "is" if len(paths) == 1 else "are"
+    return (
+        f"{display_path(str(dataset))}: {count} ({shown}) {verb} inside the dataset's own "
+        "directory (-o), whose files are never read as inputs; write the dataset to another "
+        "directory"
+    )
 
 
 def _size(path: str) -> int:

@@ -19,7 +19,8 @@ import json
 import math
 import re
 import textwrap
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -91,24 +92,58 @@ def open_query(
     :class:`QueryError`; Ctrl-C is ``KeyboardInterrupt``."""
     duckdb = _duckdb()
     con = connect(dataset, allow_files=allow_files)
+    interrupted = False
     try:
         with _errors(duckdb, dataset):
-            cursor = con.execute(sql)
+            cursor = interruptible(con, lambda: con.execute(sql))
         if cursor.description is None:
             yield QueryResult([], iter(()))
             return
         columns = [str(d[0]) for d in cursor.description]
-        yield QueryResult(columns, _blocks(duckdb, dataset, cursor, block_rows or BLOCK_ROWS))
+        blocks = _blocks(duckdb, dataset, con, cursor, block_rows or BLOCK_ROWS)
+        yield QueryResult(columns, blocks)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
-        con.close()
+        if not interrupted:  # an interrupted query may still be unwinding: the process ends
+            con.close()
+
+
+def interruptible(con: Any, call: Callable[[], Any]) -> Any:
+    """``call()`` (a DuckDB call on ``con``), with Ctrl-C honoured at once.
+
+    DuckDB runs a query without returning to Python, so a SIGINT's handler would wait for
+    the whole query (a long one: minutes). The call runs on a thread of its own while this
+    one waits in short slices, where the handler runs; on ``KeyboardInterrupt`` the query
+    is interrupted (``con.interrupt()``) and the interrupt goes on at once (exit 130)."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name="dnnlens-duckdb", daemon=True)
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(0.05)
+    except KeyboardInterrupt:
+        con.interrupt()
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 def _blocks(
-    duckdb: Any, dataset: Dataset, cursor: Any, size: int
+    duckdb: Any, dataset: Dataset, con: Any, cursor: Any, size: int
 ) -> Iterator[list[tuple[Any, ...]]]:
     while True:
         with _errors(duckdb, dataset):
-            rows = cursor.fetchmany(size)
+            rows = interruptible(con, lambda: cursor.fetchmany(size))
         if not rows:
             return
         yield rows

@@ -28,6 +28,7 @@ from dnnlens.fleet import schema
 from dnnlens.model import LineRecord
 from dnnlens.report.json_report import to_json_dict
 from dnnlens.report.tables_export import md_columns
+from dnnlens.textsafe import path_text
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ def _run_row(doc: dict[str, Any], run: RunIdentity) -> dict[str, Any]:
         "dnnlens_version": doc["dnnlens_version"],
         "modified_at": datetime.fromtimestamp(newest, UTC) if newest is not None else None,
         "input_count": len(run.files),
-        "inputs": [f.path for f in run.files],
+        "inputs": [path_text(f.path) for f in run.files],
         "input_bytes": sum(f.size_bytes for f in run.files),
         **{k: header[k] if header else None for k in schema.HEADER_COLUMNS},
         **{k: sum(i[k] for i in doc["inputs"]) for k in _LINE_KEYS},
@@ -148,12 +149,12 @@ def _input_rows(doc: dict[str, Any], run: RunIdentity) -> list[dict[str, Any]]:
     scanned = {i["path"]: i for i in doc["inputs"]}
     rows = []
     for position, f in enumerate(run.files):
-        entry = scanned.get(f.path)
+        entry = scanned.get(path_text(f.path))
         rows.append(
             {
                 "run": run.name,
                 "position": position,
-                "path": f.path,
+                "path": path_text(f.path),
                 "size_bytes": f.size_bytes,
                 "sha256": f.sha256,
                 **{k: entry[k] if entry else None for k in _INPUT_KEYS},
@@ -182,6 +183,9 @@ def _finding_row(position: int, f: dict[str, Any], run: RunIdentity) -> dict[str
         "impact_ms_per_iteration": f["impact_ms_per_iteration"],
         "impact_ms_per_basis": f.get("impact_ms_per_basis"),
         "share_of_iteration": f["share_of_iteration"],
+        "saving_ms_per_iteration": f.get("saving_ms_per_iteration"),
+        "saving_ms_per_basis": f.get("saving_ms_per_basis"),
+        "saving_basis": f.get("saving_basis", "unknown"),
         "evidence": [{"path": e["path"], "line": e["line"]} for e in f["evidence"]],
         "data_json": json.dumps(f["data"], sort_keys=True),
     }

@@ -11,6 +11,8 @@ column names (``_ms``, ``_bytes``, ``_per_s``); passes are numbered per run from
 goes; columns may be added under the same major number. 2.0: a finding's
 ``share_of_iteration`` is its one share, of the report's basis (1.0 stored a oneDNN
 finding's share of oneDNN's typical iteration, also in a report on a profiler step).
+2.1: a finding's saving (``saving_ms_per_iteration``, ``saving_ms_per_basis``,
+``saving_basis``), and findings placed in the report's order by it (``position``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-DATASET_SCHEMA_VERSION = "2.0"
+DATASET_SCHEMA_VERSION = "2.1"
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,12 @@ EVIDENCE = pa.struct([("path", _S), ("line", _I)])
 
 FINDINGS = (
     _RUN,
-    Column("position", _I, "0-based place in report order (most costly first)"),
+    Column(
+        "position",
+        _I,
+        "0-based place in report order (largest known saving first, then time with an "
+        "unknown saving)",
+    ),
     Column("rule", _S, "the rule's name"),
     Column("code", _S, "the rule's code (DL001 ...)"),
     Column("severity", _S, "info, warning or error"),
@@ -170,6 +177,17 @@ FINDINGS = (
         _F,
         "its one share: its impact over the report's basis (the step with a profiler "
         "trace, else the typical iteration), the headline's figure (0-1)",
+    ),
+    Column(
+        "saving_ms_per_iteration",
+        _F,
+        "what the fix would save, per unit of the finding's basis (NULL: unknown)",
+    ),
+    Column("saving_ms_per_basis", _F, "that per unit of the report's basis, as printed"),
+    Column(
+        "saving_basis",
+        _S,
+        "what the saving rests on: measured, same_shape, roofline, removal or unknown",
     ),
     Column("fix", _S, "what to do about it"),
     Column("evidence", pa.list_(EVIDENCE), "lines that show it (path, line)"),

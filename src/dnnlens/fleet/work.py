@@ -11,7 +11,9 @@ which gives the same scan.
 
 A run whose inputs cannot be analysed (unreadable, no verbose line, a rule file the worker
 cannot read) gives a :class:`RunFailure`, the reason in one line; anything else that goes
-wrong is a bug and raises.
+wrong is a bug and raises. A run of which some inputs are rejected (a trace without a usable
+event beside its log) is analysed from the others, as ``analyze`` does, and its
+:class:`RunTables` name the rejected ones, for the build's summary.
 """
 
 from __future__ import annotations
@@ -37,16 +39,6 @@ _HASH_BLOCK = 1 << 20
 class RunFailure:
     """Why a run could not be analysed (one line, starting with the input's path)."""
 
-    message: str
-
-
-@dataclass(frozen=True)
-class PartialRun:
-    """A run analysed from the readable part of its inputs (a truncated gzip stream, a
-    file that could not be opened beside others), as ``analyze`` analyses it: its tables,
-    and why they are partial (one line per input)."""
-
-    tables: dict[str, pa.Table]
     message: str
 
 
@@ -99,24 +91,31 @@ def load_run(
     return read(list(paths), window_events=None, parts=parts or None)
 
 
+@dataclass(frozen=True)
+class RunTables:
+    """Every table's rows of one run, and the inputs of it that were rejected (one line
+    each: the run is analysed from the others)."""
+
+    tables: dict[str, pa.Table]
+    rejected: tuple[str, ...] = ()
+
+
+def _usable(log: ParsedLog) -> bool:
+    """Whether something of ``log`` can be analysed: a verbose line, a trace or a table."""
+    return any(s.parsed or s.malformed for s in log.scans) or log.framework is not None
+
+
 def analyse_run(
     job: RunJob, parts: dict[str, list[tuple[Part, int]]] | None = None
-) -> dict[str, pa.Table] | PartialRun | RunFailure:
-    """Every table's rows of one run, or why its inputs cannot be analysed. Inputs that
-    could be read only in part, beside verbose lines that were read, are analysed as
-    ``analyze`` analyses them (its report of the readable part, exit 2): a
-    :class:`PartialRun`."""
+) -> RunTables | RunFailure:
+    """Every table's rows of one run, or why its inputs cannot be analysed."""
     paths = tuple(f.path for f in job.identity.files)
     log = load_run(paths, parts)
     problems = input_problems(log)
-    readable = any(s.parsed + s.malformed for s in log.scans)
-    if problems.errors and not readable:
+    if problems.errors and not _usable(log):
         return RunFailure("; ".join(problems.errors))
     try:  # the one run analyze makes of these files, its rules applied
         analysis = analyse(log, job.settings).single(display_path(paths[0]), combine=False)
     except SessionError as exc:
         return RunFailure("; ".join([*problems.errors, str(exc)]))
-    tables = run_tables(analysis, job.identity)
-    if problems.errors:
-        return PartialRun(tables, "; ".join(problems.errors))
-    return tables
+    return RunTables(run_tables(analysis, job.identity), tuple(problems.errors))

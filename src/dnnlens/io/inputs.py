@@ -40,6 +40,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from dnnlens.textsafe import safe
+
 GZIP_MAGIC = b"\x1f\x8b"
 STDIN_NAME = "-"
 #: Characters of text per chunk handed to the scanner.
@@ -140,10 +142,9 @@ def note_cut_lines(path: str, stats: ReadStats) -> None:
 
 
 def display_path(path: str) -> str:
-    """``path`` safe to print on one line: control characters are shown as escapes."""
-    if path.isprintable():
-        return path
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)
+    """``path`` safe to print on one line: control characters are shown as escapes, and a
+    byte of the name that is not UTF-8 as ``\\xNN`` (:func:`dnnlens.textsafe.safe`)."""
+    return safe(path)
 
 
 def _file_key(path: str) -> tuple[int, int] | str:

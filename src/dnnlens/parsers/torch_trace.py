@@ -964,8 +964,10 @@ class FrameworkReader:
         self.data = FrameworkData()
         self._finders: list[TableFinder] = []
 
-    def take_trace(self, path: str) -> bool:
-        """Parse ``path`` as a trace if it is one (by name or content); True if it was."""
+    def take_trace(self, path: str, name: str | None = None) -> bool:
+        """Parse ``path`` as a trace if it is one (by name or content); True if it was.
+        ``name``: what the trace is called (the path's text, :func:`dnnlens.textsafe.path_text`)."""
+        name = path if name is None else name
         if path == "-":
             import sys
 
@@ -981,7 +983,7 @@ class FrameworkReader:
             with raw:
                 if not sniff(raw):  # a log named *.json is still a log: read as lines
                     return False
-                trace = parse_trace_stream(raw, path)
+                trace = parse_trace_stream(raw, name)
             if trace.events == 0 and trace.error is None:
                 # JSON, but no trace event in it (a manifest, a config): read it as lines,
                 # so that every line is accounted for and the user is told what it is

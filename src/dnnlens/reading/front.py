@@ -55,6 +55,7 @@ from dnnlens.parsers.torch_trace import FrameworkReader, parse_trace_stream, sta
 from dnnlens.reading import parallel
 from dnnlens.reading.stream import DEFAULT_WINDOW_EVENTS, PART_BYTES, Collector, stream_min
 from dnnlens.reading.tables import keep_linkable_tables
+from dnnlens.textsafe import path_text
 
 #: Lines of a slow stream are scanned at least this often.
 BATCH_SECONDS = 0.25
@@ -261,14 +262,14 @@ class _Reading:
         """Whether ``source`` is a regular file holding a trace (then read, as one)."""
         if self.stopped or source.is_stdin or not _is_regular(source.path):
             return False
-        return self.framework.take_trace(source.path)
+        return self.framework.take_trace(source.path, path_text(source.path))
 
     def source(self, source: InputSource, tables: bool = True, traces: bool = True) -> None:
         """Read ``source`` to its end (or to a stop): a trace, or the lines of a log
         (``traces`` False: a file already known not to be a trace)."""
-        name = self.stdin_name if source.is_stdin else source.path
+        name = self.stdin_name if source.is_stdin else path_text(source.path)
         if traces and not source.is_stdin and _is_regular(source.path):
-            if self.framework.take_trace(source.path):
+            if self.framework.take_trace(source.path, name):
                 return
         try:
             raw = open_input(source, self.stdin if source.is_stdin else None)
@@ -363,8 +364,8 @@ class _Reading:
                 if spans is None:
                     self.source(source, traces=False)
                     continue
-                self.collector.begin(source.path)
-                finder = self.framework.finder(source.path)
+                self.collector.begin(path_text(source.path))
+                finder = self.framework.finder(path_text(source.path))
                 stats = ReadStats()
                 ready = iter(given[source.path]) if given is not None else None
                 for start, end in spans:

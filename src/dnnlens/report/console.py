@@ -32,17 +32,26 @@ def color_allowed(stream: IO[Any] | None = None) -> bool:
 
 #: Width of a report on a pipe or in a file when neither ``--width`` nor ``COLUMNS`` says.
 PIPE_WIDTH = 100
+#: The narrowest report: ``--width`` refuses less, and a smaller ``COLUMNS`` or terminal is
+#: laid out at this width (a narrower one would cut words into pieces).
+MIN_WIDTH = 40
 
 
 def report_width(stream: IO[Any] | None, explicit: int | None = None) -> int | None:
     """The width a report is laid out for: ``--width``, else ``COLUMNS``, else the
-    terminal's own (``None``: let rich ask it), else :data:`PIPE_WIDTH`."""
+    terminal's own (``None``: let rich ask it), else :data:`PIPE_WIDTH`; never less than
+    :data:`MIN_WIDTH` (``COLUMNS=1`` is 40, as ``--width`` allows no less)."""
     if explicit:
-        return explicit
+        return max(explicit, MIN_WIDTH)
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:
-        return int(columns)
+        return max(int(columns), MIN_WIDTH)
     if stream is not None and _isatty(stream):
+        try:
+            if os.get_terminal_size(stream.fileno()).columns < MIN_WIDTH:
+                return MIN_WIDTH
+        except (AttributeError, ValueError, OSError):
+            pass
         return None
     return PIPE_WIDTH
 
@@ -90,3 +99,49 @@ def note(message: str, quiet: bool = False) -> None:
 def error(message: str) -> None:
     """``dnnlens: error: ...`` on standard error (always shown)."""
     say("error", message)
+
+
+# -- standard output as an output (``-o -``) ------------------------------------------------
+
+
+#: The name of standard output as an output (``-o -``), as ``-`` is standard input.
+STDOUT_NAME = "-"
+
+
+def is_stdout(output: os.PathLike[str] | str | None) -> bool:
+    """Whether ``output`` is ``-``: standard output."""
+    return output is not None and str(output) == STDOUT_NAME
+
+
+class _KeptOpen:
+    """Standard output for a ``with``: closing it flushes, and standard output stays open."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def close(self) -> None:
+        self._stream.flush()
+
+    @property
+    def closed(self) -> bool:
+        return False
+
+    def __enter__(self) -> _KeptOpen:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def stdout_stream() -> IO[str]:
+    """Standard output as a text file a writer may close (``-o -``)."""
+    return _KeptOpen(sys.stdout)  # type: ignore[return-value]

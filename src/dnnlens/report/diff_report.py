@@ -489,22 +489,22 @@ def side_text(s: Side) -> str:
 
 def render_markdown(d: Diff, top: int = 15) -> str:
     """GitHub-flavoured markdown (a PR comment)."""
-    from dnnlens.textsafe import markdown_cell as cell
+    from dnnlens.textsafe import markdown_text as cell  # every text from an input
 
     lines = [
         "## dnnlens diff",
         "",
-        f"- BASE: `{cell(d.base.path)}` ({cell(side_text(d.base))})",
-        f"- NEW: `{cell(d.new.path)}` ({cell(side_text(d.new))})",
+        f"- BASE: {cell(d.base.path)} ({cell(side_text(d.base))})",
+        f"- NEW: {cell(d.new.path)} ({cell(side_text(d.new))})",
         "",
         f"**{cell(verdict(d))}**",
         "",
-        cell(steady_line(d)),
+        cell(steady_line(d), starts_line=True),
         "",
         *(f"_note: {cell(n)}_\n" for n in d.notes),
     ]
     for title, head, rows, cap in sections(d, top):
-        lines += [f"### {title}", ""]
+        lines += [f"### {cell(title)}", ""]
         if rows:
             lines.append("| " + " | ".join(cell(h) for h in head) + " |")
             lines.append("|" + "|".join("---" for _ in head) + "|")

@@ -203,8 +203,9 @@ def _findings(a: Analysis) -> str:
         )
     texts = evidence_text(a, findings)
     out = [
-        f'<p class="note">Most costly first: by the time per typical {a.report_basis.unit} '
-        "each one accounts for; findings that are not about time follow, most severe first.</p>"
+        f'<p class="note">Largest saving first: by what each fix would save per typical '
+        f"{a.report_basis.unit}; then the time of findings whose saving is unknown; findings "
+        "that are not about time follow, most severe first.</p>"
     ]
     for i, x in enumerate(findings, 1):
         sev = x.severity if x.severity in ("error", "warning", "info") else "info"

@@ -88,6 +88,10 @@ def finding_doc(f: Finding, analysis: Analysis) -> s.FindingDoc:
         impact_ms_per_basis=analysis.impact_per_basis(f),
         share_of_basis=analysis.share_of(f),
         share_of_onednn_iteration=analysis.onednn_iteration_share(f),
+        saving_ms_per_iteration=f.saving_ms_per_iteration,
+        saving_ms_per_basis=analysis.saving_per_basis(f),
+        saving_basis=f.saving_basis,
+        saving_note=f.saving_note,
     )
 
 

@@ -11,7 +11,14 @@ One place for the policy every command follows (docs/input-policy.md, "Output"):
   2); a failure to *write* it once open (disk full, I/O error) is :class:`OutputError`
   (exit 4, :data:`dnnlens.errors.EXIT_OUTPUT`);
 * a pipe's reader that closes before it has read everything (``| head``) is found by
-  :func:`reader_took_everything`, so the run ends with 141 rather than 0.
+  :func:`reader_took_everything`, so the run ends with 141 rather than 0;
+* ``-o -`` is standard output, for every command whose ``-o`` names a file
+  (:func:`is_stdout`): a terminal report is then exactly the report without ``-o``, and a
+  page, a trace or a batch is written to standard output; an output that is a directory of
+  files (a dataset) cannot be standard output (:func:`refuse_stdout`).
+
+The renderers (:mod:`dnnlens.report.renderers`) call this module to write what they make;
+it imports none of them.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from dnnlens.errors import OutputError, UsageError
+from dnnlens.report.console import is_stdout, stdout_stream
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -34,6 +42,18 @@ if TYPE_CHECKING:
 FILE_WIDTH = 160
 #: How long a pipe's reader is given to read the rest of the output once it is written.
 READER_GRACE_SECONDS = 2.0
+
+
+def refuse_stdout(output: Path | str | None, what: str) -> None:
+    """:class:`~dnnlens.errors.UsageError` when an output that is ``what`` (a directory
+    of files) is given as ``-o -``."""
+    if is_stdout(output):
+        raise UsageError(f"-o -: {what}, so it cannot be standard output; name a directory")
+
+
+def output_name(output: Path | str | None) -> str:
+    """How notes name an output: its path, or ``standard output``."""
+    return "standard output" if output is None or is_stdout(output) else str(output)
 
 
 def input_paths(log: Any) -> list[str]:
@@ -47,7 +67,7 @@ def input_paths(log: Any) -> list[str]:
 def refuse_input(output: Path | str | None, inputs: Iterable[str]) -> None:
     """:class:`~dnnlens.errors.UsageError` when ``output`` is one of ``inputs`` (the same
     file, or a link to it)."""
-    if output is None:
+    if output is None or is_stdout(output):
         return
     target = Path(output)
     if not target.exists():
@@ -63,15 +83,17 @@ def refuse_input(output: Path | str | None, inputs: Iterable[str]) -> None:
 
 @contextmanager
 def open_output(path: Path) -> Iterator[IO[str]]:
-    """``path`` opened for text; a write or close that fails is :class:`OutputError`."""
-    fh = path.open("w", encoding="utf-8")  # a failure here names the file: a usage error
+    """``path`` opened for text; a write or close that fails is :class:`OutputError`.
+    ``-`` is standard output."""
+    # a failure to open names the file: a usage error
+    fh = stdout_stream() if is_stdout(path) else path.open("w", encoding="utf-8")
     try:
         yield fh
         fh.close()  # the last write happens here: a full disk is found here
     except OSError as exc:
         if exc.filename is not None:
             raise
-        raise OutputError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        raise OutputError(f"{output_name(path)}: cannot write ({exc.strerror or exc})") from None
     finally:
         if not fh.closed:
             try:
@@ -81,8 +103,8 @@ def open_output(path: Path) -> Iterator[IO[str]]:
 
 
 def emit_text(text: str, output: Path | None) -> None:
-    """Write ``text`` to ``output``, or to standard output when there is none."""
-    if output is not None:
+    """Write ``text`` to ``output``, or to standard output when there is none (or ``-``)."""
+    if output is not None and not is_stdout(output):
         with open_output(output) as fh:
             fh.write(text)
     else:
@@ -92,69 +114,14 @@ def emit_text(text: str, output: Path | None) -> None:
 def report_console(output: Path | None, width: int | None = None) -> Console:
     """A console for a terminal report: the file ``output``, or standard output.
 
-    The file is left open; :func:`render_analysis` uses :func:`open_output` instead, which
-    closes it and reports a failed write.
+    The file is left open; :func:`~dnnlens.report.renderers.base.render_analysis` uses
+    :func:`open_output` instead, which closes it and reports a failed write.
     """
     from dnnlens.report.console import make_console
 
-    if output is not None:
+    if output is not None and not is_stdout(output):
         return make_console(file=output.open("w", encoding="utf-8"), width=width or FILE_WIDTH)
     return make_console(width=width)
-
-
-def _renderer_for(fmt: str, output: Path | None, analyses: list[Any]) -> Any:
-    """The renderer of ``fmt``, once the output is known to be allowed (not an input, a
-    file for a page)."""
-    from dnnlens.report.renderers import renderer
-
-    for a in analyses:
-        refuse_input(output, input_paths(a.log))
-    try:
-        chosen = renderer(fmt)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if not chosen.to_terminal and output is None:
-        raise UsageError(f"--format {fmt} needs --output FILE")
-    return chosen
-
-
-def render_analysis(
-    analysis: Any,
-    fmt: str,
-    output: Path | None,
-    top: int = 10,
-    details: bool = False,
-    width: int | None = None,
-) -> None:
-    """An :class:`~dnnlens.analysis.analysis.Analysis` in a registered format
-    (:mod:`dnnlens.report.renderers`).
-
-    Raises :class:`~dnnlens.errors.UsageError` for an unknown format, for ``html`` without
-    ``output`` (a page is not for a terminal) and for an ``output`` that is one of the inputs.
-    """
-    from dnnlens.report.renderers import RenderOptions
-
-    chosen = _renderer_for(fmt, output, [analysis])
-    chosen.write(analysis, output, RenderOptions(top=top, details=details, width=width))
-
-
-def render_runs(
-    analyses: list[Any],
-    runs: list[Any],
-    fmt: str,
-    output: Path | None,
-    log: Any = None,
-    top: int = 10,
-    details: bool = False,
-    width: int | None = None,
-) -> None:
-    """Several runs (:mod:`dnnlens.analysis.runs`) in one report, like
-    :func:`render_analysis` for one."""
-    from dnnlens.report.renderers import RenderOptions, write_runs
-
-    _renderer_for(fmt, output, analyses)
-    options = RenderOptions(top=top, details=details, width=width)
-    write_runs(analyses, runs, fmt, output, options, log)
 
 
 # -- standard output ------------------------------------------------------------------------

@@ -569,6 +569,10 @@ def build_trace(analysis: Analysis, options: TraceOptions | None = None) -> dict
 
 
 def _open(path: Path) -> IO[str]:
+    from dnnlens.report.console import is_stdout, stdout_stream
+
+    if is_stdout(path):  # -o -: plain JSON on standard output
+        return stdout_stream()
     if path.name.endswith(".gz"):  # level 6: nearly the size of 9, several times faster
         return gzip.open(path, "wt", encoding="utf-8", compresslevel=6)
     return path.open("w", encoding="utf-8")

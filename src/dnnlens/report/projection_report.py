@@ -167,22 +167,26 @@ def render_terminal(result: Projection, console: Any) -> None:
     for col in ("change", "basis", "projected ms", "saving ms", "speedup", "sources"):
         table.add_column(col, justify="left" if col in ("change", "basis", "sources") else "right")
     for c in rows:
-        sp = f"{c.speedup:.2f}x" if c.speedup else "-"
+        known = c.basis != "unknown"  # no saving projected: said, not shown as 0 or 1.00x
+        sp = f"{c.speedup:.2f}x" if c.speedup and known else "-"
         name = ("all together: " if c is result.combined else "") + c.change
         table.add_row(
             safe(name),
             c.basis,
-            ms_cell(c.projected_ms),
-            ms_cell(c.saving_ms),
+            ms_cell(c.projected_ms) if known else "-",
+            ms_cell(c.saving_ms) if known else "unknown",
             sp,
             ", ".join(c.sources) or "-",
         )
     console.print(table)
     for c in rows:
-        label = {"measured": "measured", "estimate": "estimate"}.get(c.basis, "nothing to change")
-        console.print(
-            f"\n[bold]{safe(c.change)}[/bold] ({label}): {_before_after(c)}", highlight=False
-        )
+        label = {
+            "measured": "measured",
+            "estimate": "estimate",
+            "unknown": "saving unknown",
+        }.get(c.basis, "nothing to change")
+        after = _before_after(c) if c.basis != "unknown" else "not projected"
+        console.print(f"\n[bold]{safe(c.change)}[/bold] ({label}): {after}", highlight=False)
         adj = sorted(c.adjustments, key=lambda a: -abs(a.before_ms - a.after_ms))
         for a in adj[:SHOWN_ADJUSTMENTS]:
             console.print(

@@ -21,13 +21,21 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 from dnnlens.report.json_safe import json_safe
 
-SCHEMA_VERSION = "2.0"
+#: 2.1: findings carry their saving (``saving_*``) and are ranked by it.
+SCHEMA_VERSION = "2.1"
 
 Row = dict[str, Any]
+#: A sum of exec times (a total, an iteration, a pass): ``null`` when it passes the largest
+#: float although each time is finite (``1e308`` twice); a note names it
+#: (docs/input-policy.md, "Impossible sizes"). The schema says so: every such field is a
+#: number or null.
+Sum = float | None
+#: ``FindingDoc.saving_basis``: the keys of ``analysis.findings.SAVING_BASES``.
+SavingBasis = Literal["measured", "same_shape", "roofline", "removal", "unknown"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -83,11 +91,11 @@ class SummaryDoc:
 
     exec_count: int
     untimed_exec_count: int
-    total_time_ms: float
+    total_time_ms: Sum
     graph_exec_count: int
-    graph_time_ms: float
+    graph_time_ms: Sum
     create_count: int
-    create_time_ms: float
+    create_time_ms: Sum
     by_kind: list[Row]
     by_impl: list[Row]
     by_shape: list[Row]
@@ -98,8 +106,8 @@ class SummaryDoc:
     iterations: int
     steady_iterations: int
     warmup_iterations: int
-    typical_iteration_ms: float
-    reorder_ms_per_iteration: float
+    typical_iteration_ms: Sum
+    reorder_ms_per_iteration: Sum
     reorder_share_of_iteration: float | None
 
 
@@ -130,7 +138,17 @@ class FindingDoc:
     where the one share is that, and for framework findings). A share in ``data`` is the one
     share under ``share``; any other is named by what it is of
     (``share_of_onednn_iteration``, ``share_of_step`` of a framework finding, which is the
-    one share too). ``findings`` are in report order: highest impact first.
+    one share too).
+
+    ``saving_ms_per_iteration``: what fixing it would save, per unit of its ``basis`` like
+    the impact and never more (``null``: unknown, or not about time);
+    ``saving_ms_per_basis`` that in the report's basis, as the headline shows it;
+    ``saving_basis`` what the figure rests on: ``measured`` (a measured pair in the inputs),
+    ``same_shape`` (the same shape runs faster elsewhere in the inputs), ``roofline`` (the
+    machine model bounds it), ``removal`` (the fix removes the work: its whole time) or
+    ``unknown``; ``saving_note`` how it was had, in a few words. ``findings`` are in report
+    order (``rules.verdict``): known savings first, largest first; then time with an unknown
+    saving, by time; then findings not about time.
     """
 
     rule: str
@@ -144,6 +162,10 @@ class FindingDoc:
     fix: str
     impact_ms_per_iteration: float | None
     share_of_iteration: float | None
+    saving_ms_per_iteration: float | None
+    saving_ms_per_basis: float | None
+    saving_basis: SavingBasis
+    saving_note: str
     impact_ms_per_basis: float | None = None
     share_of_basis: float | None = None
     share_of_onednn_iteration: float | None = None
@@ -161,7 +183,7 @@ class BasisDoc:
     """
 
     unit: str
-    typical_ms: float
+    typical_ms: Sum
     onednn_iteration_ms: float | None = None
     iterations_per_step: int | None = None
     onednn_ms_per_step: float | None = None
@@ -211,7 +233,7 @@ class PrimitiveDoc:
     p95_ms: float | None
     run_ms: float | None
     steady_count: int
-    iter_ms: float
+    iter_ms: Sum
 
 
 @dataclass
@@ -221,8 +243,8 @@ class PassDoc:
     iteration: int
     input: str
     exec_count: int
-    time_ms: float
-    reorder_ms: float
+    time_ms: Sum
+    reorder_ms: Sum
     regular: bool
     warmup: bool
     steady: bool
@@ -309,7 +331,7 @@ class TrainingPartDoc:
     part: str
     group: str
     label: str
-    ms: float
+    ms: Sum
     share: float | None
     per_step: float
 
@@ -326,11 +348,11 @@ class TrainingDoc:
     backward compute over forward compute, reorders left out.
     """
 
-    step_ms: float
+    step_ms: Sum
     steady_steps: int
-    forward_ms: float
-    backward_ms: float
-    weight_reorder_ms: float
+    forward_ms: Sum
+    backward_ms: Sum
+    weight_reorder_ms: Sum
     weight_reorder_share: float | None
     backward_forward_ratio: float | None
     parts: list[TrainingPartDoc]
@@ -448,6 +470,8 @@ def _type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
         if tp is float:  # JSON has one number type; integers are numbers too
             schema = {"type": "number"}
         return schema
+    if origin is Literal:
+        return {"type": "string", "enum": list(typing.get_args(tp))}
     if origin in (Union, types.UnionType):
         return {"anyOf": [_type_schema(a, defs) for a in typing.get_args(tp)]}
     if origin in (list, tuple):
@@ -542,11 +566,11 @@ class DiffSideDoc:
 
     path: str
     exec_count: int
-    total_ms: float
+    total_ms: Sum
     iterations: int
     steady_iterations: int
     warmup_iterations: int
-    typical_iteration_ms: float
+    typical_iteration_ms: Sum
     mean_iteration_ms: float | None
     steady_median_ms: float | None
     reorder_share_of_iteration: float | None
@@ -558,22 +582,22 @@ class DiffSideDoc:
 class DiffTotalDoc:
     """The totals and the verdict's comparison."""
 
-    base_ms: float
-    new_ms: float
+    base_ms: Sum
+    new_ms: Sum
     speedup: float | None
     base_count: int
     new_count: int
     base_iterations: int
     new_iterations: int
     per_iteration: bool
-    base_typical_iteration_ms: float
-    new_typical_iteration_ms: float
+    base_typical_iteration_ms: Sum
+    new_typical_iteration_ms: Sum
     typical_speedup: float | None
     base_mean_iteration_ms: float | None
     new_mean_iteration_ms: float | None
     basis: str
-    compared_base_ms: float
-    compared_new_ms: float
+    compared_base_ms: Sum
+    compared_new_ms: Sum
     compared_speedup: float | None
     slower_pct: float | None
 
@@ -615,12 +639,12 @@ class BaselineDoc:
     """
 
     log: str
-    typical_iteration_ms: float
+    typical_iteration_ms: Sum
     steady_iterations: int
     pass_shown: int
-    other_ms: float
+    other_ms: Sum
     statistic: str
-    creation_ms: float
+    creation_ms: Sum
     creation_misses: int
 
 
@@ -631,9 +655,9 @@ class HeadlineDoc:
 
     change: str
     basis: str
-    baseline_ms: float
-    projected_ms: float
-    saving_ms: float
+    baseline_ms: Sum
+    projected_ms: Sum
+    saving_ms: Sum
 
 
 @dataclass
@@ -644,7 +668,7 @@ class ProjectionDoc:
     dnnlens_version: str
     log: str
     baseline: BaselineDoc
-    baseline_ms: float
+    baseline_ms: Sum
     iterations_used: int
     statistic: str
     notes: list[str]

@@ -1,7 +1,7 @@
 """The terminal report (rich): what a person reads after ``dnnlens analyze``.
 
 The first screen is the verdict: one headline naming what to fix first, one line per
-input, the findings (most costly first) with their fix, and a compact breakdown of the
+input, the findings (largest known saving first) with their fix, and a compact breakdown of the
 typical iteration with the raw sums beside it. Every other table (implementations,
 shapes, top primitives, passes, creations, framework ops) comes with ``--details``.
 
@@ -163,7 +163,7 @@ def _findings(console: Console, a: Analysis, names: dict[str, str]) -> None:
     if not a.findings:
         console.print("No findings.")
         return
-    console.print("[bold]Findings[/bold], most costly first")
+    console.print("[bold]Findings[/bold], largest saving first")
     for i, f in enumerate(a.findings, 1):
         cost = verdict_text.cost(f, a)
         head = f"{i}. {f.severity}: {verdict_text.title(f)}" + (f" ({cost})" if cost else "")

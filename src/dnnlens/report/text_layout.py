@@ -4,6 +4,11 @@ Prose wraps between words and a word longer than the line is cut with an ellipsi
 split; :class:`Grid` tables keep every digit of a number and give up room in their text
 columns first, so no cell wraps; paths are shortened from the left to the shortest suffix
 that still tells them apart. Every string goes through :func:`~dnnlens.textsafe.safe`.
+
+Widths are display widths (terminal cells, rich's ``cell_len``), not characters: a CJK
+character or an emoji from a log takes two columns, so a cell is measured, cut and padded in
+cells and the columns of a table stay aligned. Text of one-column characters only (the
+common case) is laid out as before, by ``len``.
 """
 
 from __future__ import annotations
@@ -11,11 +16,49 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
+from rich.cells import cell_len, get_character_cell_size
 from rich.console import Console
 
 from dnnlens.textsafe import safe
 
-__all__ = ["Grid", "cut_middle", "fit_words", "prose", "unique_suffixes", "wrap"]
+__all__ = ["Grid", "cut_middle", "fit_words", "prose", "unique_suffixes", "width_of", "wrap"]
+
+
+def width_of(text: str) -> int:
+    """The columns ``text`` takes on a terminal (its display width)."""
+    return len(text) if text.isascii() else cell_len(text)
+
+
+def _head_cells(text: str, cells: int) -> str:
+    """The longest start of ``text`` that takes at most ``cells`` columns."""
+    if text.isascii():
+        return text[: max(cells, 0)]
+    used = 0
+    for k, c in enumerate(text):
+        used += get_character_cell_size(c)
+        if used > cells:
+            return text[:k]
+    return text
+
+
+def _tail_cells(text: str, cells: int) -> str:
+    """The longest end of ``text`` that takes at most ``cells`` columns."""
+    if cells <= 0:
+        return ""
+    if text.isascii():
+        return text[-cells:]
+    used = 0
+    for k in range(len(text) - 1, -1, -1):
+        used += get_character_cell_size(text[k])
+        if used > cells:
+            return text[k + 1 :]
+    return text
+
+
+def _pad(text: str, width: int, right: bool = False) -> str:
+    """``text`` padded with spaces to ``width`` columns (on the left when ``right``)."""
+    fill = " " * max(width - width_of(text), 0)
+    return fill + text if right else text + fill
 
 
 def unique_suffixes(paths: list[str]) -> dict[str, str]:
@@ -43,14 +86,15 @@ def cut_middle(text: str, width: int, head: int | None = None) -> str:
     """``text`` cut to ``width`` by taking out its middle: the start says what it is, the end
     tells it from its neighbours (``brg_conv_fwd:…avx512_core``, ``run.log:…:1234``).
 
-    ``head`` is how many leading characters to keep (about 60% of the room by default)."""
-    if len(text) <= width:
+    ``head`` is how many leading columns to keep (about 60% of the room by default)."""
+    if width_of(text) <= width:
         return text
     if width <= 1:
         return "…"[:width]
     room = width - 1
     keep = min(room, (room * 3 + 4) // 5) if head is None else max(0, min(head, room))
-    return text[:keep] + "…" + (text[len(text) - (room - keep) :] if room > keep else "")
+    start = _head_cells(text, keep)
+    return start + "…" + _tail_cells(text, room - width_of(start))
 
 
 def fit_words(text: str, width: int) -> str:
@@ -67,14 +111,34 @@ def wrap(text: str, width: int, indent: int = 0, hang: int = 0) -> list[str]:
     import textwrap
 
     room = max(width - indent - hang, 8)
-    return textwrap.wrap(
-        fit_words(safe(text), room),
-        width=max(width, 16),
-        initial_indent=" " * indent,
-        subsequent_indent=" " * (indent + hang),
-        break_long_words=False,
-        break_on_hyphens=False,
-    ) or [""]
+    words = fit_words(safe(text), room)
+    if words.isascii():
+        return textwrap.wrap(
+            words,
+            width=max(width, 16),
+            initial_indent=" " * indent,
+            subsequent_indent=" " * (indent + hang),
+            break_long_words=False,
+            break_on_hyphens=False,
+        ) or [""]
+    return _wrap_cells(words, max(width, 16), indent, indent + hang)
+
+
+def _wrap_cells(text: str, width: int, first: int, rest: int) -> list[str]:
+    """Greedy wrapping between words by display width (text with wide characters)."""
+    lines: list[str] = []
+    line, used = " " * first, first
+    fresh = True
+    for word in text.split():
+        w = width_of(word)
+        if not fresh and used + 1 + w > width:
+            lines.append(line)
+            line, used, fresh = " " * rest, rest, True
+        line, used = (line + word, used + w) if fresh else (f"{line} {word}", used + 1 + w)
+        fresh = False
+    if not fresh:
+        lines.append(line)
+    return lines or [""]
 
 
 def prose(console: Console, text: str, indent: int = 0, style: str = "", hang: int = 0) -> None:
@@ -92,19 +156,19 @@ def _cut_cell(text: str, width: int, head: int | None) -> str:
     """One cell cut to ``width``: a ``base -> new`` pair keeps both sides, each cut in its
     middle; any other text is cut in its middle at ``head`` (a sentence, ``head`` = width,
     at its end)."""
-    if len(text) <= width:
+    if width_of(text) <= width:
         return text
     if head is not None and head >= width - 1:
-        return text[: width - 1] + "…"
+        return _head_cells(text, width - 1) + "…"
     if _PAIR in text and width >= 2 * 3 + len(_PAIR):
         left, right = text.split(_PAIR, 1)
         room = width - len(_PAIR)
         # the shorter side keeps what it can; each side is cut in its middle (half and half:
         # an implementation's family starts it and its ISA ends it)
-        side = max(room // 2, room - len(right))
-        side = min(side, len(left))
+        side = max(room // 2, room - width_of(right))
+        side = min(side, width_of(left))
         a = cut_middle(left, side, (side - 1) // 2)
-        b = cut_middle(right, room - len(a), (room - len(a) - 1) // 2)
+        b = cut_middle(right, room - width_of(a), (room - width_of(a) - 1) // 2)
         return a + _PAIR + b
     return cut_middle(text, width, head)
 
@@ -112,7 +176,7 @@ def _cut_cell(text: str, width: int, head: int | None) -> str:
 def _best_head(values: list[str], width: int) -> int | None:
     """Where to cut a column's values so that the most of them stay told apart (ties: the
     default cut, then the one nearest to it)."""
-    long = [v for v in dict.fromkeys(values) if len(v) > width]
+    long = [v for v in dict.fromkeys(values) if width_of(v) > width]
     if len(long) < 2 or width < 3:
         return None
     default = min(width - 1, (3 * (width - 1) + 4) // 5)
@@ -159,12 +223,12 @@ class Grid:
         return _best_head([r[0][i] for r in self.rows], width)
 
     def _natural(self, i: int) -> int:
-        return max([len(self.columns[i][0]), *(len(r[0][i]) for r in self.rows)])
+        return max([width_of(self.columns[i][0]), *(width_of(r[0][i]) for r in self.rows)])
 
     def _floor(self, i: int) -> int:
         # a ``base -> new`` column keeps room for a little of both sides
         least = 14 if any(_PAIR in r[0][i] for r in self.rows) else 6
-        return min(self._natural(i), max(least, len(self.columns[i][0])))
+        return min(self._natural(i), max(least, width_of(self.columns[i][0])))
 
     def _fit(self, shown: list[int], width: int) -> dict[int, int]:
         """Widths of the ``shown`` columns so that a row fits ``width``, if it can."""
@@ -221,7 +285,7 @@ class Grid:
             if clash is None:
                 return
             a, b = clash
-            grow = [i for i in text if a[i] != b[i] and len(max(a[i], b[i], key=len)) > w[i]]
+            grow = [i for i in text if a[i] != b[i] and max(map(width_of, (a[i], b[i]))) > w[i]]
             if not grow:
                 return
             need = grow[0]
@@ -252,8 +316,8 @@ class Grid:
         def row(cells: list[str], cut: bool = True) -> str:
             out = []
             for i in shown:
-                text = _cut_cell(cells[i], w[i], heads[i]) if cut else cells[i][: w[i]]
-                out.append(text.rjust(w[i]) if self._justify(i) == "right" else text.ljust(w[i]))
+                text = _cut_cell(cells[i], w[i], heads[i]) if cut else _head_cells(cells[i], w[i])
+                out.append(_pad(text, w[i], right=self._justify(i) == "right"))
             return " ".join(out).rstrip()
 
         out = [(line, "bold") for line in wrap(self.title, width)]

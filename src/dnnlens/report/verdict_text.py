@@ -6,6 +6,12 @@ per-iteration impact counted as many times as a step holds typical iterations), 
 typical iteration. The headline, the finding list and the JSON (``share_of_iteration``, a
 share of the report's basis) say the same number, and :func:`basis_line` says the basis
 once.
+
+A finding's saving (``Finding.saving_ms_per_iteration``, computed once by its rule) is
+written beside its time: ``saves ~0.68 ms per iteration (removal); spends 0.68 ms per
+iteration, 32% of the typical 2.09 ms``, or ``...; saving unknown``. The headline leads
+with the finding of the largest known saving (report order, ``rules.verdict``); when no
+finding has one it says so and names the one that spends the most time.
 """
 
 from __future__ import annotations
@@ -16,6 +22,26 @@ from dnnlens.fmt import ms, pct
 
 
 def cost(f: Finding, analysis: Analysis) -> str:
+    """The saving beside the time spent: ``saves ~0.67 ms per iteration (removal); spends
+    0.67 ms per iteration, 32% of the typical 2.09 ms``, or ``0.67 ms per iteration, 32% of
+    the typical 2.09 ms; saving unknown`` ('' without a time)."""
+    spent = time_spent(f, analysis)
+    if not spent:
+        return ""
+    saves = saving(f, analysis)
+    return f"{saves}; spends {spent}" if saves else f"{spent}; saving unknown"
+
+
+def saving(f: Finding, analysis: Analysis) -> str:
+    """``saves ~0.67 ms per iteration (removal)``: the finding's saving in the report's
+    basis and what it rests on ('' when unknown or not about time)."""
+    saved = analysis.saving_per_basis(f)
+    if saved is None or analysis.impact_per_basis(f) is None:
+        return ""
+    return f"saves ~{ms(saved)} per {analysis.report_basis.unit} ({f.saving_basis})"
+
+
+def time_spent(f: Finding, analysis: Analysis) -> str:
     """``0.67 ms per iteration, 32% of the typical 2.09 ms`` ('' without a time); in a
     report on a step, ``... per step, 26% of the typical 0.80 ms step``."""
     impact = analysis.impact_per_basis(f)
@@ -74,7 +100,11 @@ def headline(analysis: Analysis) -> str:
         )
     top = analysis.findings[0]
     where = cost(top, analysis)
-    return f"Fix first: {title(top)} ({where})." if where else f"First: {title(top)}."
+    if not where:
+        return f"First: {title(top)}."
+    if not saving(top, analysis):
+        return f"Most time, saving unknown: {title(top)} ({time_spent(top, analysis)})."
+    return f"Fix first: {title(top)} ({where})."
 
 
 def dispatch_only(analysis: Analysis) -> str | None:

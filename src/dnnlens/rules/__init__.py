@@ -24,7 +24,7 @@ See ``docs/rules.md`` for rule files and the context API.
 """
 
 from dnnlens.analysis.findings import Evidence, Finding
-from dnnlens.rules.base import Rule
+from dnnlens.rules.base import Rule, Saving
 from dnnlens.rules.context import RuleContext
 from dnnlens.rules.engine import RuleOptions, RuleSetupError, run_rules
 
@@ -35,5 +35,6 @@ __all__ = [
     "RuleContext",
     "RuleOptions",
     "RuleSetupError",
+    "Saving",
     "run_rules",
 ]

@@ -13,12 +13,35 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dnnlens.analysis.findings import SEVERITIES, Evidence, Finding
 
 if TYPE_CHECKING:
     from dnnlens.rules.context import RuleContext
+
+
+@dataclass(frozen=True)
+class Saving:
+    """What a finding's fix would save per unit of its basis (``ms``, at most its impact)
+    and what that rests on (``basis``: a key of ``findings.SAVING_BASES``), in a few words
+    (``note``). A rule states why in its docstring (docs/rules.md, "Savings")."""
+
+    ms: float | None
+    basis: str
+    note: str = ""
+
+    @classmethod
+    def unknown(cls, note: str = "") -> Saving:
+        """No figure: what the fix saves is not in the inputs (``note`` says why)."""
+        return cls(None, "unknown", note)
+
+    @classmethod
+    def removal(cls, ms: float, note: str = "") -> Saving:
+        """The fix removes the work: its whole time."""
+        return cls(ms, "removal", note)
+
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 
@@ -37,6 +60,9 @@ class Rule:
     defaults: ClassVar[Mapping[str, Any]] = {}
     #: Where the rule came from (``builtin``, a distribution name, a file path).
     source: str = "builtin"
+    #: The broader rule whose time this rule's findings are a part of (``reorder-overhead``
+    #: for the rules of one reorder cause): :mod:`dnnlens.rules.duplicates` folds the two.
+    part_of: ClassVar[str] = ""
 
     def __init__(
         self, options: Mapping[str, Any] | None = None, severity: str | None = None
@@ -79,14 +105,17 @@ class Rule:
         severity: str | None = None,
         impact_ms: float | None = None,
         basis: str = "iteration",
+        saving: Saving | None = None,
     ) -> Finding:
         """A finding of this rule (its name, code and effective severity).
 
         ``impact_ms`` is the steady time per typical iteration the finding accounts for
         (a part of :attr:`RuleContext.typical_iteration_ms`, or with ``basis="step"`` of the
         framework view's typical step); ``None`` for a finding that is not about time.
-        Reports rank findings by it.
+        ``saving`` is what the fix would save, in the same unit, and what that figure
+        rests on (:class:`Saving`; none: ``unknown``). Reports rank findings by it first.
         """
+        saving = saving if saving is not None and impact_ms is not None else Saving.unknown()
         return Finding(
             rule=self.rule_name,
             code=self.rule_code,
@@ -98,6 +127,9 @@ class Rule:
             impact_ms_per_iteration=None if impact_ms is None else float(impact_ms),
             title=self.summary(),
             basis=basis,
+            saving_ms_per_iteration=_within(saving.ms, impact_ms),
+            saving_basis=saving.basis,
+            saving_note=saving.note,
         )
 
     def fix_text(self) -> str:
@@ -105,6 +137,13 @@ class Rule:
         text = self.describe()
         _, sep, fix = text.partition("Fix:")
         return " ".join(fix.split()) if sep else ""
+
+
+def _within(saving_ms: float | None, impact_ms: float | None) -> float | None:
+    """A saving as a part of its impact: at least 0, at most the time the finding spends."""
+    if saving_ms is None or impact_ms is None or saving_ms != saving_ms:
+        return None
+    return min(max(float(saving_ms), 0.0), float(impact_ms))
 
 
 def validate_rule_class(rule: type[Rule] | Rule, where: str) -> str | None:

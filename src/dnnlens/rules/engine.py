@@ -87,6 +87,8 @@ def configured(registry: Registry, cfg: RuleConfig) -> dict[str, tuple[dict, str
     out: dict[str, tuple[dict, str | None]] = {}
     for name, table in cfg.rules.items():
         where = cfg.where(f"rules.{name}") if cfg.path else "configuration"
+        if name not in registry.entries and registry.failed_plugin(name) is not None:
+            continue  # the options of a plugin that could not be loaded: nothing to set
         if name not in registry.entries:
             resolved = registry.resolve([name], where) if name else []
             name = resolved[0] if resolved else name
@@ -114,14 +116,23 @@ def configured(registry: Registry, cfg: RuleConfig) -> dict[str, tuple[dict, str
 def selected_rules(registry: Registry, options: RuleOptions, cfg: RuleConfig) -> list[Rule]:
     """Instances of the rules to run, in registry order, with configured options."""
     settings = configured(registry, cfg)
-    select = registry.resolve(options.select or cfg.select, "--select")
-    ignore = set(registry.resolve([*cfg.ignore, *options.ignore], "--ignore"))
+    if options.select:
+        select = registry.resolve(options.select, "--select")
+    else:  # an unknown name is named where it is written: the file and its line
+        select = [n for v in cfg.select for n in registry.resolve([v], _written(cfg, v))]
+    ignore = {n for v in cfg.ignore for n in registry.resolve([v], _written(cfg, v), selects=False)}
+    ignore |= set(registry.resolve(options.ignore, "--ignore", selects=False))
     chosen = [n for n in registry.entries if (not select or n in select) and n not in ignore]
     rules = []
     for name in chosen:
         opts, severity = settings.get(name, ({}, None))
         rules.append(registry.entries[name].make(opts, severity))
     return rules
+
+
+def _written(cfg: RuleConfig, value: str) -> str:
+    """Where a configuration file names ``value`` (``path:line``), for a message."""
+    return cfg.where(f'"{value}"') if cfg.line_of(f'"{value}"') else cfg.where(value)
 
 
 def run_selected(
@@ -275,10 +286,38 @@ def _failure(rule: Rule, detail: str, kind: str) -> Finding:
 
 
 def run_rules(analysis: Analysis, options: RuleOptions) -> list[Finding]:
-    """All findings of the selected rules, most severe first."""
+    """All findings of the selected rules, most severe first; ``analysis.rules_run`` says
+    which rules looked at it (a CI report lists a rule that found nothing as passed)."""
     cfg = load_config(options.config_path, options.search_config)
     registry = build_registry(options, cfg)
-    return run_selected(analysis, selected_rules(registry, options, cfg), options.budget)
+    rules = selected_rules(registry, options, cfg)
+    analysis.rules_run = [RuleRun.of(rule) for rule in rules]
+    return run_selected(analysis, rules, options.budget)
+
+
+@dataclass(frozen=True)
+class RuleRun:
+    """A rule that ran on an analysis: what a CI report (SARIF's rule list, a JUnit test
+    case) says of it whether or not it found anything."""
+
+    name: str
+    code: str
+    severity: str
+    summary: str
+    description: str
+    part_of: str = ""
+
+    @classmethod
+    def of(cls, rule: Rule) -> RuleRun:
+        """The identity and help text of ``rule`` (its docstring: rationale and fix)."""
+        return cls(
+            rule.rule_name,
+            rule.rule_code,
+            rule.level,
+            rule.summary(),
+            rule.describe(),
+            getattr(rule, "part_of", "") or "",
+        )
 
 
 def rule_options(rule: Rule) -> Mapping[str, Any]:

@@ -1,13 +1,18 @@
-"""Finding rules: built-ins and plugins through one entry-point group, plus rule files.
+"""Finding rules: the built-ins, installed plugins and rule files.
 
-* Built-in rules are declared in dnnlens's own ``pyproject.toml`` under
-  ``[project.entry-points."dnnlens.rules"]``, exactly as a plugin package declares its
-  rules, so both are found the same way (``importlib.metadata.entry_points``). An entry
-  point may name a :class:`Rule` subclass, an instance, a list of them, or a module.
+* Built-in rules are every public module of :mod:`dnnlens.rules.builtin` (``pkgutil`` over
+  the package; ``_*.py`` helpers are not rules), registered in code order: a new rule is
+  one module there and its YAML cases, nothing to declare.
+* Installed plugins declare their rules under the ``dnnlens.rules`` entry-point group
+  (``importlib.metadata.entry_points``). An entry point may name a :class:`Rule` subclass,
+  an instance, a list of them, or a module. One that cannot be imported or loaded is
+  skipped with one line on stderr naming its package, the entry point and the error; the
+  other rules run, and the exit code is only affected when the user selects a rule of it
+  (:meth:`Registry.resolve`).
 * ``--rules PATH`` (and ``rule-files`` in the configuration) adds a Python plugin file
   (every Rule subclass it defines, or its ``RULES`` list) or a YAML/TOML rule file.
 
-Errors in any of them are :class:`RuleSetupError` naming the file and line.
+Errors in a rule file or a plugin file are :class:`RuleSetupError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -56,11 +61,32 @@ class RuleEntry:
         return self.make().describe()
 
 
+@dataclass(frozen=True)
+class FailedPlugin:
+    """An installed plugin's entry point that could not be loaded, and why (one line)."""
+
+    dist: str
+    entry_point: str
+    value: str
+    reason: str
+
+    def describe(self) -> str:
+        """``plugin PKG (entry point NAME = VALUE)``."""
+        return f"plugin {self.dist} (entry point {self.entry_point} = {self.value})"
+
+
 class Registry:
-    """Rules by name, in the order they were added (built-ins first)."""
+    """Rules by name, in the order they were added (built-ins first), and the installed
+    plugins that could not be loaded (:attr:`failed`)."""
 
     def __init__(self) -> None:
         self.entries: dict[str, RuleEntry] = {}
+        self.failed: list[FailedPlugin] = []
+
+    def failed_plugin(self, name: str) -> FailedPlugin | None:
+        """The plugin that failed to load whose entry point is named ``name`` (a plugin's
+        entry point is named after its rule), or None."""
+        return next((f for f in self.failed if f.entry_point == name), None)
 
     def add(self, entry: RuleEntry) -> None:
         """Add a rule; a second rule with the same name is an error naming both sources."""
@@ -98,18 +124,40 @@ class Registry:
             )
         )
 
-    def resolve(self, names: Iterable[str], what: str) -> list[str]:
-        """Rule names for user-given names or codes; unknown ones are an error."""
+    def resolve(self, names: Iterable[str], what: str, selects: bool = True) -> list[str]:
+        """Rule names for user-given names, codes or code prefixes; unknown ones are an
+        error.
+
+        A code prefix selects every rule whose code starts with it, as ruff's ``--select
+        E`` does: ``DL`` all built-ins, ``DL0`` the rules on oneDNN's verbose lines,
+        ``DL1`` the rules on the framework's profile, ``TEAM`` a team's rule file's
+        codes; ``ALL`` every rule. A name or a whole code is matched first.
+
+        A name of a plugin that could not be loaded is an error naming the plugin when it
+        ``selects`` rules to run (``--select``), and is left out otherwise (``--ignore``)."""
         by_code = {e.code: e.name for e in self.entries.values() if e.code}
         out = []
         for raw in names:
             for name in (n.strip() for n in raw.split(",")):
                 if not name:
                     continue
+                prefixed = [
+                    e.name for e in self.entries.values() if e.code and e.code.startswith(name)
+                ]
                 if name in self.entries:
                     out.append(name)
                 elif name in by_code:
                     out.append(by_code[name])
+                elif name == "ALL":
+                    out.extend(self.entries)
+                elif prefixed:
+                    out.extend(prefixed)
+                elif (failed := self.failed_plugin(name)) is not None:
+                    if selects:
+                        raise RuleSetupError(
+                            f"{what}: rule {name!r} is from the {failed.describe()}, which "
+                            f"could not be loaded: {failed.reason}"
+                        )
                 else:
                     from dnnlens.rules.expr import suggest  # only for the message
 
@@ -119,6 +167,9 @@ class Registry:
                             suggest(name, list(self.entries))
                             if suggest(name, list(self.entries)).startswith(" (did")
                             else "; see dnnlens rules list"
+                        )
+                        + "".join(
+                            f" (not loaded: the {f.describe()}: {f.reason})" for f in self.failed
                         )
                     )
         return out
@@ -147,27 +198,46 @@ def rules_in(obj: Any) -> list[type[Rule] | Rule]:
 
 
 def add_entry_points(registry: Registry) -> None:
-    """Built-ins and installed plugins (entry-point group ``dnnlens.rules``)."""
+    """The built-in rules (:func:`add_builtins`), then the installed plugins (entry-point
+    group ``dnnlens.rules``), each plugin's rules in the order of its entry points.
+
+    A plugin's entry point that cannot be imported or loaded, or names no valid rule, is
+    skipped: one line on stderr (once per process) names its package, the entry point and
+    the error, and it is kept in ``registry.failed``.
+    """
+    add_builtins(registry)
     eps = sorted(entry_points(group=GROUP), key=lambda e: (e.value.split(":")[0], e.name))
-    builtin = [e for e in eps if e.value.startswith(BUILTIN_PACKAGE)]
-    if not builtin:  # a source tree without `pip install -e .`: scan the package instead
-        _add_builtin_modules(registry)
     loaded: list[tuple[str, type[Rule] | Rule]] = []
     for ep in eps:
-        source = "builtin" if ep.value.startswith(BUILTIN_PACKAGE) else f"plugin {_dist(ep)}"
+        if ep.value.split(":")[0].startswith(BUILTIN_PACKAGE + "."):
+            continue  # an install made before the built-ins were found by the scan
         try:
-            loaded.extend((source, rule) for rule in rules_in(ep.load()))
-        except Exception as exc:  # noqa: BLE001 - any plugin failure is one clear line
-            raise RuleSetupError(
-                f"entry point {ep.name} = {ep.value} (package {_dist(ep)}): cannot load: "
-                f"{type(exc).__name__}: {exc}"
-            ) from None
-    # built-ins first, in code order; plugins after them
-    loaded.sort(
-        key=lambda item: (item[0] != "builtin", _code(item[1]) if item[0] == "builtin" else "")
-    )
+            found = rules_in(ep.load())
+            problem = next(filter(None, (validate_rule_class(r, ep.value) for r in found)), None)
+            if problem:
+                raise RuleSetupError(problem)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure is one line
+            _skip_plugin(registry, ep, exc)
+            continue
+        loaded.extend((f"plugin {_dist(ep)}", rule) for rule in found)
     for source, rule in loaded:
         registry.add_rule(rule, source)
+
+
+#: The plugins already said to be skipped: once per process, however many registries.
+_SAID_SKIPPED: set[tuple[str, str, str]] = set()
+
+
+def _skip_plugin(registry: Registry, ep: Any, exc: BaseException) -> None:
+    """Keep a plugin that failed in ``registry.failed``, and say it on stderr (once)."""
+    text = str(exc).strip().splitlines()
+    reason = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    failed = FailedPlugin(_dist(ep), ep.name, ep.value, reason)
+    registry.failed.append(failed)
+    key = (failed.dist, failed.entry_point, failed.value)
+    if key not in _SAID_SKIPPED:
+        _SAID_SKIPPED.add(key)
+        say("warning", f"{failed.describe()} cannot be loaded, its rules are skipped: {reason}")
 
 
 def _dist(ep: Any) -> str:
@@ -179,16 +249,21 @@ def _code(rule: type[Rule] | Rule) -> str:
     return rule.rule_code if isinstance(rule, Rule) else rule.code
 
 
+def builtin_module_names() -> list[str]:
+    """The modules of the built-in rules, by name: every module of
+    :mod:`dnnlens.rules.builtin` but its private ``_*`` helpers."""
+    pkg = importlib.import_module(BUILTIN_PACKAGE)
+    names = (info.name for info in pkgutil.iter_modules(pkg.__path__))
+    return sorted(f"{BUILTIN_PACKAGE}.{name}" for name in names if not name.startswith("_"))
+
+
 def import_builtin_modules() -> list[ModuleType]:
     """The modules of the built-in rules, imported (only dnnlens's own code runs)."""
-    pkg = importlib.import_module(BUILTIN_PACKAGE)
-    return [
-        importlib.import_module(f"{BUILTIN_PACKAGE}.{info.name}")
-        for info in pkgutil.iter_modules(pkg.__path__)
-    ]
+    return [importlib.import_module(name) for name in builtin_module_names()]
 
 
-def _add_builtin_modules(registry: Registry) -> None:
+def add_builtins(registry: Registry) -> None:
+    """Every rule of every built-in module, in code order (the order they run and tie in)."""
     found = [rule for module in import_builtin_modules() for rule in rules_in(module)]
     for rule in sorted(found, key=_code):
         registry.add_rule(rule, "builtin")

@@ -114,7 +114,7 @@ def _run_case(
     options = RuleOptions(select=select, search_config=False)
     analysis = Analysis(log)
     found = run_selected(analysis, selected_rules(registry, options, cfg))
-    findings = report_order(found, analysis.impact_per_basis)
+    findings = report_order(found, analysis.impact_per_basis, analysis.saving_per_basis)
     tolerance = case.get("tolerance", doc.get("tolerance", 0.01))
     if not isinstance(tolerance, int | float) or isinstance(tolerance, bool) or tolerance < 0:
         raise RuleSetupError(f"{where}: 'tolerance' must be a number >= 0")

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dnnlens.analysis.findings import BASES, SEVERITIES, Evidence, Finding
+from dnnlens.analysis.findings import BASES, SAVING_BASES, SEVERITIES, Evidence, Finding
 from dnnlens.rules.budget import RuleFailure
 
 #: Bounds of ``data``: nesting, items in all, and characters of one message.
@@ -55,7 +55,33 @@ def checked_finding(item: Any) -> Finding:
         impact_ms_per_iteration=None if impact is None else float(impact),
         title=title[:MAX_TEXT_CHARS],
         basis=item.basis if item.basis in BASES else "iteration",
+        **_saving(item, None if impact is None else float(impact)),
     )
+
+
+def _saving(item: Finding, impact: float | None) -> dict[str, Any]:
+    """A plugin's saving when it is a number within its impact on a known basis; else
+    ``unknown`` (the default of a plugin that states none)."""
+    ms = item.saving_ms_per_iteration
+    if isinstance(ms, np.generic):
+        ms = ms.item()
+    note = item.saving_note if isinstance(item.saving_note, str) else ""
+    ok = (
+        impact is not None
+        and isinstance(ms, int | float)
+        and not isinstance(ms, bool)
+        and ms == ms
+        and 0 <= ms <= impact * (1 + 1e-9)
+        and item.saving_basis in SAVING_BASES
+        and item.saving_basis != "unknown"
+    )
+    if not ok:
+        return {"saving_basis": "unknown", "saving_note": note[:MAX_TEXT_CHARS]}
+    return {
+        "saving_ms_per_iteration": min(float(ms), impact),
+        "saving_basis": item.saving_basis,
+        "saving_note": note[:MAX_TEXT_CHARS],
+    }
 
 
 def _evidence(evidence: Any) -> list[Evidence]:

@@ -37,11 +37,11 @@ SLOW_CONVOLUTION = re.compile(
     r"^aten::(?:_?slow_conv|thnn_conv|_nnpack_spatial_convolution|_conv_depthwise)"
 )
 #: The calls above a kernel that hold the convolution's arguments: name -> argument index
-#: of (input, weight, stride, dilation, transposed, groups).
+#: of (input, weight, stride, dilation, transposed, groups, padding).
 _CALLERS = {
-    "aten::_convolution": (0, 1, 3, 5, 6, 8),
-    "aten::convolution": (0, 1, 3, 5, 6, 8),
-    "aten::convolution_backward": (1, 2, 4, 6, 7, 9),
+    "aten::_convolution": (0, 1, 3, 5, 6, 8, 4),
+    "aten::convolution": (0, 1, 3, 5, 6, 8, 4),
+    "aten::convolution_backward": (1, 2, 4, 6, 7, 9, 5),
 }
 #: PyTorch's float32 size rules (``use_mkldnn``): its own kernel for a 1x1 convolution
 #: with unit stride, no dilation and a batch under this, on one thread ...
@@ -58,6 +58,7 @@ COLUMNS = (
     "dtype",
     "layout",
     "stride",
+    "padding",
     "dilation",
     "groups",
     "transposed",
@@ -134,7 +135,7 @@ def _attrs(fw: FrameworkAnalysis, row: int, caller: int) -> dict[str, Any]:
     assert rows is not None
     source = caller if caller >= 0 else row
     name = str(rows.name_of(source))
-    idx = _CALLERS.get(name, (0, 1, -1, -1, -1, -1))
+    idx = _CALLERS.get(name, (0, 1, -1, -1, -1, -1, -1))
     texts = {}
     for column in ("input_dims", "input_types", "input_strides", "concrete_inputs"):
         codes, cats = column_codes(rows, column)
@@ -153,6 +154,7 @@ def _attrs(fw: FrameworkAnalysis, row: int, caller: int) -> dict[str, Any]:
         "dtype": dtype(arg("input_types", idx[0])),
         "layout": memory_format(src, arg("input_strides", idx[0])),
         "stride": int_list(arg("concrete_inputs", idx[2])) or [],
+        "padding": int_list(arg("concrete_inputs", idx[6])) or [],
         "dilation": int_list(arg("concrete_inputs", idx[3])) or [],
         "groups": int(groups) if groups.isdigit() else None,
         "transposed": transposed == "True" if transposed in ("True", "False") else None,

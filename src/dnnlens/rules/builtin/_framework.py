@@ -30,13 +30,13 @@ step.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.rules.base import Rule
+from dnnlens.rules.base import Rule, Saving
 from dnnlens.rules.builtin._util import ms, pct
 from dnnlens.rules.context import RuleContext
 
@@ -66,9 +66,10 @@ def step_finding(
     impact_ms: float,
     data: dict[str, Any],
     fix: str = "",
+    saving: Saving | None = None,
 ) -> Iterator[Finding]:
     """The finding, graded, when ``impact_ms`` reaches the rule's ``min_share`` of the step
-    (nothing otherwise)."""
+    (nothing otherwise); ``saving`` what its fix saves (default: unknown)."""
     share = fw.share(impact_ms)
     if not impact_ms or share is None or share < rule.options["min_share"]:
         return
@@ -80,6 +81,7 @@ def step_finding(
         severity=graded(rule, share),
         impact_ms=impact_ms,
         basis="step",
+        saving=saving,
     )
 
 
@@ -113,10 +115,12 @@ def table_finding(
     what: str,
     estimate: TableEstimate,
     fix: str = "",
+    saving: Callable[[float], Saving] | None = None,
     **extra: Any,
 ) -> Iterator[Finding]:
     """The finding of a rule on a table: ``estimate``'s figure (at most the step) graded
-    like a trace's, its bounds in ``data``, the table's rows of its ops as evidence."""
+    like a trace's, its bounds in ``data``, the table's rows of its ops as evidence;
+    ``saving`` makes what the fix saves from that figure (default: unknown)."""
     impact_ms = min(estimate.ms_per_step, fw.typical_step_ms)
     calls, high = estimate.calls_per_step, estimate.high_ms
     yield from step_finding(
@@ -136,6 +140,7 @@ def table_finding(
             },
         ),
         fix=fix,
+        saving=saving(impact_ms) if saving is not None else None,
     )
 
 
@@ -167,10 +172,16 @@ def counted(names: list[str], calls: list[float]) -> str:
 
 
 def masked_finding(
-    rule: Rule, fw: FrameworkAnalysis, mask: np.ndarray, what: str, count_key: str
+    rule: Rule,
+    fw: FrameworkAnalysis,
+    mask: np.ndarray,
+    what: str,
+    count_key: str,
+    saving: Callable[[float], Saving] | None = None,
 ) -> Iterator[Finding]:
     """The finding of a rule that blames the rows of ``mask``: their typical time per step,
-    when it reaches the rule's ``min_share``, with their calls per step by op name."""
+    when it reaches the rule's ``min_share``, with their calls per step by op name;
+    ``saving`` makes what the fix saves from that time (default: unknown)."""
     total = fw.typical_ms(mask)
     calls = fw.calls_by_name(mask)
     count = sum(calls.values())
@@ -182,4 +193,5 @@ def masked_finding(
         fw.evidence(mask, 3),
         total,
         impact(fw, total, **{count_key: count}, ops_per_step=calls),
+        saving=saving(total) if saving is not None else None,
     )

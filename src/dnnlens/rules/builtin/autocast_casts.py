@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.rules.base import Rule
+from dnnlens.rules.base import Rule, Saving
 from dnnlens.rules.builtin._framework import (
     QUIET_BELOW_SHARE,
     counted,
@@ -31,6 +31,11 @@ class AutocastCasts(Rule):
     the casts are ``table_patterns.casts``: in training twice the ``ToCopyBackward`` nodes
     (each gradient cast back), within every ``aten::_to_copy`` at most.
 
+    Saving (``removal``): the casts' whole time. A model and input kept in the low precision
+    cast nothing each step (recorded: ``sample_logs/framework/autocast_fixed`` has no cast
+    a step); the one cast of the weights is made once. A reader's figure: the finding's
+    ``impact_ms_per_step``.
+
     Fix: cast once instead of every step: keep the model in bfloat16 (``model.to(
     torch.bfloat16)``, with float32 master weights in the optimizer if needed) and feed
     bfloat16 inputs; or let ``torch.compile`` fuse the casts into the kernels around them.
@@ -55,6 +60,9 @@ class AutocastCasts(Rule):
                 f"casts to or from low precision ({counted(list(calls), list(calls.values()))} "
                 "per step)",
                 found,
+                saving=lambda spent: Saving.removal(
+                    spent, "a model and input kept in low precision cast nothing each step"
+                ),
             )
             return
         fw = trace_view(ctx)
@@ -63,5 +71,12 @@ class AutocastCasts(Rule):
         from dnnlens.analysis.framework.patterns import casts
 
         yield from masked_finding(
-            self, fw, casts(fw), "casts to or from low precision", "casts_per_step"
+            self,
+            fw,
+            casts(fw),
+            "casts to or from low precision",
+            "casts_per_step",
+            saving=lambda spent: Saving.removal(
+                spent, "a model and input kept in low precision cast nothing each step"
+            ),
         )

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.rules.base import Rule
+from dnnlens.rules.base import Rule, Saving
 from dnnlens.rules.builtin._util import ms
 from dnnlens.rules.context import RuleContext
 
@@ -25,6 +25,10 @@ class CacheMissSteadyState(Rule):
     times do not hold creation time). Recreated primitives that hit the cache
     (``create:cache_hit``) are counted in
     ``data`` but do not fire.
+
+    Saving (``unknown``): a larger cache saves the creations only when the shapes repeat,
+    static shapes only when the program can pad or bucket them; which holds is not in the
+    log, so the finding ranks by its creation time after those whose saving is known.
 
     Fix: keep shapes static (pad or bucket batch and sequence lengths, fixed image sizes),
     raise ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` (default 1024) if it was lowered, and warm up
@@ -64,6 +68,7 @@ class CacheMissSteadyState(Rule):
             # and its basis is the iteration with it
             impact_ms=cr.ms,
             basis="with_creations",
+            saving=Saving.unknown("the log does not tell whether the shapes could repeat"),
             data={
                 "misses": cr.misses,
                 "creation_ms": cr.total_ms,

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from dnnlens.analysis.columns import row_dicts
 from dnnlens.analysis.findings import Finding
+from dnnlens.rules.base import Saving
 from dnnlens.rules.builtin._util import Fix, FixedByProducer, ms, producer_fix, ratio
 from dnnlens.rules.context import RuleContext
 
@@ -52,6 +53,11 @@ class DtypeConversion(FixedByProducer):
     missed). One-time conversions in warm-up (weights quantized once) are listed in
     ``data`` only. Times are medians per steady iteration.
 
+    Saving (``removal``): the conversions' whole part: tensors kept in one precision are
+    not converted every pass (recorded: ``openvino_cnn_f32_infer`` with
+    ``INFERENCE_PRECISION_HINT`` f32 converts nothing). None for f32 compute alone (a
+    chance, not a measured cost). A reader's figure: ``conversion_ms_per_iteration``.
+
     Fix: keep tensors in one precision across neighbouring ops, in the terms of the program
     that made the log: one autocast region in PyTorch, one Keras mixed-precision policy in
     TensorFlow, one inference precision in OpenVINO, primitives created with the neighbours'
@@ -60,6 +66,7 @@ class DtypeConversion(FixedByProducer):
 
     name = "dtype-conversion"
     code = "DL007"
+    part_of = "reorder-overhead"
     severity = "warning"
     defaults = {"min_share": 0.01}
     fixes = (("", DTYPE_FIX),)
@@ -118,6 +125,7 @@ class DtypeConversion(FixedByProducer):
             fix=producer_fix(ctx, DTYPE_FIX),
             # the conversions are a cost; f32 compute is a chance, not a measured cost
             impact_ms=conv_ms if steady_conv and share_conv >= minimum else None,
+            saving=Saving.removal(conv_ms, "tensors kept in one precision are not converted"),
             data={
                 "conversion_reorders": len(steady_conv),
                 "conversion_ms_per_iteration": conv_ms,

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dnnlens.analysis.columns import row_dicts
 from dnnlens.analysis.findings import Finding
 from dnnlens.parsers.isa import split_impl
+from dnnlens.rules.base import Saving
 from dnnlens.rules.builtin._util import Fix, FixedByProducer, ms, producer_fix, ratio
 from dnnlens.rules.context import RuleContext
 from dnnlens.rules.flops import ISA_CLASS_RANK, isa_class
@@ -39,6 +40,10 @@ class IsaBelowMachine(FixedByProducer):
     against the real machine. ISAs are compared by class (SSE4, AVX, AVX2, AVX-512, AMX);
     AMX only counts for bf16/f16/int8 primitives. Only primitives taking ``min_share`` of
     the time (by median times) count.
+
+    Saving (``unknown``): the same primitives at the machine's ISA are not in the inputs,
+    and the gain of a wider ISA differs by primitive (memory-bound ones gain little), so
+    the finding ranks by its time after the findings whose saving is known.
 
     Fix: unset ``ONEDNN_MAX_CPU_ISA`` / ``DNNL_MAX_CPU_ISA`` (and ``MKLDNN_MAX_CPU_ISA``)
     or raise it; expose the CPU flags to the VM or container (e.g. ``-cpu host``); for a
@@ -117,6 +122,7 @@ class IsaBelowMachine(FixedByProducer):
             ctx.record_evidence(evidence_records),
             fix=producer_fix(ctx, ISA_FIX),
             impact_ms=max(low_ms, capped_ms) if (low or under_cap) else None,
+            saving=Saving.unknown("the same primitives at the machine's ISA are not in the log"),
             data={
                 "header_isa": [h["isa"] for h in headers],
                 "compared_with": top,

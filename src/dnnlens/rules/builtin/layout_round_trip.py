@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pandas as pd
 
 from dnnlens.analysis.findings import Evidence, Finding
+from dnnlens.rules.base import Saving
 from dnnlens.rules.builtin._reorder_causes import (
     ONE_WAY_FIX,
     ROUND_TRIP_FIX,
@@ -31,6 +32,12 @@ class LayoutRoundTrip(FixedByProducer):
     is the activation reorders that change the layout or copy, per typical iteration;
     pure data-type conversions are dtype-conversion's.
 
+    Saving (``removal``): the activation reorders' whole part. With the model and its
+    input in one layout the producers' output is read as it is (recorded: ``convnet_cl_*``
+    and ``resnet18_cl_train`` have no activation reorder); ``dnnlens project --remove
+    activation-reorders`` states the same figure. A reader's figure: the sum of the
+    activation reorders' terms (``activation_reorder_ms_per_iteration``).
+
     Fix: keep activations in one layout from one op to the next, in the terms of the program
     that made the log: channels_last in PyTorch, NHWC in TensorFlow, an NHWC input declared
     with ``PrePostProcessor`` in OpenVINO, ``format_tag::any`` chained from primitive to
@@ -39,6 +46,7 @@ class LayoutRoundTrip(FixedByProducer):
 
     name = "layout-round-trip"
     code = "DL002"
+    part_of = "reorder-overhead"
     severity = "warning"
     defaults = {"min_share": 0.02}
     fixes = (("round trips", ROUND_TRIP_FIX), ("one-way conversions", ONE_WAY_FIX))
@@ -110,6 +118,9 @@ class LayoutRoundTrip(FixedByProducer):
             evidence,
             fix=fix,
             impact_ms=per_iter,
+            saving=Saving.removal(
+                per_iter, "one activation layout end to end removes these reorders"
+            ),
             data={
                 "share": ctx.share(per_iter),
                 "share_of_onednn_iteration": share,

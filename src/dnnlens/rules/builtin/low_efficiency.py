@@ -8,7 +8,7 @@ from typing import Any
 from dnnlens.analysis.findings import Finding
 from dnnlens.analysis.machine import CLOCK_ASSUMED
 from dnnlens.analysis.shares import share as share_of
-from dnnlens.rules.base import Rule
+from dnnlens.rules.base import Rule, Saving
 from dnnlens.rules.builtin._util import ms, pct
 from dnnlens.rules.context import RuleContext
 
@@ -34,6 +34,11 @@ class LowEfficiency(Rule):
     (the machine's clock or bandwidth is wrong, not the kernel better than possible): it is
     named and left out of the mean. Without a thread count (the header's ``nthr``, or a
     profile) the peak would be a per-thread guess, and the rule stays quiet.
+
+    Saving (``roofline``): the impact itself, the time above what the roof would take: a
+    bound (no kernel reaches its roof), as good as the machine model (its peak labelled
+    assumed when it is). A reader's figure: per primitive, its typical time minus
+    ``roof_ms`` x its executions per iteration, summed (``primitives[]``).
 
     Fix: when the peak is assumed, give the machine first (``dnnlens machine probe -o
     box.toml``, then ``--machine box.toml``); then look at the worst primitives: batch more
@@ -91,6 +96,9 @@ class LowEfficiency(Rule):
             msg,
             ctx.record_evidence([p["record"] for p in sorted(known, key=_by_efficiency)]),
             impact_ms=lost,
+            saving=Saving(
+                lost, "roofline", f"the time above the roof, {m.peak_label(top['dtype'])}"
+            ),
             data={
                 "gflops": achieved,
                 "peak_gflops": m.peak(top["dtype"]),

@@ -54,6 +54,8 @@ class NoOnednnLines(FixedByProducer):
     logging). When the header was printed, oneDNN was loaded with verbose on, so the
     framework simply did not call it.
 
+    Saving: none stated (the finding is not about time: ``unknown``).
+
     Fix: export ``ONEDNN_VERBOSE=1`` before the program starts and capture its stdout; then
     check, in the terms of the program that made the log, that the ops and data types you
     run go through oneDNN.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
+from dnnlens.rules.base import Saving
 from dnnlens.rules.builtin._util import (
     Fix,
     FixedByProducer,
@@ -54,6 +55,12 @@ class ReferenceImplementation(FixedByProducer):
     median times (executions x median) so one noisy call or a one-time warm-up reorder
     does not count.
 
+    Saving: what ``dnnlens project --replace reference-kernels`` projects (one owner, the
+    projection): each reference kernel run as fast as an optimised kernel of the same
+    primitive measured in the inputs (``same_shape``), else as an optimised kernel of the
+    same kind on another shape scaled by the roofline (``roofline``); ``unknown`` when
+    neither is in the inputs. A reader's figure: that command's ``saving ms``.
+
     Fix: find what the optimised kernels refused: ``ONEDNN_VERBOSE=dispatch`` prints why
     each was skipped; then change that (data type, layout, attributes, shape) in the terms of
     the program that made the log, or upgrade it (each framework bundles its oneDNN).
@@ -93,6 +100,7 @@ class ReferenceImplementation(FixedByProducer):
             ctx.record_evidence([int(r) for r in ref.index]),
             fix=producer_fix(ctx, REFERENCE_FIX),
             impact_ms=typical / ctx.steady_iterations,
+            saving=projected_saving(ctx, "replace:reference-kernels"),
             data={
                 "share": ctx.share(typical / ctx.steady_iterations),
                 "share_of_steady_time": share,
@@ -111,3 +119,26 @@ class ReferenceImplementation(FixedByProducer):
                 "producer": ctx.producer.to_json(),
             },
         )
+
+
+#: A projection's basis as a finding's saving basis: the same primitive measured in
+#: another implementation is the same shape running faster in the inputs; a kernel
+#: measured on another shape carried over by the roofline is a roofline figure.
+_PROJECTED = {"measured": "same_shape", "estimate": "roofline"}
+
+
+def projected_saving(ctx: RuleContext, change: str) -> Saving:
+    """What ``dnnlens project`` says ``change`` saves per iteration, as a finding's
+    saving (``unknown`` when the projection changes nothing)."""
+    from dnnlens.analysis.projection import project
+
+    result = project(ctx.analysis, [change]).changes[0]
+    basis = _PROJECTED.get(result.basis)
+    command = f"dnnlens project --{change.replace(':', ' ')}"
+    if basis is None:
+        return Saving.unknown(f"{command}: nothing measured or modelled to replace them with")
+    if result.saving_ms <= 0:  # the optimised kernel measured is not faster here
+        return Saving(
+            0.0, basis, f"{command} projects {result.saving_ms:+.3g} ms: not faster, no saving"
+        )
+    return Saving(result.saving_ms, basis, f"as {command} projects it")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
+from dnnlens.analysis.graph import WEIGHT_ROLES
+from dnnlens.rules.base import Saving
 from dnnlens.rules.builtin._reorder_causes import CAUSE_FIXES, causes_of
 from dnnlens.rules.builtin._util import FixedByProducer, ms, pct, top_records
 from dnnlens.rules.context import RuleContext
@@ -25,6 +27,13 @@ class ReorderOverhead(FixedByProducer):
     converted one way or copied; the message counts each, and the fix is the one for the
     cause that holds the most reorder time. A log of reorders only (a reorder benchmark, a
     fragment) is not judged.
+
+    Saving (``removal``): the reorders' part, less the weight reorders of a training step,
+    which no recorded fix removes (weight-reorder-training). At inference freezing
+    prepacks the weights once and one activation layout (channels_last) removes the
+    activation reorders, so the whole part goes; ``dnnlens project --remove reorders``
+    states the same figure. A reader's figure: ``reorder_ms_per_iteration`` minus, in
+    training, the ``weight_*`` entries of ``by_role_ms_per_iteration``.
 
     Fix: the one for the dominant cause, in the terms of the program that made the log
     (PyTorch, TensorFlow, OpenVINO, or oneDNN's own API when the log does not say): weights
@@ -70,11 +79,21 @@ class ReorderOverhead(FixedByProducer):
             + f" Raw sums over the whole log: {pct(raw_share)} of the summed exec time "
             f"({ms(raw_ms)} of {ms(total_ms)})."
         )
+        kept = (
+            sum(v for k, v in part.by_role.items() if k in WEIGHT_ROLES) if ctx.is_training else 0.0
+        )
+        note = "the reorders' whole time: freezing and one activation layout remove them"
+        if kept:
+            note = (
+                f"the reorders but the training step's weight reorders ({ms(kept)}), which no "
+                "recorded fix removes"
+            )
         yield self.finding(
             msg,
             ctx.record_evidence(top_records(reo, "typical_ms")),
             fix=causes.fix(ctx),
             impact_ms=per_iter,
+            saving=Saving.removal(per_iter - kept, note),
             data={
                 "dominant_cause": causes.dominant,
                 "by_role_ms_per_iteration": dict(part.by_role),

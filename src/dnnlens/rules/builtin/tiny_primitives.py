@@ -41,6 +41,8 @@ class TinyPrimitives(FixedByProducer):
     allocation, primitive creation from the cache, often 5-20 us per op), so the log's
     exec times understate the wall time and faster kernels would not help.
 
+    Saving: none stated (the finding is not about time: ``unknown``).
+
     Fix: give each call more work (a larger batch, fewer and bigger tensors) and make fewer
     calls, in the terms of the program that made the log; measure wall time as well as
     oneDNN time.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Finding
-from dnnlens.rules.base import Rule
+from dnnlens.rules.base import Rule, Saving
 from dnnlens.rules.builtin._util import ms, ratio
 from dnnlens.rules.context import RuleContext
 
@@ -23,6 +23,9 @@ class UnstableTiming(Rule):
     typical runs per steady pass: wall time the noise adds on top of the typical iteration,
     a part of the mean steady pass (the raw exec times summed per steady pass), which is
     its basis: the typical iteration does not hold the noise it leaves out.
+
+    Saving (``unknown``): the excess is noise of the machine, not work a fix removes from
+    the model; the finding ranks after those whose saving is known.
 
     Fix: measure on quiet, pinned cores (``taskset``/``numactl``, no other load), set
     ``OMP_NUM_THREADS`` to the physical cores available, run more iterations and compare
@@ -75,4 +78,5 @@ class UnstableTiming(Rule):
             },
             impact_ms=per_pass,
             basis="mean_pass",
+            saving=Saving.unknown("noise of the machine, not work a fix removes"),
         )

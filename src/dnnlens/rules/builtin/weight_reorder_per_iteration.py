@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dnnlens.analysis.findings import Evidence, Finding
+from dnnlens.rules.base import Saving
 from dnnlens.rules.builtin._reorder_causes import WEIGHTS_INFERENCE_FIX
 from dnnlens.rules.builtin._util import FixedByProducer, producer_fix, ratio
 from dnnlens.rules.context import RuleContext
@@ -20,6 +21,11 @@ class WeightReorderPerIteration(FixedByProducer):
     repeated work. Training logs (any backward primitive) are skipped: there the weights
     change every step, and weight-reorder-training judges their reorders.
 
+    Saving (``removal``): the weight reorders' whole part. Prepacked weights are reordered
+    once, in warm-up (recorded: ``compile_freezing_infer``); ``dnnlens project --remove
+    weight-reorders`` states the same figure. A reader's figure:
+    ``weight_reorder_ms_per_iteration``.
+
     Fix: reorder the weights once and keep them, in the terms of the program that made the
     log: freezing in PyTorch, ``TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1`` in TensorFlow, weights as
     constants of the model in OpenVINO, a reorder at setup into ``pd.weights_desc()`` with
@@ -28,6 +34,7 @@ class WeightReorderPerIteration(FixedByProducer):
 
     name = "weight-reorder-per-iteration"
     code = "DL003"
+    part_of = "reorder-overhead"
     severity = "warning"
     defaults = {"min_share": 0.01}
     fixes = (("", WEIGHTS_INFERENCE_FIX),)
@@ -60,6 +67,9 @@ class WeightReorderPerIteration(FixedByProducer):
             evidence,
             fix=producer_fix(ctx, WEIGHTS_INFERENCE_FIX),
             impact_ms=per_iter,
+            saving=Saving.removal(
+                per_iter, "prepacked weights are reordered once, not every iteration"
+            ),
             data={
                 "share": ctx.share(per_iter),
                 "share_of_onednn_iteration": share,

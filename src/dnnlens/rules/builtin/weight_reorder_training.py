@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pandas as pd
 
 from dnnlens.analysis.findings import Evidence, Finding
+from dnnlens.rules.base import Saving
 from dnnlens.rules.builtin._reorder_causes import WEIGHTS_TRAINING_FIX
 from dnnlens.rules.builtin._util import FixedByProducer, ms, producer_fix
 from dnnlens.rules.context import RuleContext
@@ -58,6 +59,10 @@ class WeightReorderTraining(FixedByProducer):
     resnet18 in channels_last 9.3 ms of a 19.6 ms step (47%) at batch 4, 13.6 of 53.1 ms (26%)
     at batch 16; the Keras CNN 0.106 of 1.23 ms (8.6%), 0.132 of 4.33 ms (3.0%).
 
+    Saving (``unknown``): no recorded fix removes these reorders from a training step; a
+    larger batch spreads them over more samples (a smaller share) but does not shorten
+    the step, so the finding ranks by its time after the findings whose saving is known.
+
     Fix: give each step more work per weight: a larger batch per step, where the training
     allows it; gradient accumulation does not help, every micro-batch's forward and backward
     reorder again. Neither channels_last nor bf16 autocast removes these reorders; freezing,
@@ -67,6 +72,7 @@ class WeightReorderTraining(FixedByProducer):
 
     name = "weight-reorder-training"
     code = "DL013"
+    part_of = "reorder-overhead"
     severity = "warning"
     defaults = {"min_share": 0.01}
     fixes = (("", WEIGHTS_TRAINING_FIX),)
@@ -97,6 +103,10 @@ class WeightReorderTraining(FixedByProducer):
             _evidence(rows, [role for role, _, _ in present]),
             fix=producer_fix(ctx, WEIGHTS_TRAINING_FIX),
             impact_ms=per_step,
+            saving=Saving.unknown(
+                "no recorded fix removes a training step's weight reorders; a larger batch "
+                "only spreads them over more samples"
+            ),
             data={
                 "share": ctx.share(per_step),
                 "share_of_onednn_iteration": share,
