@@ -12,7 +12,10 @@ goes; columns may be added under the same major number. 2.0: a finding's
 ``share_of_iteration`` is its one share, of the report's basis (1.0 stored a oneDNN
 finding's share of oneDNN's typical iteration, also in a report on a profiler step).
 2.1: a finding's saving (``saving_ms_per_iteration``, ``saving_ms_per_basis``,
-``saving_basis``), and findings placed in the report's order by it (``position``).
+``saving_basis``), and findings placed in the report's order by it (``position``); then
+``runs.labels`` (:data:`ADDED_COLUMNS`: a file written before it reads it as NULL, so a
+build goes on adding to a 2.1 dataset). The ``failures`` table is not a table of runs: one
+file per build that had failures.
 """
 
 from __future__ import annotations
