@@ -1,8 +1,28 @@
 """Benchmark: ``fleet build`` of 100 logs in this process and on a LocalCluster of 1, 2 and N
-workers.
+workers; with ``--scale``, publishing into and opening datasets of many runs.
 
     python benchmarks/bench_fleet.py                         # 100 logs; 1, 2, N workers
     python benchmarks/bench_fleet.py --logs 400 --workers 1 2 4 8 --repeat 3
+    python benchmarks/bench_fleet.py --scale 1000 10000      # datasets of 1k and 10k runs
+    python benchmarks/bench_fleet.py --scale 2000 --src /other/checkout/src   # another dnnlens
+
+``--scale N ...``: one real run (``sample_logs/convnet_nchw_infer.log``, built once) is
+copied N times under new names (hard links of its five Parquet files, ``run-s00000`` ...:
+the files the dataset's readers list and check) beside its ``dataset.json``. Each stage
+runs in a fresh subprocess (page cache warm), and reports its time and peak RSS:
+
+* ``first open``: a build opens the dataset (``Dataset.for_build``) that has no runs index
+  yet (a dataset of an older dnnlens): every footer checked once;
+* ``build open``: the same again, the index written;
+* ``publish``: ``Dataset.publish`` of 20 new runs (their own names and content hashes)
+  into it, the median time of one (``first publish``: the first of them);
+* ``query``: ``Dataset.open`` and ``fleet query``'s connection (``query.connect``: every
+  table checked and registered), then ``SELECT count(*), sum(typical_iteration_ms) FROM
+  runs`` and a ``primitives`` aggregate;
+* ``duckdb``: the floor: plain DuckDB ``read_parquet('DS/<table>/*.parquet')`` of the same
+  two queries, nothing checked.
+
+The query's ratio to the floor is printed. No assertion: numbers.
 
 The logs are the sample logs with a oneDNN line each (``sample_logs/*.log``, from 3 KB to
 930 KB), taken in turn until there are ``--logs`` of them; each copy ends with a line of
@@ -34,6 +54,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+TABLES = ("inputs", "primitives", "findings", "iterations", "runs")
 
 BUILD = """
 import json, sys, time
@@ -90,13 +111,151 @@ def run_stage(script: Path, logs: Path, out: Path, workers: int) -> dict[str, fl
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+SCALE = """
+import json, resource, sys, time
+from pathlib import Path
+
+import pyarrow as pa
+
+stage, root = sys.argv[1], Path(sys.argv[2])
+SQL = ["SELECT count(*), sum(typical_iteration_ms) FROM runs",
+       "SELECT kind, sum(ms_per_iteration) FROM primitives GROUP BY kind ORDER BY 2 DESC"]
+started = time.perf_counter()
+out = {}
+if stage == "duckdb":
+    import duckdb
+    con = duckdb.connect(":memory:")
+    con.execute("SET enable_progress_bar = false")
+    for table in ("runs", "primitives"):
+        files = f"{root}/{table}/*.parquet"
+        con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{files}')")
+    out["connect_s"] = time.perf_counter() - started
+    for sql in SQL:
+        con.execute(sql).fetchall()
+elif stage == "query":
+    from dnnlens.fleet.dataset import Dataset
+    from dnnlens.fleet.query import connect
+    con = connect(Dataset.open(root))
+    out["connect_s"] = time.perf_counter() - started
+    for sql in SQL:
+        con.execute(sql).fetchall()
+else:
+    from dnnlens.fleet.dataset import Dataset, Settings, file_name
+    from dnnlens.fleet.schema import TABLES
+    settings = Settings(**json.loads((root / "dataset.json").read_text())["settings"])
+    data = Dataset.for_build(root, settings)
+    out["open_s"] = time.perf_counter() - started
+    if stage == "publish":
+        import pyarrow.parquet as pq
+        source = root / ".bench-source"
+        tables = {t: pq.read_table(source / t / "run.parquet") for t in TABLES}
+        times = []
+        for n in range(20):
+            name, digest = f"new-{time.time_ns()}-{n}", f"{time.time_ns():x}{n:04d}"
+            rows = {}
+            for t, rows_t in tables.items():
+                i = rows_t.schema.get_field_index("run")
+                rows_t = rows_t.set_column(i, "run", pa.array([name] * len(rows_t), pa.string()))
+                if t == "runs":
+                    j = rows_t.schema.get_field_index("content_hash")
+                    rows_t = rows_t.set_column(j, "content_hash", pa.array([digest]))
+                rows[t] = rows_t
+            t0 = time.perf_counter()
+            data.publish(name, digest, rows, lambda taken: name + "-x")
+            times.append(time.perf_counter() - t0)
+        out["first_publish_ms"] = times[0] * 1e3
+        times.sort()
+        out["publish_ms"] = times[len(times) // 2] * 1e3
+out["seconds"] = time.perf_counter() - started
+out["rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(out))
+"""
+
+
+def scale_dataset(work: Path, base: Path, runs: int) -> Path:
+    """A dataset of ``runs`` copies (hard links) of the one run of ``base``: a new copy of
+    the file every 50,000 links (ext4 allows 65,000 links to a file)."""
+    root = work / f"ds-{runs}"
+    root.mkdir()
+    shutil.copy(base / "dataset.json", root)
+    (run,) = [p.name for p in (base / "runs").iterdir() if p.name.startswith("run-")]
+    for table in TABLES:
+        (root / table).mkdir()
+        sources = root / ".bench-source" / table
+        sources.mkdir(parents=True)
+        shutil.copy2(base / table / run, sources / "run.parquet")
+        for k in range(runs):
+            source = sources / f"copy-{k // 50_000}.parquet"
+            if k % 50_000 == 0:
+                shutil.copy2(base / table / run, source)
+            os.link(source, root / table / f"run-s{k:06d}.parquet")
+    return root
+
+
+def run_scale(sizes: list[int], src: Path, query: bool = True) -> None:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+
+    def stage(name: str, root: Path) -> dict[str, float]:
+        done = subprocess.run(
+            [sys.executable, "-c", SCALE, name, str(root)],
+            capture_output=True, text=True, env=env,
+        )  # fmt: skip
+        if done.returncode:
+            sys.exit(f"{name}: {done.stderr.strip()}")
+        found = [x for x in done.stdout.splitlines() if x.startswith("{")]
+        if not found:
+            sys.exit(f"{name}: no result ({done.stdout[-500:]!r}, {done.stderr[-500:]!r})")
+        return json.loads(found[-1])
+
+    with tempfile.TemporaryDirectory(prefix="bench_fleet_") as tmp:
+        work = Path(tmp)
+        base = work / "base"
+        build = subprocess.run(
+            [sys.executable, "-m", "dnnlens", "fleet", "build", "-w", "1", "-q",
+             str(ROOT / "sample_logs" / "convnet_nchw_infer.log"), "-o", str(base)],
+            capture_output=True, text=True, env=env,
+        )  # fmt: skip
+        if build.returncode:
+            sys.exit(build.stderr)
+        print(f"dnnlens from {src}; one run of convnet_nchw_infer copied N times")
+        print(f"{'runs':>8}{'stage':>12}{'seconds':>10}{'per run ms':>12}{'vs duckdb':>11}"
+              f"{'peak MiB':>10}")  # fmt: skip
+        for size in sizes:
+            root = scale_dataset(work, base, size)
+            results = {}
+            stages = {"first open": "build", "build open": "build", "publish": "publish",
+                      "query": "query", "duckdb": "duckdb"}  # fmt: skip
+            for name, script in stages.items():
+                if query or script not in ("query", "duckdb"):
+                    results[name] = stage(script, root)
+            floor = results["duckdb"]["seconds"] if query else 0.0
+            for name, got in results.items():
+                per = got.get("publish_ms", got["seconds"] * 1e3 / size)
+                seconds = got.get("publish_ms", 0) / 1e3 if name == "publish" else got["seconds"]
+                ratio = f"{got['seconds'] / floor:>10.1f}x" if name in ("query", "duckdb") else ""
+                print(f"{size:>8}{name:>12}{seconds:>10.3f}{per:>12.3f}{ratio:>11}"
+                      f"{got['rss_mib']:>10.0f}")  # fmt: skip
+                if name == "publish":
+                    first = got["first_publish_ms"]
+                    print(f"{size:>8}{'first pub.':>12}{first / 1e3:>10.3f}{first:>12.3f}")
+            shutil.rmtree(root)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--logs", type=int, default=100)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     parser.add_argument("--workers", type=int, nargs="+", default=sorted({1, 2, cores or 1}))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--scale", type=int, nargs="+", help="datasets of this many runs")
+    parser.add_argument("--src", type=Path, default=ROOT / "src", help="the dnnlens to time")
+    parser.add_argument(
+        "--no-query", action="store_true", help="--scale: time the build's stages only"
+    )
     args = parser.parse_args()
+    if args.scale:
+        run_scale(args.scale, args.src, query=not args.no_query)
+        return
 
     with tempfile.TemporaryDirectory(prefix="bench_fleet_") as tmp:
         work = Path(tmp)

@@ -279,8 +279,9 @@ def test_a_second_build_skips_every_run_it_has(built, fleet, cluster) -> None:
         "fleet", "build", str(root / "logs" / "*" / "*"), "-o", str(out),
         "--group-by", "directory", "--scheduler", cluster.scheduler_address,
     )  # fmt: skip
-    assert result.exit_code == 2  # the broken run fails again
-    assert "0 run(s) written, 15 skipped (already in the dataset), 1 failed" in result.stderr
+    assert result.exit_code == 0, result.stderr  # the broken run is a known failure
+    assert "0 run(s) written, 15 skipped (already in the dataset), 0 failed" in result.stderr
+    assert "1 known failure(s) skipped" in result.stderr
 
 
 def test_real_worker_processes(fleet, built, tmp_path) -> None:

@@ -128,7 +128,8 @@ def test_a_scheduler_lost_midway_keeps_the_finished_runs(tmp_path: Path) -> None
         stderr
     )
     assert exit_code == 2
-    assert len(lines) == 4  # three runs and the summary
+    assert lines[0].startswith("dnnlens: progress: first failure: run ")  # told at once
+    assert len(lines) == 5  # the first failure told at once, three runs and the summary
     assert len(list((out / "runs").glob("run-*.parquet"))) == 1
 
 

@@ -6,8 +6,8 @@ written; SIGTERM meanwhile ends dnnlens with 143 and the report of what finished
 at its budget too (docs/rules.md, "Limits").
 
 Each case runs in a process of its own, bounded by ``WAIT``: without an enforced budget it
-would run for hours. ``convnet_nchw_infer.log`` gives reorder-overhead, layout-round-trip
-and weight-reorder-per-iteration (tests/test_rules_builtin.py).
+would run for hours. ``convnet_nchw_infer.log`` gives layout-round-trip (reorder-overhead
+folded into it) and weight-reorder-per-iteration (tests/test_rules_builtin.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NCHW = ROOT / "sample_logs" / "convnet_nchw_infer.log"
-BUILTIN = {"reorder-overhead", "layout-round-trip", "weight-reorder-per-iteration"}
+BUILTIN = {"layout-round-trip", "weight-reorder-per-iteration"}  # DL001 folded into DL002
 WAIT = 90
 
 BLOCKING = '''

@@ -12,6 +12,7 @@ other runs are built first); 130 and 143 a build or query stopped by Ctrl-C or S
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import threading
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -62,12 +64,12 @@ class DiffFormat(StrEnum):
     json = "json"
 
 
-def _command(name: str):  # noqa: ANN202 - a decorator
+def _command(name: str, **settings: Any):  # noqa: ANN202 - a decorator
     """``fleet_app.command(name)`` under the command line's last-resort handler."""
     from dnnlens.cli import _last_resort
 
     def wrap(function):  # noqa: ANN001, ANN202
-        return fleet_app.command(name)(_last_resort(function))
+        return fleet_app.command(name, **settings)(_last_resort(function))
 
     return wrap
 
@@ -118,9 +120,15 @@ def build(
         None, "--config", help="Rule configuration (never searched for: name it here)."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress, no summary."),
+    labels: list[str] = typer.Option(
+        [],
+        "--label",
+        help="key=value stored with every run written (runs.labels: CI job, commit, date); "
+        "repeatable.",
+    ),
 ) -> None:
     """Analyse every run into a Parquet dataset (runs already in it are skipped)."""
-    from dnnlens.fleet.build import BuildError, BuildOptions, build_dataset, plan
+    from dnnlens.fleet.build import BuildError, BuildOptions, build_dataset, parse_labels, plan
     from dnnlens.fleet.dataset import DatasetError, Settings
     from dnnlens.fleet.engine import EngineError, choose_engine
     from dnnlens.fleet.progress import BuildProgress, rate
@@ -140,9 +148,9 @@ def build(
         ignore=list(ignore),
         config=_absolute(config) if config else None,
     )
-    options = BuildOptions(settings, group_by.value)
-    left_out: list[str] = []  # files of a directory that hold no run
+    left_out: list[str] = []  # what directories and globs left out
     try:
+        options = BuildOptions(settings, group_by.value, labels=parse_labels(labels))
         specs, input_errors = plan(paths, options, output, left_out)
         engine = choose_engine(workers, scheduler, sum(s.size_bytes for s in specs), default_jobs())
     except (BuildError, EngineError) as exc:
@@ -192,10 +200,19 @@ def build(
                 if input_errors or rejected
                 else ""
             )
-            + (f", files of {len(left_out):,} directory(ies) left out" if left_out else "")
+            + (f", files of {len(left_out):,} path(s) left out" if left_out else "")
             + f", to {output} in {result.seconds:.1f} s "
             f"({rate(result.input_bytes, result.seconds)}; {result.engine})",
         )
+        known = result.count("known")
+        if known:
+            say(
+                "note",
+                f"{known:,} known failure(s) skipped: their content failed in an earlier "
+                "build (SELECT * FROM failures)",
+            )
+    if result.failures_not_recorded:
+        say("error", f"failures not recorded: {result.failures_not_recorded}")
     if any(r.internal for r in result.runs):
         raise typer.Exit(EXIT_INTERNAL)
     if any(r.output for r in result.runs):
@@ -236,10 +253,22 @@ def _stop_signals() -> Iterator[None]:
 # -- query --------------------------------------------------------------------------------
 
 
-@_command("query")
+#: A word the command line would take for an option (``--fromat``), not SQL that starts
+#: with a comment (``-- the slowest runs``).
+_OPTION_LIKE = re.compile(r"--?[A-Za-z][\w-]*(=.*)?")
+
+
+@_command("query", context_settings={"ignore_unknown_options": True})
 def query(
     dataset: Path = typer.Argument(..., help="The dataset directory."),
-    sql: str | None = typer.Argument(None, help="SQL over runs, inputs, primitives, ..."),
+    sql: str | None = typer.Argument(
+        None,
+        help="SQL over runs, inputs, primitives, ... ('-': read it from standard input; "
+        "@FILE: from FILE).",
+    ),
+    sql_file: Path | None = typer.Option(
+        None, "--file", help="Read the SQL from this file ('-': standard input)."
+    ),
     fmt: QueryFormat = typer.Option(QueryFormat.table, "--format", "-f", help="Output format."),
     views: bool = typer.Option(False, "--views", help="Print the views' SQL and exit."),
     width: int | None = typer.Option(None, "--width", min=40, help="Table: line width."),
@@ -257,7 +286,15 @@ def query(
         for view in VIEWS:
             sys.stdout.write(f"-- {view.name}: {view.doc}\n{view_sql(view)}\n\n")
         return
-    if not sql:
+    if sql is not None and _OPTION_LIKE.fullmatch(sql):
+        raise _fail(f"no such option: {sql} (SQL that starts with a comment: -- and a space)")
+    if sql_file is not None and sql is not None:
+        raise _fail("--file and SQL: give one")
+    if sql_file is not None:
+        sql = _read_sql(str(sql_file))
+    elif sql == "-" or (sql is not None and sql.startswith("@")):
+        sql = _read_sql(sql if sql == "-" else sql[1:])
+    if not sql or not sql.strip():
         raise _fail("give the SQL to run (or --views)")
     try:
         with open_query(Dataset.open(dataset), sql, allow_files=allow_files) as result:
@@ -279,13 +316,29 @@ def query(
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
+def _read_sql(where: str) -> str:
+    """The SQL in file ``where`` (``-``: standard input)."""
+    try:
+        if where == "-":
+            return sys.stdin.read()
+        return Path(where).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise _fail(f"{where}: cannot read the SQL ({reason})") from None
+
+
 # -- diff ---------------------------------------------------------------------------------
 
 
 @_command("diff")
 def diff(
     dataset: Path = typer.Argument(..., help="The dataset directory."),
-    baseline: str = typer.Option(..., "--baseline", help="The run to compare the others with."),
+    baseline: str = typer.Option(
+        ...,
+        "--baseline",
+        help="The run to compare the others with, by name or by its build's labels: "
+        "label=commit=abc123 (several: comma-separated key=value).",
+    ),
     fail_if_slower: str = typer.Option(
         "5%",
         "--fail-if-slower",
@@ -312,13 +365,15 @@ def diff(
     """Runs and primitives slower than a baseline run; exit 1 if there are any (CI)."""
     from dnnlens.cli.diff import parse_percent
     from dnnlens.fleet.dataset import Dataset, DatasetError
-    from dnnlens.fleet.diff import diff_dataset
+    from dnnlens.fleet.diff import baseline_run, diff_dataset
     from dnnlens.fleet.diff_text import FLEET_DIFF_RENDERERS
     from dnnlens.report.renderers.base import RenderOptions, renderer
 
     try:
         threshold = parse_percent(fail_if_slower)
-        found = diff_dataset(Dataset.open(dataset), baseline, threshold, min_share / 100, runs)
+        opened = Dataset.open(dataset)
+        baseline = baseline_run(opened, baseline)
+        found = diff_dataset(opened, baseline, threshold, min_share / 100, runs)
     except (ValueError, DatasetError) as exc:
         raise _fail(str(exc)) from None
     chosen = renderer(fmt.value, FLEET_DIFF_RENDERERS)

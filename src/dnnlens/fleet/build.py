@@ -12,6 +12,7 @@ or the engine was lost before it finished (``unfinished``: build again to add it
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import dataclass, field, replace
@@ -51,6 +52,8 @@ class BuildOptions:
     group: str = "file"
     #: A plain file at least this large is scanned in byte ranges of about this size.
     split_bytes: int = SPLIT_MIN_BYTES
+    #: ``--label key=value`` pairs stored with every run this build writes (``runs.labels``)
+    labels: tuple[tuple[str, str], ...] = ()
 
     def session_settings(self) -> SessionSettings:
         """What every run is analysed with: ``analyze``'s settings for these options
@@ -78,7 +81,7 @@ class RunReport:
     """What became of one run."""
 
     files: tuple[str, ...]
-    status: str  # written, skipped, failed, unfinished
+    status: str  # written, skipped, failed, unfinished, known (a known failure, skipped)
     name: str | None = None
     message: str = ""
     internal: bool = False
@@ -87,6 +90,10 @@ class RunReport:
     output: bool = False
     #: inputs of the run that were rejected (one line each); the run is of the others
     rejected: tuple[str, ...] = ()
+    #: the failure's class (:data:`~dnnlens.fleet.schema.FAILURE_CLASSES`), for a failure
+    #: (``partial``: written from the inputs that were not rejected)
+    failure: str = ""
+    content_hash: str | None = None
 
 
 @dataclass
@@ -96,6 +103,8 @@ class BuildResult:
     runs: list[RunReport] = field(default_factory=list)
     seconds: float = 0.0
     engine: str = ""
+    #: why the failures could not be recorded in the dataset, or ""
+    failures_not_recorded: str = ""
 
     def count(self, status: str) -> int:
         """Runs with that status."""
@@ -139,8 +148,8 @@ def plan(
     notes: list[str] | None = None,
 ) -> tuple[list[RunSpec], list[str]]:
     """The runs named by ``paths`` (files inside ``dataset`` left out) and the paths that
-    name nothing; none at all is an error (:class:`BuildError`). ``notes``: the files of
-    a directory left out."""
+    name nothing; none at all is an error (:class:`BuildError`). ``notes`` gets what the
+    directories and globs left out."""
     specs, errors = discover(paths, options.group, dataset, notes)
     if not specs:
         raise BuildError("; ".join(errors) or "no input")
@@ -161,6 +170,10 @@ def build_dataset(
     build = _Build(specs, dataset, options, engine, progress or _Silent())
     result = BuildResult(engine=engine.description)
     result.runs = build.run()
+    try:
+        dataset.record_failures([_failure_row(r) for r in result.runs if r.failure])
+    except OutputError as exc:
+        result.failures_not_recorded = str(exc)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -184,7 +197,10 @@ class _Build:
         self.names = RunNames(specs, set(dataset.run_names()))
         self.reports: dict[int, RunReport] = {}
         self.jobs: dict[int, RunJob] = {}
-        self.pending: dict[str, str] = {}  # content hash -> name of the runs being analysed
+        self.pending: dict[str, int] = {}  # content hash -> the run being analysed
+        self.waiting: dict[str, list[int]] = {}  # content hash -> runs of it, waiting
+        self.digests: dict[int, str] = {}
+        self.known = dataset.known_failures()
         self.rejected: dict[int, tuple[str, ...]] = {}  # a run's rejected inputs
 
     def run(self) -> list[RunReport]:
@@ -195,11 +211,11 @@ class _Build:
             step, index = key.split(":")
             i = int(index)
             if isinstance(error, EngineLost):
-                self._done(i, "unfinished", str(error))
+                self._done(i, "unfinished", str(error), failure="unfinished")
             elif error is not None:
-                self._done(i, "failed", _internal(error), internal=True)
+                self._done(i, "failed", _internal(error), internal=True, failure="internal")
             elif isinstance(result, RunFailure):
-                self._done(i, "failed", result.message)
+                self._done(i, "failed", result.message, failure="input")
             elif step == "hash":
                 self._hashed(i, result)
             else:
@@ -210,35 +226,49 @@ class _Build:
         job = self.jobs.pop(i)
         spec, identity = self.specs[i], job.identity
         self.rejected[i] = result.rejected
+        tables = result.tables
+        if self.options.labels:
+            tables = {**tables, "runs": _labelled(tables["runs"], self.options.labels)}
         try:
             done = self.dataset.publish(
                 identity.name,
                 identity.content_hash,
-                result.tables,
+                tables,
                 lambda taken: self.names.name(spec, identity.content_hash, taken),
             )
         except OutputError as exc:
-            self._done(i, "failed", str(exc), name=identity.name, output=True)
+            self._done(i, "failed", str(exc), name=identity.name, output=True, failure="output")
             return
-        if done.written:
+        if done.written and result.rejected:  # a partial run: its rejected inputs are said
+            message = "; ".join(result.rejected)
+            self._done(i, "written", message, name=done.name, failure="partial")
+        elif done.written:
             self._done(i, "written", name=done.name)
         else:
             self._done(i, "skipped", f"same content as run {done.name}", name=done.name)
 
     def _hashed(self, i: int, files: tuple[RunFile, ...]) -> None:
         spec = self.specs[i]
-        digest = content_hash(files)
-        same = self.dataset.run_with(digest) or self.pending.get(digest)
+        digest = self.digests[i] = content_hash(files)
+        same = self.dataset.run_with(digest)
         if same is not None:
             self._done(i, "skipped", f"same content as run {same}", name=same)
+            return
+        if digest in self.pending:  # a run of this content is being analysed: as it goes
+            self.waiting.setdefault(digest, []).append(i)
+            return
+        known = self.known.get(digest)
+        if known is not None:
+            message = f"failed before ({known['exit_class']}): {known['reason']}"
+            self._done(i, "known", message)
             return
         name = self.names.name(spec, digest)
         problem = self.dataset.name_problem(name)
         if problem is not None:
-            self._done(i, "failed", problem)
+            self._done(i, "failed", problem, failure="name")
             return
         identity = RunIdentity(name, digest, files)
-        self.pending[digest] = identity.name
+        self.pending[digest] = i
         job = RunJob(identity, self.options.session_settings())
         self.jobs[i] = job
         parts = self._ranges(files)
@@ -256,18 +286,67 @@ class _Build:
 
     def _done(
         self, i: int, status: str, message: str = "", name: str | None = None,
-        internal: bool = False, output: bool = False,
+        internal: bool = False, output: bool = False, failure: str = "",
     ) -> None:  # fmt: skip
         spec = self.specs[i]
         job = self.jobs.pop(i, None)
         if job is not None and name is None:
             name = job.identity.name
+        digest = self.digests.get(i)
         report = RunReport(
             spec.files, status, name, message, internal, spec.size_bytes, output,
-            self.rejected.pop(i, ()),
+            rejected=self.rejected.pop(i, ()), failure=failure, content_hash=digest,
         )  # fmt: skip
         self.reports[i] = report
         self.progress.advance(report)
+        if digest is not None and self.pending.get(digest) == i:
+            del self.pending[digest]
+            for other in self.waiting.pop(digest, []):
+                self._same_as(other, report)
+
+    def _same_as(self, i: int, first: RunReport) -> None:
+        """Run ``i`` has the content of run ``first``, which was analysed meanwhile: it is
+        in the dataset as that run, or it fails as that run failed."""
+        if first.status in ("written", "skipped"):
+            self._done(i, "skipped", f"same content as run {first.name}", name=first.name)
+            return
+        message = f"same content as {first.files[0]}: {first.message}"
+        self._done(
+            i, first.status, message, internal=first.internal, output=first.output,
+            failure=first.failure,
+        )  # fmt: skip
+
+
+def _labelled(rows: Any, labels: tuple[tuple[str, str], ...]) -> Any:
+    """The ``runs`` rows with ``labels`` as their ``labels`` column (a JSON object)."""
+    import pyarrow as pa
+
+    text = json.dumps(dict(labels), sort_keys=True)
+    index = rows.schema.get_field_index("labels")
+    return rows.set_column(index, "labels", pa.array([text] * len(rows), pa.string()))
+
+
+def parse_labels(values: list[str]) -> tuple[tuple[str, str], ...]:
+    """``key=value`` words as pairs (a key given twice: the last value); a word without
+    ``=`` or with an empty key is a :class:`BuildError`."""
+    out: dict[str, str] = {}
+    for word in values:
+        key, equals, value = word.partition("=")
+        if not equals or not key.strip():
+            raise BuildError(f"--label {word!r}: give key=value (job=nightly, commit=abc123)")
+        out[key.strip()] = value
+    return tuple(out.items())
+
+
+def _failure_row(report: RunReport) -> dict[str, Any]:
+    """The ``failures`` row of a run that failed (its time and version added on writing)."""
+    return {
+        "path": report.files[0],
+        "inputs": list(report.files),
+        "content_hash": report.content_hash,
+        "reason": report.message,
+        "exit_class": report.failure,
+    }
 
 
 def _internal(error: BaseException) -> str:

@@ -6,6 +6,8 @@
     DATASET/<table>/run-<run>.parquet        one per run: inputs, primitives, findings,
                                              iterations, runs (schema: dnnlens.fleet.schema)
     DATASET/.lock                            taken by a build while it publishes a run
+    DATASET/.runs-index                      the runs, their content hashes and checked
+                                             files (dnnlens.fleet.runindex)
 
 A run is published whole (:meth:`Dataset.publish`): with the dataset's lock held (so two
 builds into one directory take turns), its five files are written under hidden names,
@@ -18,6 +20,9 @@ run whose content another build wrote meanwhile is not written twice.
 
 Every file is checked against the table's schema before it is read (:meth:`Dataset.check`):
 a damaged or hand-edited file is a :class:`DatasetError` naming it, never a cast or a crash.
+A file's check is kept in the runs index under its size and modification time, so opening
+a dataset reads the footers of the files that are new or changed only, and publishing a run
+reads what other builds published since (:mod:`dnnlens.fleet.runindex`).
 
 A dataset keeps the settings it was built with (the window, skipped passes, rule
 selection): a later build with other settings would mix two kinds of numbers in one
@@ -41,12 +46,15 @@ import pyarrow as pa
 from dnnlens._version import __version__
 from dnnlens.errors import OutputError
 from dnnlens.fleet import schema
+from dnnlens.fleet.runindex import Entry, RunIndex, file_key, is_temporary
 
 MANIFEST = "dataset.json"
 LOCK = ".lock"
 FORMAT = "dnnlens fleet dataset"
 _PREFIX, _SUFFIX = "run-", ".parquet"
 _STAGING = ".staging-"
+#: The table of failed runs, and the prefix of its files.
+FAILURES, _FAILURES_PREFIX = "failures", "failures-"
 #: The file name limit where the file system does not say (POSIX pathconf missing).
 _NAME_MAX = 255
 _PATH_MAX = 4096
@@ -81,7 +89,10 @@ def file_name(run: str) -> str:
 
 def run_of(path: Path) -> str | None:
     """The run a table file belongs to, or ``None`` for a file that is not a run's."""
-    name = path.name
+    return _run_of_name(path.name)
+
+
+def _run_of_name(name: str) -> str | None:
     if name.startswith(_PREFIX) and name.endswith(_SUFFIX) and len(name) > 12:
         return name[len(_PREFIX) : -len(_SUFFIX)]
     return None
@@ -102,7 +113,7 @@ class Dataset:
     def __init__(self, root: Path, manifest: dict[str, Any]) -> None:
         self.root = root
         self.manifest = manifest
-        self._hashes: dict[str, str] | None = None  # run -> content hash, as published
+        self._index = RunIndex(root, tuple(schema.TABLES))
 
     # -- opening ----------------------------------------------------------------------------
     @classmethod
@@ -143,40 +154,71 @@ class Dataset:
                 _write_json(root / MANIFEST, manifest)
             _check_settings(root, manifest, settings)
             dataset = cls(root, manifest)
-            dataset._remove_leftovers()
+            dataset._sync(cleanup=True)
         return dataset
 
     # -- reading ----------------------------------------------------------------------------
     def files(self, table: str) -> list[Path]:
         """The table's files of the runs in the dataset (runs with a ``runs`` file)."""
-        runs = set(self.run_names())
-        return [p for p in self._table_files(table) if run_of(p) in runs]
+        return [path for path, _, _ in self._present(table)]
 
     def run_names(self) -> list[str]:
         """Every run in the dataset, by name."""
-        return sorted(r for p in self._table_files("runs") if (r := run_of(p)) is not None)
+        return sorted(self._runs())
 
-    def _table_files(self, table: str) -> list[Path]:
-        folder = self.root / table
+    def _runs(self) -> dict[str, Entry]:
+        """The runs in the dataset: the index's, read on from where it was read last, or
+        the ``runs`` directory's when the index is not current (see
+        :mod:`dnnlens.fleet.runindex`)."""
+        if not self._index.current():
+            self._index.relist(self._listed())
+        return self._index.entries
+
+    def _listed(self) -> list[str]:
+        """The runs of the ``runs`` directory's files."""
+        folder = self.root / "runs"
         try:
-            return sorted(p for p in folder.iterdir() if run_of(p) is not None)
+            names = os.listdir(folder)
         except FileNotFoundError:
             return []
         except OSError as exc:
             raise DatasetError(f"{folder}: cannot list ({exc.strerror or exc})") from None
+        return [r for n in names if (r := _run_of_name(n)) is not None]
+
+    def _present(
+        self, table: str, runs: set[str] | None = None
+    ) -> list[tuple[Path, tuple[int, int], tuple[int, int] | None]]:
+        """Each file of ``table`` of the runs (in file name order) that is there: its path,
+        its key now and the key its footer check was kept under (``None``: never checked)."""
+        entries = self._runs()
+        position = list(schema.TABLES).index(table)
+        folder = os.path.join(self.root, table)
+        out = []
+        for run in sorted(entries if runs is None else entries.keys() & runs, key=file_name):
+            path = os.path.join(folder, file_name(run))
+            key = file_key(path)
+            if key is not None:
+                out.append((Path(path), key, entries[run].files[position]))
+        return out
+
+    def _checked(self, table: str, runs: set[str] | None = None) -> list[Path]:
+        """The files of ``table`` (of ``runs`` only), each checked (:func:`_check_file`)
+        unless it is as it was when it was last checked."""
+        expected = schema.arrow_schema(table)
+        files = []
+        for path, key, checked in self._present(table, runs):
+            if key != checked:
+                _check_file(path, expected)
+            files.append(path)
+        return files
 
     def check(self, tables: tuple[str, ...] | None = None) -> dict[str, list[Path]]:
         """The files of each table, every one checked to be a Parquet file of the table's
-        columns and types (its footer read): a :class:`DatasetError` names the first that is
-        not (a damaged or hand-edited file would otherwise be cast, or fail a query in the
+        columns and types (its footer read, unless the index says it was checked at its
+        size and modification time): a :class:`DatasetError` names the first that is not
+        (a damaged or hand-edited file would otherwise be cast, or fail a query in the
         middle)."""
-        out = {}
-        for table in tables or tuple(schema.TABLES):
-            expected = schema.arrow_schema(table)
-            out[table] = files = self.files(table)
-            for path in files:
-                _check_file(path, expected)
-        return out
+        return {table: self._checked(table) for table in tables or tuple(schema.TABLES)}
 
     def find_damage(self, table: str) -> None:
         """Read and validate every file of ``table`` whole: a :class:`DatasetError` names
@@ -199,11 +241,8 @@ class Dataset:
         each file checked first (:meth:`check`)."""
         import pyarrow.dataset as ds
 
-        wanted = set(runs) if runs is not None else None
-        files = [p for p in self.files(table) if wanted is None or run_of(p) in wanted]
+        files = self._checked(table, set(runs) if runs is not None else None)
         expected = schema.arrow_schema(table)
-        for path in files:
-            _check_file(path, expected)
         if not files:
             empty = expected.empty_table()
             return empty.select(columns) if columns else empty
@@ -224,30 +263,141 @@ class Dataset:
         return dict(zip(table["content_hash"].to_pylist(), table["run"].to_pylist(), strict=True))
 
     def run_with(self, content_hash: str) -> str | None:
-        """The run of that content hash, among the runs this object has seen published."""
-        if self._hashes is None:
-            self._catch_up()
-        assert self._hashes is not None
-        return next((r for r, h in self._hashes.items() if h == content_hash), None)
+        """The run of that content hash, among the runs this object knows (as of the build's
+        start or its last publish)."""
+        return self._index.by_hash.get(content_hash)
 
-    def _catch_up(self) -> set[str]:
-        """Learn the content hash of runs published since the last look (by any build);
-        every run's name now."""
+    def _sync(self, cleanup: bool = False) -> None:
+        """Bring the index up to what the dataset holds, the lock held: read what other
+        builds appended; if it is not current, list the runs and check again the files
+        that changed; read the content hash and check the files of runs it does not know
+        (a dataset of an older dnnlens, runs copied in by hand), and write it anew.
+        ``cleanup``: also remove what a killed build left, if a table directory changed."""
+        index = self._index
+        changed = False
+        if not index.current():
+            index.relist(self._listed())
+            for run, entry in index.entries.items():
+                keys = tuple(
+                    k if k is None or file_key(self.root / t / file_name(run)) == k else None
+                    for t, k in zip(schema.TABLES, entry.files, strict=True)
+                )
+                runs_file = keys[list(schema.TABLES).index("runs")]  # changed: read its hash again
+                index.put(run, Entry(entry.content_hash if runs_file else None, keys))
+            changed = True
+        if cleanup and (changed or not index.all_current()):
+            self._remove_leftovers()
+            changed = True
+        for run in sorted(index.incomplete):
+            entry = index.entries[run]
+            learned = self._learn(run, entry)
+            if learned != entry:
+                index.put(run, learned)
+                changed = True
+        if changed:
+            index.rehash()
+            index.rewrite()
+
+    def _learn(self, run: str, entry: Entry) -> Entry:
+        """``entry`` with its content hash read and the files not checked yet checked (a
+        damaged ``runs`` file is a :class:`DatasetError`; a damaged file of another table
+        stays unchecked, for a query to name)."""
         import pyarrow.parquet as pq
 
-        known = self._hashes if self._hashes is not None else {}
-        names = set(self.run_names())
-        expected = schema.arrow_schema("runs")
-        for run in sorted(names - known.keys()):
+        keys = list(entry.files)
+        for i, table in enumerate(schema.TABLES):
+            path = self.root / table / file_name(run)
+            if keys[i] is None and (key := file_key(path)) is not None:
+                try:
+                    _check_file(path, schema.arrow_schema(table))
+                except DatasetError:
+                    if table == "runs":
+                        raise
+                    continue
+                keys[i] = key
+        content_hash = entry.content_hash
+        if content_hash is None:
             path = self.root / "runs" / file_name(run)
-            _check_file(path, expected)
             try:
                 hashes = pq.read_table(path, columns=["content_hash"])["content_hash"]
             except (pa.ArrowException, OSError, ValueError) as exc:
                 raise DatasetError(f"{path}: cannot be read ({_first_line(exc)})") from None
-            known[run] = str(hashes[0]) if len(hashes) else ""
-        self._hashes = known
-        return names
+            content_hash = str(hashes[0]) if len(hashes) else ""
+        return Entry(content_hash, tuple(keys))
+
+    # -- failures -----------------------------------------------------------------------------
+    def failure_files(self) -> list[Path]:
+        """The files of the ``failures`` table (one per build that had failures)."""
+        folder = self.root / FAILURES
+        try:
+            names = sorted(os.listdir(folder))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise DatasetError(f"{folder}: cannot list ({exc.strerror or exc})") from None
+        return [folder / n for n in names if n.startswith(_FAILURES_PREFIX) and n.endswith(_SUFFIX)]
+
+    def checked_failure_files(self) -> list[Path]:
+        """:meth:`failure_files`, each checked against the table's schema."""
+        expected = schema.arrow_schema(FAILURES)
+        files = self.failure_files()
+        for path in files:
+            _check_file(path, expected)
+        return files
+
+    def failures(self) -> pa.Table:
+        """Every failure recorded, oldest first."""
+        import pyarrow.parquet as pq
+
+        expected = schema.arrow_schema(FAILURES)
+        tables = []
+        for path in self.checked_failure_files():
+            try:
+                tables.append(pq.read_table(path, schema=expected))
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                raise DatasetError(f"{path}: damaged ({_first_line(exc)})") from None
+        if not tables:
+            return expected.empty_table()
+        return pa.concat_tables(tables).sort_by("failed_at")
+
+    def known_failures(self) -> dict[str, dict[str, Any]]:
+        """Content hash -> the last failure of that content that building again would
+        repeat: it could not be analysed (``input``), or failed inside this version of
+        dnnlens (``internal``); a write that failed, a run not finished or a name too long
+        are tried again."""
+        out = {}
+        for row in self.failures().to_pylist():
+            repeats = row["exit_class"] == "input" or (
+                row["exit_class"] == "internal" and row["dnnlens_version"] == __version__
+            )
+            if row["content_hash"] and repeats:
+                out[row["content_hash"]] = row
+            elif row["content_hash"]:
+                out.pop(row["content_hash"], None)
+        return out
+
+    def record_failures(self, rows: list[dict[str, Any]]) -> None:
+        """Add ``rows`` (columns of the ``failures`` table, ``failed_at`` and the version
+        filled in) as one file, written under a hidden name and renamed into place."""
+        import datetime
+
+        import pyarrow.parquet as pq
+
+        if not rows:
+            return
+        now = datetime.datetime.now(datetime.UTC)
+        full = [{**r, "failed_at": now, "dnnlens_version": __version__} for r in rows]
+        table = schema.make_table(FAILURES, full)
+        folder = self.root / FAILURES
+        name = f"{_FAILURES_PREFIX}{now:%Y%m%dT%H%M%S}-{secrets.token_hex(4)}{_SUFFIX}"
+        temporary = folder / f"{_STAGING}{secrets.token_hex(8)}{_SUFFIX}"
+        try:
+            folder.mkdir(exist_ok=True)
+            pq.write_table(table, temporary)
+            os.replace(temporary, folder / name)
+        except OSError as exc:
+            _remove(temporary)
+            raise OutputError(f"{folder / name}: cannot write ({exc.strerror or exc})") from None
 
     # -- writing ----------------------------------------------------------------------------
     def name_problem(self, run: str) -> str | None:
@@ -284,26 +434,27 @@ class Dataset:
         :class:`~dnnlens.errors.OutputError` and leaves nothing of the run.
         """
         with _locked(self.root):
-            names = self._catch_up()
+            self._sync()
             same = self.run_with(content_hash)
             if same is not None:
                 return Published(same, written=False)
+            names = self._index.entries
             if run in names:
-                run = other_name(names)
+                run = other_name(set(names))
                 tables = {t: _renamed(rows, run) for t, rows in tables.items()}
-            self._write_whole(run, tables)
-            assert self._hashes is not None
-            self._hashes[run] = content_hash
+            self._write_whole(run, tables, content_hash)
         return Published(run, written=True)
 
     def write_run(self, run: str, tables: dict[str, pa.Table]) -> None:
         """Write one run's tables whole, as :meth:`publish` does, without its checks."""
         with _locked(self.root):
-            self._write_whole(run, tables)
+            self._sync()
+            hashes = tables["runs"]["content_hash"]
+            self._write_whole(run, tables, str(hashes[0]) if len(hashes) else "")
 
-    def _write_whole(self, run: str, tables: dict[str, pa.Table]) -> None:
+    def _write_whole(self, run: str, tables: dict[str, pa.Table], content_hash: str) -> None:
         """Every table's file under a hidden name, then each renamed into place (``runs``
-        last); on a failure nothing of the run stays."""
+        last) and the run added to the index; on a failure nothing of the run stays."""
         import pyarrow.parquet as pq
 
         token = secrets.token_hex(8)
@@ -322,6 +473,8 @@ class Dataset:
                     current = target
                     os.replace(temporary, target)
                     placed.append(target)
+                keys = tuple(file_key(target) for _, target in staged)
+                self._index.append(run, Entry(content_hash, keys))
         except OSError as exc:
             for path in [*placed, *(t for t, _ in staged)]:
                 _remove(path)
@@ -329,9 +482,13 @@ class Dataset:
 
     def _remove_leftovers(self) -> None:
         """Files of a build killed midway: hidden temporaries, and files of a run that has
-        no ``runs`` file. Called with the lock held (no build is publishing)."""
-        runs = set(self.run_names())
-        for table in schema.TABLES:
+        no ``runs`` file, an index rewrite that did not finish. Called with the lock held
+        (no build is publishing), the index current."""
+        runs = self._index.entries
+        for path in self.root.iterdir():
+            if is_temporary(path.name):
+                _remove(path)
+        for table in (*schema.TABLES, FAILURES):
             folder = self.root / table
             if not folder.is_dir():
                 continue
@@ -410,6 +567,8 @@ def _check_file(path: Path, expected: pa.Schema) -> None:
         return
     for want in expected:
         index = found.get_field_index(want.name)
+        if index < 0 and _added(expected, want.name):
+            continue  # written before the column was added: NULL there
         if index < 0:
             raise DatasetError(f"{path}: damaged, no column {want.name!r}")
         got = found.field(index).type
@@ -420,6 +579,15 @@ def _check_file(path: Path, expected: pa.Schema) -> None:
     extra = [name for name in found.names if expected.get_field_index(name) < 0]
     if extra:
         raise DatasetError(f"{path}: damaged, columns not in the dataset: {', '.join(extra)}")
+
+
+def _added(expected: pa.Schema, column: str) -> bool:
+    """Whether ``column`` of the table of schema ``expected`` was added after files of the
+    same major schema version were written (:data:`~dnnlens.fleet.schema.ADDED_COLUMNS`)."""
+    return any(
+        name == column and schema.arrow_schema(table).equals(expected)
+        for table, name in schema.ADDED_COLUMNS
+    )
 
 
 def _renamed(rows: pa.Table, run: str) -> pa.Table:

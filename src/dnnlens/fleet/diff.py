@@ -19,6 +19,7 @@ unless ``runs`` names them (shell patterns on run names).
 from __future__ import annotations
 
 import fnmatch
+import json
 from dataclasses import asdict, dataclass, field
 
 from dnnlens.analysis.diff import primitive_identity
@@ -71,6 +72,44 @@ class FleetDiff:
     def slower(self) -> bool:
         """Whether anything got slower (the exit code's verdict)."""
         return bool(self.runs or self.primitives)
+
+
+#: How ``--baseline`` names a run by its build's labels: ``label=key=value[,key=value]``.
+LABEL_PREFIX = "label="
+
+
+def baseline_run(dataset: Dataset, baseline: str) -> str:
+    """The run ``baseline`` names: a run of that name, or the one run whose labels hold
+    every ``key=value`` of ``label=key=value[,key=value...]`` (none or several: a
+    :class:`DatasetError` naming them)."""
+    if not baseline.startswith(LABEL_PREFIX):
+        return baseline
+    table = dataset.read("runs", ["run", "labels"]).to_pylist()
+    if any(row["run"] == baseline for row in table):
+        return baseline
+    wanted = {}
+    for pair in baseline[len(LABEL_PREFIX) :].split(","):
+        key, equals, value = pair.partition("=")
+        if not equals or not key:
+            raise DatasetError(f"--baseline {baseline!r}: give label=key=value[,key=value]")
+        wanted[key] = value
+    found = []
+    for row in table:
+        try:
+            labels = json.loads(row["labels"]) if row["labels"] else {}
+        except ValueError:
+            labels = {}
+        if isinstance(labels, dict) and all(labels.get(k) == v for k, v in wanted.items()):
+            found.append(row["run"])
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise DatasetError(f"--baseline {baseline!r}: no run in {dataset.root} has these labels")
+    shown = ", ".join(sorted(found)[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    raise DatasetError(
+        f"--baseline {baseline!r}: {len(found)} runs have these labels ({shown}): "
+        "add a label that tells them apart"
+    )
 
 
 def diff_dataset(

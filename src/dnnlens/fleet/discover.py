@@ -16,6 +16,7 @@ runs finish in.
 
 from __future__ import annotations
 
+import glob
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from dnnlens.analysis.runs import plan_runs
 from dnnlens.io.content import head_kind
-from dnnlens.io.inputs import display_path, expand_inputs
+from dnnlens.io.inputs import display_path, expand_inputs, left_out_note
 from dnnlens.report.tables_export import run_name
 from dnnlens.textsafe import path_text
 
@@ -49,12 +50,19 @@ def discover(
     """The runs named by ``paths``, and one error line per path that names nothing.
 
     Files inside ``dataset`` (the build's output, when a glob reaches into it) are not
-    inputs. ``notes`` gets the files of a directory left out (no log, trace or table in
-    them), as ``analyze`` says them.
+    inputs. ``notes`` gets one line per directory or glob that left out files holding a
+    log, a trace or a table (as ``analyze`` notes a directory's), or files that hold none.
     """
     if group not in GROUPS:
         raise ValueError(f"unknown grouping {group!r} (file or directory)")
     sources, errors = expand_inputs(paths, notes)
+    if notes is not None:
+        for spec in paths:
+            if spec and not os.path.lexists(spec) and glob.has_magic(spec):
+                matched = glob.glob(spec, recursive=True)
+                note = left_out_note(spec, matched) if matched else None
+                if note is not None:
+                    notes.append(note)
     inside = os.path.join(os.path.abspath(dataset), "") if dataset is not None else None
     chosen: list[str] = []
     within: list[str] = []  # inputs inside the dataset's own directory: never read

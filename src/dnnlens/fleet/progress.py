@@ -2,7 +2,9 @@
 
 On a terminal a transient bar (nothing is left once the build ends); elsewhere (CI logs) a
 line every :data:`LINE_EVERY_S` seconds at most, so a long build shows it is alive
-without flooding the log. Never anything on standard output.
+without flooding the log. Both count the runs that failed so far, and the first failure is
+told when it happens (``progress: first failure: run ...``), so a long build that fails
+shows why at once; every failure is listed at the end. Never anything on standard output.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class BuildProgress:
         self.total = 0
         self.done = 0
         self.done_bytes = 0
+        self.failed = 0
         self.started = time.perf_counter()
         self._last_line = self.started
         self._bar: Progress | None = None
@@ -59,8 +62,15 @@ class BuildProgress:
     def advance(self, report: RunReport) -> None:
         self.done += 1
         self.done_bytes += report.size_bytes
+        if report.status in ("failed", "unfinished") or report.failure == "partial":
+            self.failed += 1
+            if self.failed == 1:
+                name = report.name or ", ".join(report.files)
+                say("progress", f"first failure: run {name}: {report.message}")
         now = time.perf_counter()
         speed = rate(self.done_bytes, now - self.started)
+        if self.failed:
+            speed = f"{self.failed:,} failed, {speed}"
         if self._bar is not None and self._task is not None:
             self._bar.update(self._task, advance=1, rate=speed)
         elif not self.terminal and now - self._last_line >= LINE_EVERY_S:

@@ -28,7 +28,7 @@ from decimal import Decimal
 from typing import IO, Any
 
 from dnnlens.fleet import schema
-from dnnlens.fleet.dataset import Dataset, DatasetError
+from dnnlens.fleet.dataset import FAILURES, Dataset, DatasetError
 from dnnlens.fleet.views import VIEWS, view_sql
 from dnnlens.report.json_safe import json_safe
 from dnnlens.report.text_layout import Grid, cut_middle, wrap
@@ -71,7 +71,8 @@ def connect(dataset: Dataset, *, allow_files: bool = False) -> Any:
 
     duckdb = _duckdb()
     con = duckdb.connect(":memory:")
-    for table, paths in dataset.check().items():
+    tables = {**dataset.check(), FAILURES: dataset.checked_failure_files()}
+    for table, paths in tables.items():
         files = [str(p) for p in paths]
         con.register(table, ds.dataset(files, format="parquet", schema=schema.arrow_schema(table)))
     for view in VIEWS:

@@ -136,6 +136,7 @@ def _run_row(doc: dict[str, Any], run: RunIdentity) -> dict[str, Any]:
         "info_findings": severities["info"],
         "window_events_total": window["events_total"] if window else None,
         "window_events_analysed": window["events_analysed"] if window else None,
+        "labels": None,  # the build's, set when the run is published
     }
 
 

@@ -12,7 +12,10 @@ goes; columns may be added under the same major number. 2.0: a finding's
 ``share_of_iteration`` is its one share, of the report's basis (1.0 stored a oneDNN
 finding's share of oneDNN's typical iteration, also in a report on a profiler step).
 2.1: a finding's saving (``saving_ms_per_iteration``, ``saving_ms_per_basis``,
-``saving_basis``), and findings placed in the report's order by it (``position``).
+``saving_basis``), and findings placed in the report's order by it (``position``); then
+``runs.labels`` (:data:`ADDED_COLUMNS`: a file written before it reads it as NULL, so a
+build goes on adding to a 2.1 dataset). The ``failures`` table is not a table of runs: one
+file per build that had failures.
 """
 
 from __future__ import annotations
@@ -78,6 +81,11 @@ RUNS = (
     Column("info_findings", _I, "findings of severity info"),
     Column("window_events_total", _I, "events read when only a window was analysed, else NULL"),
     Column("window_events_analysed", _I, "events in that window, else NULL"),
+    Column(
+        "labels",
+        _S,
+        "the build's --label key=value pairs (CI job, commit, date), a JSON object; NULL: none",
+    ),
 )
 
 INPUTS = (
@@ -213,9 +221,37 @@ TABLES: dict[str, tuple[Column, ...]] = {
 }
 
 
+#: Exit classes of a run that failed: what ``fleet build``'s exit code says of it.
+FAILURE_CLASSES = ("input", "name", "partial", "internal", "output", "unfinished")
+
+#: Runs that failed (one file per build that had failures, ``failures/failures-*.parquet``):
+#: not a table of runs (a failed run has no rows in them).
+FAILURES = (
+    Column("path", _S, "the run's first input file"),
+    Column("inputs", pa.list_(_S), "the run's input files"),
+    Column("content_hash", _S, "the run's content hash (NULL: its files could not be read)"),
+    Column("reason", _S, "why it failed, as the build said it"),
+    Column(
+        "exit_class",
+        _S,
+        "input (could not be analysed, exit 2), name (too long, exit 2), partial (stored, "
+        "its readable part only, exit 2), internal (exit 3), output (exit 4), unfinished "
+        "(exit 2)",
+    ),
+    Column("failed_at", pa.timestamp("us", tz="UTC"), "when the build found it"),
+    Column("dnnlens_version", _S, "the dnnlens version of that build"),
+)
+
+_ALL = {**TABLES, "failures": FAILURES}
+
+#: Columns added under the same major schema version: a file written before one was added
+#: lacks it, and readers see NULL there.
+ADDED_COLUMNS = {("runs", "labels")}
+
+
 def arrow_schema(table: str) -> pa.Schema:
-    """The Arrow schema of ``table``."""
-    return pa.schema([(c.name, c.type) for c in TABLES[table]])
+    """The Arrow schema of ``table`` (one of :data:`TABLES`, or ``failures``)."""
+    return pa.schema([(c.name, c.type) for c in _ALL[table]])
 
 
 def make_table(table: str, rows: list[dict[str, object]]) -> pa.Table:
@@ -224,8 +260,8 @@ def make_table(table: str, rows: list[dict[str, object]]) -> pa.Table:
     An empty string in a text column is NULL: the dataset has missing values, never
     empty strings standing for them.
     """
-    names = {c.name for c in TABLES[table]}
-    text = [c.name for c in TABLES[table] if c.type == pa.string()]
+    names = {c.name for c in _ALL[table]}
+    text = [c.name for c in _ALL[table] if c.type == pa.string()]
     for row in rows:
         if row.keys() != names:
             missing, extra = names - row.keys(), row.keys() - names

@@ -208,6 +208,43 @@ def _nothing_note(directory: str, names: list[str]) -> str:
 _SKIPPED_SHOWN = 6
 
 
+def left_out_note(spec: str, matched: Sequence[str]) -> str | None:
+    """For a glob ``spec`` that matched ``matched``: the files in the directories it
+    searched (its directory part's matches) that it did not match and that hold a log, a
+    trace or a table (``logs/**/*.log`` leaves out ``a.log.gz`` and ``a.trace.json``), in
+    one line as a directory's skipped files are; ``None`` if there are none."""
+    from dnnlens.io.content import holds_run
+
+    if not glob.has_magic(spec):
+        return None
+    chosen = {os.path.abspath(m) for m in matched}
+    folder = os.path.dirname(spec) or "."
+    if glob.has_magic(folder):
+        folders = sorted(p for p in glob.glob(folder, recursive=True) if os.path.isdir(p))
+    else:
+        folders = [folder]
+    left = []
+    for where in folders:
+        try:
+            names = sorted(os.listdir(where))
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(where, name)
+            if name.startswith(".") or os.path.abspath(path) in chosen:
+                continue
+            if os.path.isfile(path) and holds_run(path):
+                left.append(path)
+    if not left:
+        return None
+    files = "1 file" if len(left) == 1 else f"{len(left):,} files"
+    return (
+        f"{display_path(spec)}: left out {files} it does not match that hold a oneDNN "
+        f"verbose line, profiler trace or table: {_listed(left)} (widen the pattern, "
+        "e.g. '*.log*', or name them)"
+    )
+
+
 @dataclass(frozen=True)
 class Expansion:
     """What a command's input specs name, found once (a directory's files are looked into
