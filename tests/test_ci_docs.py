@@ -4,9 +4,9 @@ Every ``dnnlens`` step of both files runs as written, in a directory laid out as
 says: ``perf/reference.log`` a bundled log, ``perf/baseline.json`` its accepted findings, and
 ``perf/smoke_train.py`` a program that prints the lines of a bundled log (the training smoke
 test needs torch and a network; ``dnnlens run`` starts it as it would start the real one).
-The install step is left out. A smoke test that prints the reference log passes the
-analyze gates, and the diff gate says it cannot tell (exit 2: two copies of one run's
-passes overlap, usage.md "Confidence of a diff"); one that prints the same net run slower
+The install step is left out. A smoke test that prints the reference log passes every gate
+(the diff gate is one-sided: overlapping passes are no measurable slowdown, usage.md
+"Confidence of a diff"); one that prints the same net run slower
 (oneDNN capped at SSE4.1) fails the baseline gate (new findings) and the diff gate; one that
 prints another model's log is a different workload, which the diff gate refuses (exit 2).
 """
@@ -94,12 +94,8 @@ def test_the_page_has_both_files_with_dnnlens_steps():
 def test_a_run_like_the_reference_passes_every_gate(name, tmp_path):
     _layout(tmp_path, S / "convnet_nchw_infer.log")
     for line, result in _run_steps(name, tmp_path):
-        if line.startswith("dnnlens diff"):  # the same passes: no change can be told
-            assert result.returncode == 2, (line, result.stderr)
-            assert "confidence is low" in result.stderr
-            if "-f github" in line:
-                assert result.stdout.startswith("::warning title=dnnlens diff::")
-            continue
+        if line.startswith("dnnlens diff") and "-f github" in line:  # no slowdown: a notice
+            assert result.stdout.startswith("::notice title=dnnlens diff::")
         assert result.returncode == 0, (line, result.stderr)
     perf = tmp_path / "perf"
     assert (perf / "run.log").exists()

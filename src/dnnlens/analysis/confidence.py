@@ -108,6 +108,8 @@ class Confidence:
     chance: float | None = None
     #: the unit of the spreads: ``pass`` or ``step``
     unit: str = "pass"
+    #: a side's times are not to be trusted (slowed as a whole: the machine's load)
+    untrusted: bool = False
 
     @property
     def different_workloads(self) -> bool:
@@ -189,7 +191,7 @@ def assess(
     if not distrust:
         return found
     level = "low" if found.level == "high" else found.level
-    return replace(found, level=level, reasons=[*found.reasons, *distrust])
+    return replace(found, level=level, reasons=[*found.reasons, *distrust], untrusted=True)
 
 
 def _assess(

@@ -264,9 +264,67 @@ class Diff:
         q = ratio(n, b)
         return None if q is None else q - 1.0
 
+    def gate(self, limit: float | None) -> Gate:
+        """What ``--fail-if-slower limit`` decides on this diff (:class:`Gate`): the one
+        decision the exit code and every format's verdict share."""
+        return gate_of(self, limit)
+
     def with_status(self, status: str) -> list[dict[str, Any]]:
         """The primitive rows of one status (appeared, vanished, changed, same)."""
         return [p for p in self.primitives if p["status"] == status]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """``--fail-if-slower``'s decision: ``none`` (no gate given), ``pass``, ``fail`` (exit 1)
+    or ``refused`` (exit 2: the measurement cannot answer), with why in one line."""
+
+    outcome: str
+    why: str = ""
+
+    @property
+    def applied(self) -> bool:
+        """Whether the gate answered (passed or failed)."""
+        return self.outcome in ("pass", "fail")
+
+
+def gate_of(d: Diff, limit: float | None) -> Gate:
+    """The gate is one-sided: it asks whether NEW is slower than BASE by more than
+    ``limit``, and fails only on evidence of that.
+
+    * refused, whatever the times: the runs are different workloads (no speed ratio), a
+      side's times are not to be trusted (slowed as a whole: the machine's load), or a
+      compared time is not a number;
+    * NEW slower by more than ``limit``: fail when the confidence is ``high`` (every
+      steady pass of NEW beyond every one of BASE, unlikely by chance); refused when it is
+      not (the slowdown is within the pass-to-pass noise: it may be real or not, and a gate
+      must neither pass nor fail it);
+    * else pass: no evidence of a slowdown beyond ``limit``, also when the confidence is
+      low (a run like its reference has overlapping passes: that is "no measurable change",
+      which is what a gate on a pull request that changed nothing must say).
+    """
+    if limit is None:
+        return Gate("none")
+    c = d.confidence
+    slower = d.slower_fraction
+    gate = f"--fail-if-slower {100 * limit:g}%"
+    if slower is None:
+        return Gate("refused", f"cannot compare {d.basis_text}: a time is not a finite number")
+    if c.level == "none" or c.untrusted:
+        return Gate(
+            "refused", f"{gate} not applied: the diff's confidence is {c.level}: {c.reason}"
+        )
+    if slower > limit:
+        if c.level == "high":
+            return Gate(
+                "fail", f"NEW is {100 * slower:.1f}% slower than BASE {d.basis_text} ({gate})"
+            )
+        return Gate(
+            "refused",
+            f"{gate} not applied: NEW looks {100 * slower:.1f}% slower {d.basis_text}, but the "
+            f"diff's confidence is {c.level}: {c.reason}",
+        )
+    return Gate("pass")
 
 
 def primitive_identity(

@@ -11,10 +11,11 @@ codes: 0 compared; 1 ``--fail-if-slower`` was given and NEW is slower than BASE 
 that; 2 usage or input error, including a BASE or NEW that cannot be read or has neither
 primitive executions nor a profiler trace or table to compare, and two sides with nothing
 in common to compare (a trace alone against a log alone), whatever the other flags; and
-``--fail-if-slower`` on a diff whose confidence is not ``high``
-(:mod:`dnnlens.analysis.confidence`: different workloads, too few passes, a change within
-the pass-to-pass spread): a gate that cannot tell a regression from noise says why in one
-line and neither passes nor fails.
+``--fail-if-slower`` that cannot answer (:meth:`dnnlens.analysis.diff.Diff.gate`: different
+workloads, times slowed as a whole by the machine's load, or a slowdown beyond the limit
+that is within the pass-to-pass noise) says why in one line and neither passes nor fails.
+The gate is one-sided: a NEW that is not slower beyond the limit passes, also when the
+two runs' passes overlap (no measurable change).
 """
 
 from __future__ import annotations
@@ -101,21 +102,12 @@ def diff(
         error(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
     renderer(fmt.value, DIFF_RENDERERS).write(d, None, RenderOptions(top=top, fail_if_slower=limit))
-    slower = d.slower_fraction
-    if limit is not None and slower is None:  # nothing to gate on: not a regression
-        error(f"cannot compare {d.basis_text}: a time is not a finite number")
+    decided = d.gate(limit)  # one decision: this exit code and every format's verdict
+    if decided.outcome == "refused":
+        error(decided.why)
         raise typer.Exit(EXIT_USAGE)
-    if limit is not None and d.confidence.level != "high":
-        error(
-            f"--fail-if-slower not applied: the diff's confidence is {d.confidence.level}: "
-            f"{d.confidence.reason}"
-        )
-        raise typer.Exit(EXIT_USAGE)
-    if limit is not None and slower is not None and slower > limit:
-        error(
-            f"NEW is {100 * slower:.1f}% slower than BASE {d.basis_text} "
-            f"(--fail-if-slower {100 * limit:g}%)"
-        )
+    if decided.outcome == "fail":
+        error(decided.why)
         raise typer.Exit(EXIT_SLOWER)
 
 

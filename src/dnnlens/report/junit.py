@@ -96,7 +96,7 @@ def render_junit(runs: Sequence[CiRun], threshold: str) -> str:
 
 def diff_junit(verdict: str, failed: bool, details: str, skipped: bool = False) -> str:
     """``diff``'s test report: one test case, failed when the gate failed, skipped when it
-    was not applied (the diff's confidence is not high)."""
+    was not applied (the measurement cannot answer: ``Diff.gate``)."""
     root = ET.Element("testsuites", name="dnnlens", tests="1", failures=str(int(failed)))
     suite = ET.SubElement(
         root, "testsuite", name="dnnlens diff", tests="1", failures=str(int(failed))

@@ -67,8 +67,8 @@ class DiffTerminalRenderer(Renderer[Diff]):
 
 class DiffCiRenderer(Renderer[Diff]):
     """The diff's verdict for a CI service: one workflow annotation (``github``: an error
-    when the gate fails, a warning when it is not applied because the diff's confidence is
-    not high, else a notice) or a JUnit report of one test case (``junit``: failed with the
+    when the gate fails, a warning when it is not applied (:meth:`Diff.gate`: the measurement
+    cannot answer), else a notice) or a JUnit report of one test case (``junit``: failed with the
     gate, skipped when it is not applied)."""
 
     def __init__(self, fmt: str, extension: str) -> None:
@@ -80,9 +80,8 @@ class DiffCiRenderer(Renderer[Diff]):
 
         d, limit = analysis, options.fail_if_slower
         verdict = diff_report.verdict(d)
-        slower = d.slower_fraction
-        refused = limit is not None and d.confidence.level != "high"
-        failed = not refused and limit is not None and slower is not None and slower > limit
+        decided = d.gate(limit)  # the decision the exit code takes
+        refused, failed = decided.outcome == "refused", decided.outcome == "fail"
         gate = f" (--fail-if-slower {100 * limit:g}%)" if limit is not None else ""
         if refused and limit is not None:
             gate = f" (--fail-if-slower {100 * limit:g}% not applied)"
