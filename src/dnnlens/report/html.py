@@ -686,9 +686,13 @@ def _body(a: Analysis) -> list[str]:
         ("inputs", "Inputs", _inputs(a)),
     ]
     present = [(anchor, title, body) for anchor, title, body in sections if body]
+    # what the analysis says of itself (times not to be trusted, findings a baseline left
+    # out, a marker that matched nothing): right under the verdict, as the terminal does
+    notes = "".join(f'<p class="note analysis-note">{esc(n)}</p>' for n in a.notes)
     return [
         f'<p class="sub">{esc(sub)}</p>',
         _banner(a),
+        notes,
         _contents([(anchor, title) for anchor, title, _ in present]),
         _cards(a),
         *(body for _, _, body in present),
