@@ -13,6 +13,9 @@ each step, ``export_chrome_trace`` gzipped), into ``tests/data/alarms/`` with a
 * ``lstm_lm_adam_loop`` / ``lstm_lm_adam_fused``: a small LSTM language model (embedding
   1000x64, LSTM 64->128, linear 128->1000, batch 16 x 64 tokens) trained with
   ``Adam(foreach=False)`` (a Python loop over the parameters) and with ``Adam(fused=True)``;
+* ``seg_cl_loss4d`` / ``seg_cl_flat``: a per-pixel classifier in channels_last whose cross
+  entropy takes the ``[N, C, H, W]`` logits (``_log_softmax`` copies them to NCHW) and the
+  same with the logits as ``[N*H*W, C]``, a view;
 * ``cnn_bf16_autocast`` / ``cnn_fp32``: a small convnet trained under
   ``torch.autocast("cpu", dtype=torch.bfloat16)`` and its float32 twin (no casts).
 
@@ -46,6 +49,11 @@ SCENARIOS = {
     "lstm_lm_adam_loop": "LSTM language model (embedding 1000x64, LSTM 64->128, linear "
     "128->1000, batch 16 x 64 tokens), cross entropy, Adam(foreach=False)",
     "lstm_lm_adam_fused": "the same LSTM language model with Adam(fused=True)",
+    "seg_cl_loss4d": "per-pixel classifier (conv3x3 3->32 + BatchNorm2d + ReLU, conv3x3 "
+    "32->32 classes at 32x32), channels_last model and input, batch 4, cross entropy on the "
+    "[N, C, H, W] logits, SGD(momentum=0.9, fused=True)",
+    "seg_cl_flat": "the same, cross entropy on the logits as [N*H*W, C] "
+    "(permute(0, 2, 3, 1).reshape(-1, C): a view of channels_last memory)",
     "cnn_bf16_autocast": "convnet (4 conv3x3 128 ch at 8x8 + BatchNorm2d + ReLU, linear), "
     "batch 4, forward and loss under torch.autocast('cpu', dtype=torch.bfloat16), "
     "SGD(fused=True)",
@@ -98,6 +106,29 @@ def _step(name: str):  # noqa: ANN202, C901 - one small model per scenario
         def step() -> None:
             opt.zero_grad()
             F.cross_entropy(model(x), y).backward()
+            opt.step()
+
+        return step
+    if name.startswith("seg_cl"):
+        model = nn.Sequential(
+            nn.Conv2d(3, 32, 3, padding=1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+            nn.Conv2d(32, 32, 3, padding=1),
+        ).to(memory_format=torch.channels_last)
+        x = torch.randn(4, 3, 32, 32).contiguous(memory_format=torch.channels_last)
+        y = torch.randint(0, 32, (4, 32, 32))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
+        flat = name == "seg_cl_flat"
+
+        def step() -> None:
+            opt.zero_grad()
+            logits = model(x)
+            if flat:
+                loss = F.cross_entropy(logits.permute(0, 2, 3, 1).reshape(-1, 32), y.reshape(-1))
+            else:
+                loss = F.cross_entropy(logits, y)
+            loss.backward()
             opt.step()
 
         return step
@@ -168,6 +199,22 @@ def run_child(name: str, out_dir: Path) -> None:
     raw.unlink()
 
 
+def _cpu() -> str:
+    """The CPU's model name, core count and the ISA flags that matter here."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+    model = next(
+        (ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("model name")), ""
+    )
+    flags = next(
+        (ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), []
+    )
+    isa = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
+    return f"{model}, {os.cpu_count()} cores, {' '.join(isa)}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -204,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             "python": platform.python_version(),
             "torch": torch.__version__,
             "machine": platform.machine(),
+            "cpu": _cpu(),
         },
         seed=SEED,
         schedule={"wait": WAIT, "warmup": WARMUP, "active": ACTIVE},

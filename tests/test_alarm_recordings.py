@@ -109,6 +109,30 @@ def test_torchs_own_layout_copies_are_info() -> None:
     assert "all ATen's own" in f.message
 
 
+def test_a_loss_on_4d_channels_last_logits_warns_with_the_program_s_saving() -> None:
+    """``seg_cl_loss4d``, the same count as above, per step: one ``contiguous`` under
+    ``aten::_log_softmax`` (the channels_last logits to format 0), one under
+    ``aten::convolution_backward`` of the ``[4, 32, 32, 32]`` activation gradient (NCHW
+    from the loss, to format 2), and ATen's own of the two conv weights: 2 ``_to_copy``
+    under ``convolution_backward`` and 2 ``contiguous`` under ``_fused_sgd_``; 6 in all.
+    The loss's two are the program's: its twin ``seg_cl_flat`` (the logits given as
+    ``[N*H*W, C]``, a view) has only ATen's 4 and no finding (under 2% of the step)."""
+    f = found(trace("seg_cl_loss4d"), "aten-layout-copies")
+    assert f is not None and f.severity == "warning"
+    assert f.data["conversions_per_step"] == 6
+    by = f.data["ms_per_step_by_caller"]
+    assert set(by) == {
+        "aten::_log_softmax",
+        "aten::convolution_backward of an activation gradient",
+        "aten::convolution_backward",
+        "aten::_fused_sgd_",
+    }
+    program = by["aten::_log_softmax"] + by["aten::convolution_backward of an activation gradient"]
+    assert f.saving_ms_per_iteration == pytest.approx(program)
+    assert "[N*H*W, C]" in f.message and "[N*H*W, C]" in f.fix
+    assert found(trace("seg_cl_flat"), "aten-layout-copies") is None
+
+
 @pytest.mark.parametrize(
     "path",
     [
