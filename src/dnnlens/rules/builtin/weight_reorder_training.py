@@ -85,8 +85,10 @@ class WeightReorderTraining(FixedByProducer):
     makes (the reorder's producer or consumer is an ``rnn`` node of the op graph) are
     therefore left out of the warning: when they are all there is, the finding is ``info``
     and says why (``sample_logs/lstm_train.log``: 10 a step, 9% of the step, all of the
-    LSTM's); beside other weight reorders, the warning counts the others only and names
-    the RNN's in ``data`` (``rnn_weight_reorder_ms_per_step``).
+    LSTM's); beside other weight reorders, the warning counts the others only and says
+    how many of the RNN's it left out (``rnn_weight_reorder_ms_per_step`` in ``data``;
+    ``tests/data/alarms/conv_lstm_train.log``, a Conv1d before an LSTM: the conv weight's 2
+    reorders a step warn, the LSTM's 6 are left out).
 
     Fix: give each step more work per weight: a larger batch per step, where the training
     allows it; gradient accumulation does not help, every micro-batch's forward and backward
@@ -122,18 +124,20 @@ class WeightReorderTraining(FixedByProducer):
             rnn_rows, others = rows[of_rnn], rows[~of_rnn]
             rnn_ms = min(float(rnn_rows["iter_ms"].sum()), per_step)
             rnn_count = float(rnn_rows["per_iteration"].sum())
-            rnn_note = (
-                f"; {rnn_count:g} of them ({ms(rnn_ms)}) are an RNN's weights, which PyTorch "
-                "hands oneDNN's rnn primitive as plain parameters on every call: no setting "
-                "of PyTorch keeps them in the primitive's layout for training"
+            why = (
+                "PyTorch hands oneDNN's rnn primitive its weights as plain parameters on "
+                "every call: no setting of PyTorch keeps them in the primitive's layout for "
+                "training"
             )
-            if (
-                step.share(per_step - rnn_ms) is not None
-                and (step.share(per_step - rnn_ms) or 0.0) >= self.options["min_share"]
-            ):
+            rnn_note = f"; {rnn_count:g} of them ({ms(rnn_ms)}) are an RNN's weights: {why}"
+            if (step.share(per_step - rnn_ms) or 0.0) >= self.options["min_share"]:
                 rows = others  # the warning is about the others
                 per_step -= rnn_ms
                 parts = _parts_of(others)
+                rnn_note = (
+                    f"; besides these, {rnn_count:g} reorders of an RNN's weights "
+                    f"({ms(rnn_ms)}) are left out: {why}"
+                )
             else:
                 severity = "info"
                 fix = RNN_FIX
