@@ -16,6 +16,9 @@ each step, ``export_chrome_trace`` gzipped), into ``tests/data/alarms/`` with a
 * ``seg_cl_loss4d`` / ``seg_cl_flat``: a per-pixel classifier in channels_last whose cross
   entropy takes the ``[N, C, H, W]`` logits (``_log_softmax`` copies them to NCHW) and the
   same with the logits as ``[N*H*W, C]``, a view;
+* ``conv_lstm_train`` (a oneDNN verbose log, ``ONEDNN_VERBOSE=1``, no profiler): a Conv1d
+  before an LSTM, trained: weight reorders of a convolution beside those of the rnn
+  primitive;
 * ``cnn_bf16_autocast`` / ``cnn_fp32``: a small convnet trained under
   ``torch.autocast("cpu", dtype=torch.bfloat16)`` and its float32 twin (no casts).
 
@@ -41,6 +44,15 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "tests" / "data" / "alarms"
 SEED = 0
 WAIT, WARMUP, ACTIVE = 1, 1, 8
+
+#: Scenarios recorded as a oneDNN verbose log (``ONEDNN_VERBOSE=1``, the child's stdout),
+#: no profiler: STEPS training steps.
+LOG_SCENARIOS = {
+    "conv_lstm_train": "Conv1d 64->256 (k7) over 20 steps of a batch of 4, then an LSTM "
+    "256->64 and a linear head, cross entropy, SGD(momentum=0.9): oneDNN runs the "
+    "convolution and the rnn primitive, and reorders the weights of both every step",
+}
+STEPS = 10
 
 SCENARIOS = {
     "resnet_cl_fused": "ResNet-style net (stem conv 3->64 at 16x16, stages of 2 basic blocks "
@@ -174,6 +186,29 @@ def _step(name: str):  # noqa: ANN202, C901 - one small model per scenario
             opt.step()
 
         return step
+    if name == "conv_lstm_train":
+
+        class ConvLSTM(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.conv = nn.Conv1d(64, 256, 7, padding=3)
+                self.rnn = nn.LSTM(256, 64)
+                self.out = nn.Linear(64, 10)
+
+            def forward(self, x):  # noqa: ANN001, ANN202 - x: [batch, 16, time]
+                h = self.conv(x).permute(2, 0, 1)  # [time, batch, 256]
+                return self.out(self.rnn(h)[0][-1])
+
+        model = ConvLSTM()
+        x, y = torch.randn(4, 64, 20), torch.randint(0, 10, (4,))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+        def step() -> None:
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+
+        return step
     raise SystemExit(f"unknown scenario {name}")
 
 
@@ -184,6 +219,10 @@ def run_child(name: str, out_dir: Path) -> None:
 
     torch.set_num_threads(1)
     step = _step(name)
+    if name in LOG_SCENARIOS:  # a verbose log: oneDNN prints to this process's stdout
+        for _ in range(STEPS):
+            step()
+        return
     raw = out_dir / f"{name}.trace.json"
     with profile(
         activities=[ProfilerActivity.CPU],
@@ -218,7 +257,9 @@ def _cpu() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--only", nargs="*", choices=sorted(SCENARIOS), default=None)
+    parser.add_argument(
+        "--only", nargs="*", choices=sorted({*SCENARIOS, *LOG_SCENARIOS}), default=None
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -230,17 +271,23 @@ def main(argv: list[str] | None = None) -> int:
     entries = manifest.setdefault("scenarios", {})
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ONEDNN_", "DNNL_"))}
     env["OMP_NUM_THREADS"] = "1"
-    for name in args.only or list(SCENARIOS):
+    for name in args.only or [*SCENARIOS, *LOG_SCENARIOS]:
         print(f"recording {name} ...", flush=True)
         started = time.perf_counter()
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--out"]
-        done = subprocess.run([*cmd, str(args.out)], env=env, capture_output=True, text=True)
+        log = name in LOG_SCENARIOS
+        run_env = {**env, "ONEDNN_VERBOSE": "1"} if log else env
+        done = subprocess.run([*cmd, str(args.out)], env=run_env, capture_output=True, text=True)
         if done.returncode:
             raise SystemExit(f"{name} failed:\n{done.stderr[-3000:]}")
+        if log:
+            (args.out / f"{name}.log").write_text(done.stdout)
+        shown = "ONEDNN_VERBOSE=1 " if log else ""
         entries[name] = {
-            "description": SCENARIOS[name],
-            "file": f"{name}.trace.json.gz",
-            "command": f"OMP_NUM_THREADS=1 python scripts/make_alarm_traces.py --only {name}",
+            "description": (LOG_SCENARIOS if log else SCENARIOS)[name],
+            "file": f"{name}.log" if log else f"{name}.trace.json.gz",
+            "command": f"{shown}OMP_NUM_THREADS=1 python scripts/make_alarm_traces.py --child "
+            f"{name} --out DIR" + (f" ({STEPS} steps, stdout)" if log else ""),
             "seconds": round(time.perf_counter() - started, 1),
         }
     import torch

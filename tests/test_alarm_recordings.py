@@ -69,6 +69,30 @@ def test_rnn_weight_reorders_are_info_with_the_reason() -> None:
     assert f.saving_basis == "unknown"
 
 
+def test_beside_an_rnn_the_other_weight_reorders_warn_alone() -> None:
+    """``conv_lstm_train.log`` (a Conv1d before an LSTM): per pass (10 passes, the first a
+    warm-up), ``grep -c 'exec,cpu,reorder.*,256x64x1x7,'`` / 10 = 2 reorders of the conv
+    weight (``abcd->ABcd16b16a`` for forward, back for the gradient), and the LSTM's:
+    ``grep exec,cpu,reorder | grep -c abdec`` / 10 = 5 of its two weights (both to
+    ``abcde`` for forward, ``weight_ih`` also to a padded ``abdec`` for backward, both
+    gradients back) and one of its bias ``1x1x4x64``: 6. The warning counts the conv's 2
+    only; the RNN's 6 are named as left out."""
+    path = ALARMS / "conv_lstm_train.log"
+    text = path.read_text().splitlines()
+    conv = sum(",exec,cpu,reorder," in ln and ",256x64x1x7," in ln for ln in text)
+    lstm = sum(",exec,cpu,reorder," in ln and "abdec" in ln for ln in text)
+    assert (conv, lstm) == (20, 50)
+    f = found(path, "weight-reorder-training")
+    assert f is not None and f.severity == "warning"
+    assert f.data["weight_reorders_per_step"] == 2
+    assert {r["dims"] for r in f.data["reorders"]} == {"256x64x1x7"}
+    assert f.data["rnn_weight_reorder_ms_per_step"] > 0
+    assert "6 reorders of an RNN's weights" in f.message and "left out" in f.message
+    assert f.impact_ms_per_iteration == pytest.approx(
+        sum(r["ms_per_step"] for r in f.data["reorders"])
+    )
+
+
 def test_convolution_weight_reorders_still_warn() -> None:
     """A convnet's training log has no rnn node: its 11 weight reorders a step still warn."""
     f = found(SAMPLES / "convnet_cl_train.log", "weight-reorder-training")
