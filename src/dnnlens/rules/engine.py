@@ -227,12 +227,13 @@ WARNING_SHARE = 0.10
 def grade_by_impact(f: Finding, share: float | None) -> None:
     """Severity follows cost: a finding about time that costs under 2% of the typical
     iteration (or step) is info, one of 10% or more at least a warning (an error stays an
-    error)."""
+    error). A finding its rule graded by what its fix saves (``data["graded_by"]``: a sure
+    saving, or no fix at all) is not raised for what it spends."""
     if share is None or f.severity == "error":
         return
     if share < INFO_BELOW_SHARE:
         f.severity = "info"
-    elif share >= WARNING_SHARE:
+    elif share >= WARNING_SHARE and not f.data.get("graded_by"):
         f.severity = "warning"
 
 

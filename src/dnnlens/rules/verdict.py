@@ -12,7 +12,8 @@ basis (a typical iteration or step), not by the time a finding spends:
    reorders of a training step that are all weight reorders), by the time they spend;
 4. then findings that are not about time (no lines, tiny primitives), most severe first;
 5. last the framework findings graded ``info`` (under 5% of the step: within its
-   step-to-step noise, ``rules.builtin._framework``), by the same tiers.
+   step-to-step noise; or a sure saving under the recording's spread:
+   ``rules.builtin._framework``), by the same tiers.
 
 Ties keep the order the rules ran in. Every output (terminal, JSON, HTML, the dataset)
 shows the findings in this order, so "the first finding" means the same everywhere.

@@ -1,5 +1,5 @@
 """What the framework rules share: the view of a trace, the numbers every finding has, and
-how a finding is graded by its share of the step.
+how a finding is graded by its share of the step, or by its saving when that is sure.
 
 Each framework finding's ``data`` holds ``impact_ms_per_step`` (the typical time per steady
 step it accounts for), ``share_of_step`` (that over the typical step) and
@@ -19,6 +19,28 @@ second recording of as many steps:
 * under :data:`WARNING_SHARE` (5%, the noise) it is ``info``: real and measured, after the
   findings that matter (they rank by cost);
 * from :data:`WARNING_SHARE` up it has the rule's severity (``warning``).
+
+**Graded by the saving where the saving is sure.** The share says what a finding spends;
+the fix is worth a warning for what it saves. When a finding's saving has a sure basis
+(:data:`SURE_BASES`: ``measured``, ``same_shape``, ``removal``: the fix removes or
+replaces exactly that work, measured in the same trace; not ``roofline``, a bound, nor
+``unknown``), the saving's share of the step takes the share's place:
+
+* a sure saving of at least :data:`WARNING_SHARE` is a ``warning`` (whatever is spent);
+* a sure saving under :data:`WARNING_SHARE` is still a ``warning`` when it is at least
+  :data:`QUIET_BELOW_SHARE` and larger than *this recording's* step-to-step spread
+  (:func:`step_spread`: the median absolute deviation of the steady steps' durations over
+  their median). The 5% above is the spread of a typical recording; a recording whose
+  own steps vary less tells a smaller saving from noise, and a saving larger than the
+  spread of the steady steps shows as a shorter step in a second recording of as many
+  steps. Fewer than three steady steps have no spread: the 5% holds;
+* a sure saving under that (zero included: the conversions ATen makes of channels_last
+  weights, which no change of the program removes) is ``info``, however much time the
+  finding spends.
+
+A saving that is not sure (``unknown``, ``roofline``) leaves the grading by share. From a
+key_averages table the grading is by share alone: its figure is an estimate between
+bounds, not a sure saving.
 
 **From a key_averages table alone** (no trace rows) a rule applies the same thresholds and
 grading to the figure :mod:`dnnlens.analysis.framework.table_patterns` gives
@@ -48,14 +70,55 @@ if TYPE_CHECKING:  # the framework view is imported where a trace or table is an
 QUIET_BELOW_SHARE = 0.02
 #: A framework finding under this share of the typical step is ``info`` (module doc).
 WARNING_SHARE = 0.05
+#: Saving bases a finding is graded by (module doc): the fix removes or replaces exactly
+#: the work measured.
+SURE_BASES = ("measured", "same_shape", "removal")
+#: Steady steps below which a recording has no spread (:func:`step_spread`).
+MIN_SPREAD_STEPS = 3
 
 
-def graded(rule: Rule, share: float) -> str:
-    """The severity of a finding of ``share`` of the step: ``info`` under
-    :data:`WARNING_SHARE`, else the rule's; a severity set in the configuration is kept."""
+def graded(
+    rule: Rule,
+    share: float,
+    saving_share: float | None = None,
+    spread: float | None = None,
+) -> str:
+    """The severity of a finding of ``share`` of the step (module doc): with a sure
+    ``saving_share``, by the saving (a ``warning`` from :data:`WARNING_SHARE`, or from
+    :data:`QUIET_BELOW_SHARE` when above the recording's ``spread``); otherwise ``info``
+    under :data:`WARNING_SHARE`, else the rule's. A severity set in the configuration is
+    kept."""
     if rule.level != type(rule).severity:
         return rule.level
+    if saving_share is not None:
+        floor = WARNING_SHARE
+        if spread is not None:
+            floor = min(WARNING_SHARE, max(QUIET_BELOW_SHARE, spread))
+        return rule.level if saving_share >= floor else "info"
     return "info" if share < WARNING_SHARE else rule.level
+
+
+def step_spread(fw: FrameworkAnalysis) -> float | None:
+    """The step-to-step spread of a recording: the median absolute deviation of its steady
+    steps' durations over their median (None under :data:`MIN_SPREAD_STEPS` steady steps
+    or from a table)."""
+    if fw.rows is None:
+        return None
+    steps = fw.steps
+    durations = steps.loc[~steps["warmup"] & ~steps["partial"], "dur_ms"].to_numpy(float)
+    if len(durations) < MIN_SPREAD_STEPS:
+        return None
+    median = float(np.median(durations))
+    if median <= 0:
+        return None
+    return float(np.median(np.abs(durations - median))) / median
+
+
+def sure_share(fw: FrameworkAnalysis, saving: Saving | None) -> float | None:
+    """The share of the step a sure saving is (None when it is not sure, or from a table)."""
+    if fw.rows is None or saving is None or saving.ms is None or saving.basis not in SURE_BASES:
+        return None
+    return fw.share(max(saving.ms, 0.0))
 
 
 def step_finding(
@@ -68,17 +131,27 @@ def step_finding(
     fix: str = "",
     saving: Saving | None = None,
 ) -> Iterator[Finding]:
-    """The finding, graded, when ``impact_ms`` reaches the rule's ``min_share`` of the step
-    (nothing otherwise); ``saving`` what its fix saves (default: unknown)."""
+    """The finding, graded (by its sure saving, else its share: module doc), when
+    ``impact_ms`` reaches the rule's ``min_share`` of the step (nothing otherwise);
+    ``saving`` what its fix saves (default: unknown)."""
     share = fw.share(impact_ms)
     if not impact_ms or share is None or share < rule.options["min_share"]:
         return
+    saving_share = sure_share(fw, saving)
+    spread = step_spread(fw) if saving_share is not None else None
+    if saving_share is not None:
+        data = {
+            **data,
+            "saving_share_of_step": saving_share,
+            "step_spread": spread,
+            "graded_by": "saving",
+        }
     yield rule.finding(
         message,
         evidence,
         data=data,
         fix=fix,
-        severity=graded(rule, share),
+        severity=graded(rule, share, saving_share, spread),
         impact_ms=impact_ms,
         basis="step",
         saving=saving,

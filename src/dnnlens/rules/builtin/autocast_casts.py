@@ -27,7 +27,11 @@ class AutocastCasts(Rule):
     issues itself (from the top of an op, from ``.to(dtype)`` in the program, or from a
     ``ToCopyBackward`` node; not the up-casts inside ATen kernels) and fires when they take
     at least ``min_share`` of a typical step, graded by that share like every framework rule
-    (info under 5%: ``_framework.WARNING_SHARE``). From a key_averages table (no dtypes)
+    (info under 5%: ``_framework.WARNING_SHARE``), except that a trace's finding is graded
+    by its saving, which is sure (the casts' whole time): from 2% of the step it is a
+    warning when larger than the recording's step-to-step spread (``_framework``;
+    ``tests/data/alarms/cnn_bf16_autocast``: 3.3% of the step, spread 2.7%, a warning; its
+    float32 twin ``cnn_fp32`` casts nothing). From a key_averages table (no dtypes)
     the casts are ``table_patterns.casts``: in training twice the ``ToCopyBackward`` nodes
     (each gradient cast back), within every ``aten::_to_copy`` at most.
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pandas as pd
 
 from dnnlens.analysis.findings import Evidence, Finding
+from dnnlens.analysis.training import StepPart
 from dnnlens.rules.base import Saving
 from dnnlens.rules.builtin._reorder_causes import WEIGHTS_TRAINING_FIX
 from dnnlens.rules.builtin._util import FixedByProducer, ms, producer_fix
@@ -20,6 +21,12 @@ ROLES = (
     ("weight", "reorder_weight", "for a pass the log does not tell"),
 )
 EVIDENCE_SHOWN = 4
+#: The fix of a finding about an RNN's weight reorders alone (class doc).
+RNN_FIX = (
+    "None to make: PyTorch hands oneDNN's rnn primitive its weights as plain parameters on "
+    "every call (aten/src/ATen/native/mkldnn/RNN.cpp), one reorder per weight and call "
+    "whatever the batch; the time is reported, not blamed"
+)
 
 
 class WeightReorderTraining(FixedByProducer):
@@ -63,6 +70,26 @@ class WeightReorderTraining(FixedByProducer):
     larger batch spreads them over more samples (a smaller share) but does not shorten
     the step, so the finding ranks by its time after the findings whose saving is known.
 
+    **Weights of oneDNN's RNN primitive: info, not a warning.** An ``nn.LSTM`` (``GRU``,
+    ``RNN``) trained on the CPU runs oneDNN's rnn primitive through
+    ``aten::mkldnn_rnn_layer``, which hands oneDNN a view of each plain parameter
+    (``get_mkldnn_tensor(weight_ih, rnn.weights_layer_desc(...))``, format ``ldgoi``, the
+    parameter's own ``[4*hidden, input]`` storage; ``aten/src/ATen/native/mkldnn/RNN.cpp``)
+    on every call, forward and backward, and allocates the weight gradients the same plain
+    way (``at::empty(weight_ih.sizes(), ...)``); ideep's ``lstm_forward_training`` and
+    ``lstm_backward`` reorder them into and out of the primitive's own layout (``ldigo`` in
+    the log: ``abdec->abcde`` and back). Nothing in PyTorch passes the RNN a weight already
+    in that layout for training: the op takes ordinary tensors, there is no RNN
+    counterpart of ``mkldnn_reorder_conv2d_weight``, and a larger batch does not change the
+    count (one reorder per weight per call). The reorders a weight of an rnn primitive
+    makes (the reorder's producer or consumer is an ``rnn`` node of the op graph) are
+    therefore left out of the warning: when they are all there is, the finding is ``info``
+    and says why (``sample_logs/lstm_train.log``: 10 a step, 9% of the step, all of the
+    LSTM's); beside other weight reorders, the warning counts the others only and says
+    how many of the RNN's it left out (``rnn_weight_reorder_ms_per_step`` in ``data``;
+    ``tests/data/alarms/conv_lstm_train.log``, a Conv1d before an LSTM: the conv weight's 2
+    reorders a step warn, the LSTM's 6 are left out).
+
     Fix: give each step more work per weight: a larger batch per step, where the training
     allows it; gradient accumulation does not help, every micro-batch's forward and backward
     reorder again. Neither channels_last nor bf16 autocast removes these reorders; freezing,
@@ -86,22 +113,49 @@ class WeightReorderTraining(FixedByProducer):
         if per_step <= 0 or share is None or share < self.options["min_share"]:
             return
         parts = [(role, step.part(part), words) for role, part, words in ROLES]
-        present = [(role, p, words) for role, p, words in parts if p.per_step > 0]
-        count = sum(p.per_step for _, p, _ in present)
         r = ctx.reorders
         rows = r[r["role"].isin([role for role, _, _ in ROLES]) & (r["iter_ms"] > 0)]
+        of_rnn = _of_rnn(ctx, rows)
+        severity = None
+        fix = producer_fix(ctx, WEIGHTS_TRAINING_FIX)
+        rnn_note = ""
+        rnn_ms = 0.0
+        if of_rnn.any():
+            rnn_rows, others = rows[of_rnn], rows[~of_rnn]
+            rnn_ms = min(float(rnn_rows["iter_ms"].sum()), per_step)
+            rnn_count = float(rnn_rows["per_iteration"].sum())
+            why = (
+                "PyTorch hands oneDNN's rnn primitive its weights as plain parameters on "
+                "every call: no setting of PyTorch keeps them in the primitive's layout for "
+                "training"
+            )
+            rnn_note = f"; {rnn_count:g} of them ({ms(rnn_ms)}) are an RNN's weights: {why}"
+            if (step.share(per_step - rnn_ms) or 0.0) >= self.options["min_share"]:
+                rows = others  # the warning is about the others
+                per_step -= rnn_ms
+                parts = _parts_of(others)
+                rnn_note = (
+                    f"; besides these, {rnn_count:g} reorders of an RNN's weights "
+                    f"({ms(rnn_ms)}) are left out: {why}"
+                )
+            else:
+                severity = "info"
+                fix = RNN_FIX
+        present = [(role, p, words) for role, p, words in parts if p.per_step > 0]
+        count = sum(p.per_step for _, p, _ in present)
         split = ", ".join(
             f"{p.per_step:g} {words} ({ms(p.ms)}{_largest(rows, role)})"
             for role, p, words in present
         )
         msg = (
             f"{count:g} weight reorders in every steady training step (over "
-            f"{step.steady_steps} steps): {split}; {ctx.cost_text(per_step)}"
+            f"{step.steady_steps} steps): {split}; {ctx.cost_text(per_step)}{rnn_note}"
         )
         yield self.finding(
             msg,
             _evidence(rows, [role for role, _, _ in present]),
-            fix=producer_fix(ctx, WEIGHTS_TRAINING_FIX),
+            severity=severity,
+            fix=fix,
             impact_ms=per_step,
             saving=Saving.unknown(
                 "no recorded fix removes a training step's weight reorders; a larger batch "
@@ -133,8 +187,40 @@ class WeightReorderTraining(FixedByProducer):
                     for x in rows.itertuples(index=False)
                 ],
                 "producer": ctx.producer.to_json(),
+                "rnn_weight_reorder_ms_per_step": rnn_ms,
+                **({"graded_by": "no fix"} if severity == "info" else {}),
             },
         )
+
+
+def _of_rnn(ctx: RuleContext, rows: pd.DataFrame) -> pd.Series:
+    """Which of the weight reorders ``rows`` feed or read an ``rnn`` node of the op graph."""
+    nodes = ctx.analysis.graph.nodes
+    rnn = set(nodes.loc[nodes["kind"] == "rnn", "node"].astype(str))
+    if not rnn:
+        return pd.Series(False, index=rows.index)
+    return rows["consumer"].astype(str).isin(rnn) | rows["producer"].astype(str).isin(rnn)
+
+
+def _parts_of(rows: pd.DataFrame) -> list[tuple[str, StepPart, str]]:
+    """The weight roles of ``rows`` as step parts (their ms and calls per step)."""
+    out = []
+    for role, part, words in ROLES:
+        mine = rows[rows["role"] == role]
+        out.append(
+            (
+                role,
+                StepPart(
+                    part,
+                    "",
+                    words,
+                    float(mine["iter_ms"].sum()),
+                    float(mine["per_iteration"].sum()),
+                ),
+                words,
+            )
+        )
+    return out
 
 
 def _largest(rows: pd.DataFrame, role: str) -> str:
