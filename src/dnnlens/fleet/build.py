@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from dnnlens.app.session import Settings as SessionSettings
 from dnnlens.errors import OutputError
-from dnnlens.fleet.dataset import Dataset, Settings
+from dnnlens.fleet.dataset import Compacted, Dataset, DatasetError, Settings
 from dnnlens.fleet.discover import RunNames, RunSpec, discover
 from dnnlens.fleet.engine import DaskEngine, EngineLost, SerialEngine
 from dnnlens.fleet.rows import RunFile, RunIdentity
@@ -39,6 +39,13 @@ from dnnlens.reading.parallel import SPLIT_MIN_BYTES, line_ranges
 from dnnlens.rules.config import load_config
 from dnnlens.rules.engine import RuleOptions, build_registry, selected_rules
 
+#: Runs with files of their own (five each) at which a build ends by compacting the
+#: dataset. A query pays about 0.11 ms per file it opens (1.18 s for the 10,530 files of a
+#: 2,106-run fleet, 0.04 s compacted): 200 runs are 1,000 files, about 0.1 s more per
+#: query, which compacting takes away; a compacted group then holds at least 200 runs,
+#: so groups stay few (one per 200 runs built, where a run is five files).
+COMPACT_AT = 200
+
 
 class BuildError(Exception):
     """Nothing to build (no input at all): one line, a usage error."""
@@ -54,6 +61,9 @@ class BuildOptions:
     split_bytes: int = SPLIT_MIN_BYTES
     #: ``--label key=value`` pairs stored with every run this build writes (``runs.labels``)
     labels: tuple[tuple[str, str], ...] = ()
+    #: compact the dataset as the build ends once this many runs have files of their own
+    #: (``None``: never, ``--no-compact``); see :data:`COMPACT_AT`
+    compact_at: int | None = None
 
     def session_settings(self) -> SessionSettings:
         """What every run is analysed with: ``analyze``'s settings for these options
@@ -105,6 +115,10 @@ class BuildResult:
     engine: str = ""
     #: why the failures could not be recorded in the dataset, or ""
     failures_not_recorded: str = ""
+    #: what compacting the dataset as the build ended did (``None``: not compacted)
+    compacted: Compacted | None = None
+    #: why compacting it failed, or ""
+    compact_failed: str = ""
 
     def count(self, status: str) -> int:
         """Runs with that status."""
@@ -174,6 +188,12 @@ def build_dataset(
         dataset.record_failures([_failure_row(r) for r in result.runs if r.failure])
     except OutputError as exc:
         result.failures_not_recorded = str(exc)
+    at = options.compact_at
+    if at is not None and len(dataset.loose_runs()) >= at:
+        try:
+            result.compacted = dataset.compact()
+        except (OutputError, DatasetError) as exc:  # the runs are written: they stay as they are
+            result.compact_failed = str(exc)
     result.seconds = time.perf_counter() - started
     return result
 
