@@ -247,7 +247,7 @@ def _compacted_text(done: Any) -> str:
     return (
         f"compacted {done.runs:,} run(s): {done.files_before:,} files "
         f"({done.bytes_before / 1e6:.1f} MB) into {done.files_after:,} "
-        f"({done.bytes_after / 1e6:.1f} MB)"
+        f"({done.bytes_after / 1e6:.1f} MB) in {done.seconds:.1f} s"
     )
 
 

@@ -1,11 +1,14 @@
-"""A fleet dataset on disk: ``dataset.json`` and one Parquet file per run in each table.
+"""A fleet dataset on disk: ``dataset.json`` and, in each table, one Parquet file per run
+or per compacted group of runs.
 
 ::
 
     DATASET/dataset.json                     schema version and the build settings
     DATASET/<table>/run-<run>.parquet        one per run: inputs, primitives, findings,
                                              iterations, runs (schema: dnnlens.fleet.schema)
+    DATASET/<table>/part-<token>.parquet     one per compacted group of runs (compact)
     DATASET/.lock                            taken by a build while it publishes a run
+    DATASET/.readers                         taken shared by readers (see compact)
     DATASET/.runs-index                      the runs, their content hashes and checked
                                              files (dnnlens.fleet.runindex)
 
@@ -23,6 +26,10 @@ a damaged or hand-edited file is a :class:`DatasetError` naming it, never a cast
 A file's check is kept in the runs index under its size and modification time, so opening
 a dataset reads the footers of the files that are new or changed only, and publishing a run
 reads what other builds published since (:mod:`dnnlens.fleet.runindex`).
+
+A run's own files are rewritten into groups, one file per table each, by
+:meth:`Dataset.compact`: a group is in the dataset once its ``runs`` file is, and a run
+that a group holds is read from the group only.
 
 A dataset keeps the settings it was built with (the window, skipped passes, rule
 selection): a later build with other settings would mix two kinds of numbers in one
@@ -119,9 +126,10 @@ def _part_of_name(name: str) -> str | None:
     return None
 
 
-#: Runs per compacted file. A run's five files are about 52 KB, one seventh of that once
-#: compacted: 10,000 runs make a ``primitives`` file of about 70 MB, under the 128 MiB that
-#: one reader thread reads well, and a compaction never rewrites more than that at once.
+#: Runs per compacted group (one file per table). A run's five files are about 52 KB, a
+#: seventh of that or less once compacted: a group of 10,000 runs is at most about 75 MB
+#: over its five files, each under 128 MiB (a file a reader maps and a compaction holds a
+#: row group of at a time), and a compaction never rewrites more than that at once.
 COMPACT_RUNS_PER_FILE = 10_000
 #: Rows per row group of a compacted file: DuckDB's own row group size. DuckDB reads one
 #: row group per thread, so a file of a few large row groups is read by every core, where
@@ -138,6 +146,7 @@ class Compacted:
     bytes_before: int = 0
     files_after: int = 0
     bytes_after: int = 0
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -596,6 +605,7 @@ class Dataset:
             )
         mark = step or (lambda _: None)
         done = Compacted()
+        started = time.perf_counter()
         with _locked(self.root):
             self._sync(cleanup=True)
             loose = [r for r, e in sorted(self._index.entries.items()) if e.part is None]
@@ -619,6 +629,7 @@ class Dataset:
                 self._index.rewrite()
                 mark("indexed")
             elif not self._rewritten_left():
+                done.seconds = time.perf_counter() - started
                 return done
         with _readers_gone(self.root, wait=True), _locked(self.root):
             self._sync()
@@ -632,6 +643,7 @@ class Dataset:
                         mark("removing")
                         _remove(path)
             self._index.rewrite()
+        done.seconds = time.perf_counter() - started
         return done
 
     def _rewritten_left(self) -> bool:
