@@ -108,6 +108,7 @@ STOPS = [
     ("switched", 1),
     ("switched", 2),  # a second group switched, the first one's index not written
     ("indexed", 1),
+    ("alone", 1),
     ("removing", 1),
     ("removing", 40),
 ]
@@ -244,3 +245,38 @@ def test_a_build_publishing_while_a_compaction_writes_waits_for_it(
     assert dataset.loose_runs() == ["late"] and len(dataset.run_names()) == 16
     names = [r["run"] for r in _runs(fleet)]
     assert sorted(names) == sorted(set(names)) == dataset.run_names()
+
+
+def test_a_compaction_reading_while_another_waits_to_remove_does_not_wait_for_it(
+    fleet: Path, tmp_path: Path
+) -> None:
+    """One compaction holds the readers' lock and waits for the dataset's lock to remove
+    what it rewrote; another holds the dataset's lock and reads the runs it rewrites: it
+    reads them under the dataset's lock alone, so both finish."""
+    log = write_copy(tmp_path / "late" / "late.log", "lstm_infer", 5.0)
+    second_staged = threading.Event()
+
+    def first_step(name: str) -> None:
+        if name == "alone":  # the readers' lock held, the dataset's lock not yet
+            _build([str(log.parent)], fleet)  # a run for the second compaction
+            second.start()
+            second_staged.wait(20)
+
+    def second_step(name: str) -> None:
+        if name == "staged":
+            second_staged.set()
+
+    second = threading.Thread(
+        target=lambda: Dataset.open(fleet).compact(step=second_step), daemon=True
+    )
+    first = threading.Thread(
+        target=lambda: Dataset.open(fleet).compact(step=first_step), daemon=True
+    )
+    first.start()
+    first.join(60)
+    second.join(60)
+    assert not first.is_alive() and not second.is_alive()
+    assert second_staged.is_set()
+    dataset = Dataset.open(fleet)
+    assert dataset.loose_runs() == [] and len(dataset.run_names()) == 16
+    assert own_files(fleet) == []

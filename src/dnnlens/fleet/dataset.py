@@ -596,7 +596,7 @@ class Dataset:
         from its own file before: stopped at any point, the dataset holds every run once,
         and the next build or compaction removes what was left. ``step`` is called with
         the name of each point (``staged``, ``placed``, ``switched``, ``indexed``,
-        ``removing``): tests stop there.
+        ``alone``, ``removing``): tests stop there.
         """
         if self.manifest.get("schema_version") != schema.DATASET_SCHEMA_VERSION:
             raise DatasetError(
@@ -631,20 +631,25 @@ class Dataset:
             elif not self._rewritten_left():
                 done.seconds = time.perf_counter() - started
                 return done
-        with _readers_gone(self.root, wait=True), _locked(self.root):
-            self._sync()
-            entries = self._index.entries
-            for run, entry in sorted(entries.items()):
-                if entry.part is None:
-                    continue
-                for table in _RUNS_LAST:  # its runs file says the others may be left
-                    path = self.root / table / file_name(run)
-                    if path.exists():
-                        mark("removing")
-                        _remove(path)
-            self._index.rewrite()
+        with _readers_gone(self.root, wait=True):
+            mark("alone")
+            with _locked(self.root):
+                self._remove_rewritten(mark)
         done.seconds = time.perf_counter() - started
         return done
+
+    def _remove_rewritten(self, mark: Callable[[str], None]) -> None:
+        """Remove the own files of the runs that groups hold (the lock held, no reader)."""
+        self._sync()
+        for run, entry in sorted(self._index.entries.items()):
+            if entry.part is None:
+                continue
+            for table in _RUNS_LAST:  # its runs file says the others may be left
+                path = self.root / table / file_name(run)
+                if path.exists():
+                    mark("removing")
+                    _remove(path)
+        self._index.rewrite()
 
     def _rewritten_left(self) -> bool:
         """Whether a run of a group still has its own ``runs`` file (a compaction stopped
@@ -696,7 +701,9 @@ class Dataset:
         held: list[pa.Table] = []
         count = 0
         for start in range(0, len(runs), 256):
-            rows = self.read(table, runs=runs[start : start + 256])
+            # not read(): the lock held keeps the files, and a compaction waiting for the
+            # readers to end before it takes the lock would wait for this one
+            rows = self._read(table, None, runs[start : start + 256])
             held.append(rows)
             count += len(rows)
             while count >= ROW_GROUP_ROWS:
@@ -762,10 +769,18 @@ def reading(root: Path) -> Iterator[None]:
 @contextmanager
 def _readers_gone(root: Path, wait: bool) -> Iterator[bool]:
     """Whether no reader holds :func:`reading` (and none starts) for the block: waits for
-    the readers to finish, or (``not wait``) says ``False`` at once if one reads."""
+    the readers to finish, or (``not wait``) says ``False`` at once if one reads. Taken
+    before the dataset's lock, never while holding it, unless ``not wait``: a reader
+    never takes the dataset's lock while it reads, so neither waits for the other."""
     import fcntl
 
-    fd = os.open(root / READERS, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(root / READERS, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if not wait:  # the files a reader may read stay
+            yield False
+            return
+        raise DatasetError(f"{root / READERS}: cannot open ({exc.strerror or exc})") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
