@@ -50,7 +50,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401 - pa.compute
 
 from dnnlens._version import __version__
 from dnnlens.errors import OutputError
@@ -414,7 +413,9 @@ class Dataset:
             try:
                 rows = pq.read_table(path, columns=["run", "content_hash"])
                 if entry.part:
-                    rows = rows.filter(pa.compute.equal(rows["run"], run))
+                    import pyarrow.compute as pc
+
+                    rows = rows.filter(pc.equal(rows["run"], run))
                 hashes = rows["content_hash"]
             except (pa.ArrowException, OSError, ValueError) as exc:
                 raise DatasetError(f"{path}: cannot be read ({_first_line(exc)})") from None
