@@ -1,4 +1,5 @@
-"""``dnnlens fleet build|query|diff``: many runs into one dataset, queried and compared.
+"""``dnnlens fleet build|query|diff|compact``: many runs into one dataset, queried, compared
+and compacted.
 
 Exit codes: 0 done; 1 ``fleet diff`` found runs or primitives slower than the baseline by
 more than ``--fail-if-slower``; 2 usage or input error (no input, a dataset built with other
