@@ -299,3 +299,26 @@ def test_an_index_without_hashes_learns_each_run_from_its_group(fleet: Path) -> 
     index.write_text("\n".join(lines) + "\n")
     dataset = Dataset.for_build(fleet, SETTINGS)
     assert {run: dataset.run_with(h) for run, h in expected.items()} == {r: r for r in expected}
+
+
+def test_a_write_that_fails_leaves_nothing_of_the_group(fleet: Path, monkeypatch) -> None:  # noqa: ANN001
+    """The runs file of the group cannot be renamed into place (a full disk): exit 4, the
+    group's files are gone and the runs are read from their own files as before."""
+    import os as os_module
+
+    before = rows(fleet)
+    real = os_module.replace
+
+    def replace(source, target) -> None:  # noqa: ANN001
+        if Path(target).parent.name == "runs" and Path(target).name.startswith("part-"):
+            raise OSError(28, "No space left on device")
+        real(source, target)
+
+    monkeypatch.setattr("dnnlens.fleet.dataset.os.replace", replace)
+    failed = invoke("fleet", "compact", str(fleet))
+    assert failed.exit_code == 4, failed.stderr
+    assert "cannot write (No space left on device)" in failed.stderr
+    monkeypatch.undo()
+    left = [p.name for t in TABLES for p in (fleet / t).iterdir() if not p.name.startswith("run-")]
+    assert left == []
+    assert len(own_files(fleet)) == 75 and rows(fleet) == before
