@@ -118,11 +118,17 @@ class Stop(BaseException):
     """A process killed there (no handler of the compaction runs)."""
 
 
+@pytest.mark.parametrize("merging", [False, True], ids=["own files", "merging groups"])
 @pytest.mark.parametrize(("where", "nth"), STOPS)
 def test_a_compaction_stopped_anywhere_leaves_every_run_once(
-    fleet: Path, where: str, nth: int
+    fleet: Path, where: str, nth: int, merging: bool
 ) -> None:
+    """Stopped while it rewrites the runs' own files, or while it merges groups of 4
+    runs (and of 3) into groups of 8 (and of 7)."""
     before = rows(fleet)
+    if merging:
+        Dataset.open(fleet).compact(runs_per_file=4)
+        nth = min(nth, 12) if where == "removing" else nth  # 4 groups of 5 files to remove
     seen: list[str] = []
 
     def step(name: str) -> None:
@@ -131,15 +137,16 @@ def test_a_compaction_stopped_anywhere_leaves_every_run_once(
             raise Stop(name)
 
     with pytest.raises(Stop):
-        Dataset.open(fleet).compact(runs_per_file=8, step=step)
+        Dataset.open(fleet).compact(runs_per_file=8, step=step, merge_below=5)
     assert Dataset.open(fleet).run_names() == sorted(r["run"] for r in _runs(fleet))
     assert rows(fleet) == before
     # a build cleans up what was left, and a compaction finishes the work
     Dataset.for_build(fleet, SETTINGS)
     assert rows(fleet) == before
-    Dataset.open(fleet).compact(runs_per_file=8)
+    Dataset.open(fleet).compact(runs_per_file=8, merge_below=5)
     assert rows(fleet) == before
     assert own_files(fleet) == []
+    assert len(list((fleet / "runs").iterdir())) == 2  # 8 runs and 7
     left = [p.name for t in TABLES for p in (fleet / t).iterdir()]
     assert all(n.startswith("part-") for n in left), left
     groups = {p.name for p in (fleet / "runs").iterdir()}
@@ -166,9 +173,10 @@ def test_a_later_build_adds_to_a_compacted_dataset_and_diff_works(
     assert diff.exit_code == 1, diff.stderr  # the slowed copy and the new one are slower
     assert "convnet_nchw_infer-slow" in diff.stdout and "new" in diff.stdout
     before = rows(fleet)
-    assert Dataset.open(fleet).compact().runs == 1
+    assert Dataset.open(fleet).compact().runs == 16  # the group of 15 is merged with it
     assert rows(fleet) == before
-    assert len(list((fleet / "runs").glob("part-*.parquet"))) == 2
+    assert len(list((fleet / "runs").iterdir())) == 1
+    assert len(Dataset.open(fleet).run_names()) == 16
     same = invoke("fleet", "diff", str(fleet), "--baseline", "convnet_nchw_infer-00")
     assert same.stdout == diff.stdout
 
@@ -322,3 +330,19 @@ def test_a_write_that_fails_leaves_nothing_of_the_group(fleet: Path, monkeypatch
     left = [p.name for t in TABLES for p in (fleet / t).iterdir() if not p.name.startswith("run-")]
     assert left == []
     assert len(own_files(fleet)) == 75 and rows(fleet) == before
+
+
+def test_small_groups_are_merged_with_the_next_runs(fleet: Path, tmp_path: Path) -> None:
+    before_runs = Dataset.open(fleet).run_names()
+    Dataset.open(fleet).compact(runs_per_file=4)
+    assert len(list((fleet / "runs").iterdir())) == 4  # 4, 4, 4 and 3 runs
+    new = write_copy(tmp_path / "new" / "convnet_nchw_infer.log", "convnet_nchw_infer", 3.0)
+    assert _build([str(new.parent)], fleet).count("written") == 1
+    before = rows(fleet)
+    done = Dataset.open(fleet).compact(merge_below=5)
+    assert (done.runs, done.files_before, done.files_after) == (16, 4 * 5 + 5, 5)
+    assert [len(list((fleet / t).iterdir())) for t in TABLES] == [1] * 5
+    assert rows(fleet) == before
+    assert Dataset.open(fleet).run_names() == sorted([*before_runs, "new"])
+    # a single group, even a small one, is not rewritten for nothing
+    assert Dataset.open(fleet).compact(merge_below=100).runs == 0

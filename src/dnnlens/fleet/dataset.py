@@ -43,6 +43,7 @@ import os
 import secrets
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -134,6 +135,10 @@ COMPACT_RUNS_PER_FILE = 10_000
 #: row group per thread, so a file of a few large row groups is read by every core, where
 #: pyarrow's default (1 Mi rows) would make a whole ``primitives`` file one thread's work.
 ROW_GROUP_ROWS = 122_880
+#: A group of fewer runs is rewritten with the next runs compacted: a build compacts once
+#: 200 runs are its own (``fleet build``), and merging its groups below 1,000 runs keeps
+#: one group per 1,000 runs or more, each rewritten at most four times.
+MERGE_BELOW = 1_000
 
 
 @dataclass
@@ -583,10 +588,16 @@ class Dataset:
         return sorted(r for r, e in self._runs().items() if e.part is None)
 
     def compact(
-        self, runs_per_file: int = COMPACT_RUNS_PER_FILE, step: Callable[[str], None] | None = None
+        self,
+        runs_per_file: int = COMPACT_RUNS_PER_FILE,
+        step: Callable[[str], None] | None = None,
+        merge_below: int = MERGE_BELOW,
     ) -> Compacted:
-        """Rewrite the runs held by files of their own into groups of at most
-        ``runs_per_file`` runs, one file per table each (``part-<token>.parquet``).
+        """Rewrite the runs held by files of their own, with those of the groups of fewer
+        than ``merge_below`` runs (when there are runs of their own, or several such
+        groups), into groups of at most ``runs_per_file`` runs, one file per table each
+        (``part-<token>.parquet``). A run in two groups (one stopped before it removed
+        the group it rewrote) is the newer group's: tokens start with the time.
 
         With the dataset's lock held (a build publishing waits): each group's files are
         written under hidden names, renamed into place (``runs`` last: its rename puts the
@@ -609,12 +620,17 @@ class Dataset:
         started = time.perf_counter()
         with _locked(self.root):
             self._sync(cleanup=True)
-            loose = [r for r, e in sorted(self._index.entries.items()) if e.part is None]
+            entries = self._index.entries
+            sizes = Counter(e.part for e in entries.values() if e.part)
+            small = {g for g, n in sizes.items() if n < merge_below}
+            loose = [r for r, e in sorted(entries.items()) if e.part is None]
+            if loose or len(small) > 1:
+                loose = [r for r, e in sorted(entries.items()) if e.part is None or e.part in small]
             for start in range(0, len(loose), max(1, runs_per_file)):
                 chunk = loose[start : start + max(1, runs_per_file)]
-                before = [
+                before = {
                     self._path(t, r, self._index.entries[r]) for t in schema.TABLES for r in chunk
-                ]
+                }
                 done.files_before += len(before)
                 done.bytes_before += sum(k[0] for p in before if (k := file_key(p)))
                 token = f"{time.time_ns():016x}-{secrets.token_hex(4)}"
@@ -650,7 +666,20 @@ class Dataset:
                 if path.exists():
                     mark("removing")
                     _remove(path)
+        for token in sorted(self._unheld_groups()):  # groups whose runs newer ones hold
+            for table in _RUNS_LAST:
+                mark("removing")
+                _remove(self.root / table / part_name(token))
         self._index.rewrite()
+
+    def _unheld_groups(self) -> set[str]:
+        """The groups with a ``runs`` file whose runs are all held by newer groups."""
+        held = {e.part for e in self._index.entries.values() if e.part}
+        try:
+            names = os.listdir(self.root / "runs")
+        except OSError:
+            return set()
+        return {t for n in names if (t := _part_of_name(n)) is not None and t not in held}
 
     def _rewritten_left(self) -> bool:
         """Whether a run of a group still has its own ``runs`` file (a compaction stopped
@@ -660,7 +689,9 @@ class Dataset:
             names = os.listdir(self.root / "runs")
         except OSError:
             return False
-        return any((e := entries.get(_run_of_name(n) or "")) and e.part for n in names)
+        return any((e := entries.get(_run_of_name(n) or "")) and e.part for n in names) or bool(
+            self._unheld_groups()
+        )
 
     def _write_group(
         self, token: str, runs: list[str], mark: Callable[[str], None]
@@ -737,10 +768,14 @@ class Dataset:
                     # a run's own file that a group holds now: a reader that listed it
                     # before the group came may read it still, unless none reads
                     rewritten = run in runs and runs[run].part is not None and alone
+                    # a group no run is read from: never published (no runs file), or
+                    # rewritten into newer groups (a reader may read it still)
+                    unheld = token is not None and token not in groups
+                    published = unheld and (self.root / "runs" / part_name(token)).exists()
                     if (
                         hidden
                         or (run is not None and (run not in runs or rewritten))
-                        or (token is not None and token not in groups)
+                        or (unheld and (alone or not published))
                     ):
                         _remove(path)
 
