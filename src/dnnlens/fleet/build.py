@@ -40,10 +40,11 @@ from dnnlens.rules.config import load_config
 from dnnlens.rules.engine import RuleOptions, build_registry, selected_rules
 
 #: Runs with files of their own (five each) at which a build ends by compacting the
-#: dataset. A query pays about 0.11 ms per file it opens (1.18 s for the 10,530 files of a
-#: 2,106-run fleet, 0.04 s compacted): 200 runs are 1,000 files, about 0.1 s more per
-#: query, which compacting takes away; a compacted group then holds at least 200 runs,
-#: so groups stay few (one per 200 runs built, where a run is five files).
+#: dataset. ``fleet query`` pays about 0.3 ms per file it opens (1,078 runs: 2.14 s over
+#: 5,390 files, 0.36 s compacted into 5): 200 runs are 1,000 files, about 0.3 s more on
+#: every query, while compacting them takes about a second, once; fewer runs would make
+#: the build pay that second for less. Groups below
+#: :data:`~dnnlens.fleet.dataset.MERGE_BELOW` runs are merged as later builds compact.
 COMPACT_AT = 200
 
 
