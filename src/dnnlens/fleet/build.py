@@ -42,8 +42,8 @@ from dnnlens.rules.engine import RuleOptions, build_registry, selected_rules
 #: Runs with files of their own (five each) at which a build ends by compacting the
 #: dataset. ``fleet query`` pays about 0.3 ms per file it opens (1,078 runs: 2.14 s over
 #: 5,390 files, 0.36 s compacted into 5): 200 runs are 1,000 files, about 0.3 s more on
-#: every query, while compacting them takes about a second, once; fewer runs would make
-#: the build pay that second for less. Groups below
+#: every query, while compacting them takes one to two seconds, once; fewer runs would make
+#: the build pay those seconds for less. Groups below
 #: :data:`~dnnlens.fleet.dataset.MERGE_BELOW` runs are merged as later builds compact.
 COMPACT_AT = 200
 
