@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BASES = ("convnet_nchw_infer", "lstm_infer", "convnet_cl_infer")
 LOGS = 1000
 #: The build's wall time may not pass this. Measured on the 2-core AMD EPYC VM shared with
-#: other work (load average 3.5 to 5.6): 69 to 103 s, 4 to 11 s of it compacting,
+#: other work (load average 2.5 to 5.6): 63.5 to 103 s, 4 to 11 s of it compacting,
 #: for about 100 s of CPU: some 65 ms to analyse a run on a worker and 20 ms in the
 #: client (the scheduler, publishing five files), so two idle cores need 50 s at best.
 #: Twice the time of the least loaded run: a build that became much slower fails, a busy
