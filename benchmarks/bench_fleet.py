@@ -24,6 +24,14 @@ runs in a fresh subprocess (page cache warm), and reports its time and peak RSS:
 
 The query's ratio to the floor is printed. No assertion: numbers.
 
+``--scale N --compact``: the copies are files of their own (each run's rows named after it,
+its own content hash), as a build writes them, and after the stages above:
+
+* ``compact``: ``Dataset.compact`` (``fleet compact``), its time;
+* ``query`` and ``duckdb`` again, on the compacted dataset;
+
+with the files and bytes of the five tables before and after.
+
 The logs are the sample logs with a oneDNN line each (``sample_logs/*.log``, from 3 KB to
 930 KB), taken in turn until there are ``--logs`` of them; each copy ends with a line of
 program output of its own (``bench copy N``), so every copy is a run of its own content
@@ -139,6 +147,11 @@ elif stage == "query":
     out["connect_s"] = time.perf_counter() - started
     for sql in SQL:
         con.execute(sql).fetchall()
+elif stage == "compact":
+    from dnnlens.fleet.dataset import Dataset
+    done = Dataset.open(root).compact()
+    out.update(runs=done.runs, files_before=done.files_before, bytes_before=done.bytes_before,
+               files_after=done.files_after, bytes_after=done.bytes_after)
 else:
     from dnnlens.fleet.dataset import Dataset, Settings, file_name
     from dnnlens.fleet.schema import TABLES
@@ -192,7 +205,40 @@ def scale_dataset(work: Path, base: Path, runs: int) -> Path:
     return root
 
 
-def run_scale(sizes: list[int], src: Path, query: bool = True) -> None:
+def own_dataset(work: Path, base: Path, runs: int) -> Path:
+    """A dataset of ``runs`` copies of the one run of ``base``, each in files of its own
+    (its rows named ``s000000`` ..., its own content hash), as a build writes them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = work / f"ds-{runs}"
+    root.mkdir()
+    shutil.copy(base / "dataset.json", root)
+    (run,) = [p.name for p in (base / "runs").iterdir() if p.name.startswith("run-")]
+    for table in TABLES:
+        (root / table).mkdir()
+        sources = root / ".bench-source" / table  # what the publish stage publishes
+        sources.mkdir(parents=True)
+        shutil.copy2(base / table / run, sources / "run.parquet")
+        rows = pq.read_table(base / table / run)
+        i = rows.schema.get_field_index("run")
+        for k in range(runs):
+            name = f"s{k:06d}"
+            copy = rows.set_column(i, "run", pa.array([name] * len(rows), pa.string()))
+            if table == "runs":
+                j = copy.schema.get_field_index("content_hash")
+                copy = copy.set_column(j, "content_hash", pa.array([f"{k:064x}"]))
+            pq.write_table(copy, root / table / f"run-{name}.parquet")
+    return root
+
+
+def table_files(root: Path) -> tuple[int, int]:
+    """Files and bytes of the five tables."""
+    files = [p for t in TABLES for p in (root / t).iterdir() if not p.name.startswith(".")]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def run_scale(sizes: list[int], src: Path, query: bool = True, compact: bool = False) -> None:
     env = {**os.environ, "PYTHONPATH": str(src)}
 
     def stage(name: str, root: Path) -> dict[str, float]:
@@ -221,18 +267,29 @@ def run_scale(sizes: list[int], src: Path, query: bool = True) -> None:
         print(f"{'runs':>8}{'stage':>12}{'seconds':>10}{'per run ms':>12}{'vs duckdb':>11}"
               f"{'peak MiB':>10}")  # fmt: skip
         for size in sizes:
-            root = scale_dataset(work, base, size)
+            root = (own_dataset if compact else scale_dataset)(work, base, size)
             results = {}
             stages = {"first open": "build", "build open": "build", "publish": "publish",
                       "query": "query", "duckdb": "duckdb"}  # fmt: skip
+            if compact:
+                stages.update(
+                    {"compact": "compact", "query after": "query", "duckdb after": "duckdb"}
+                )
             for name, script in stages.items():
                 if query or script not in ("query", "duckdb"):
+                    if script == "compact":
+                        files, size_bytes = table_files(root)
+                        print(f"{size:>8} before: {files:,} files, {size_bytes / 1e6:.1f} MB")
                     results[name] = stage(script, root)
+                    if script == "compact":
+                        files, size_bytes = table_files(root)
+                        print(f"{size:>8} after: {files:,} files, {size_bytes / 1e6:.1f} MB")
             floor = results["duckdb"]["seconds"] if query else 0.0
             for name, got in results.items():
                 per = got.get("publish_ms", got["seconds"] * 1e3 / size)
                 seconds = got.get("publish_ms", 0) / 1e3 if name == "publish" else got["seconds"]
-                ratio = f"{got['seconds'] / floor:>10.1f}x" if name in ("query", "duckdb") else ""
+                floors = ("query", "duckdb", "query after", "duckdb after")
+                ratio = f"{got['seconds'] / floor:>10.1f}x" if name in floors else ""
                 print(f"{size:>8}{name:>12}{seconds:>10.3f}{per:>12.3f}{ratio:>11}"
                       f"{got['rss_mib']:>10.0f}")  # fmt: skip
                 if name == "publish":
@@ -252,9 +309,14 @@ def main() -> None:
     parser.add_argument(
         "--no-query", action="store_true", help="--scale: time the build's stages only"
     )
+    parser.add_argument(
+        "--compact",
+        action="store_true",
+        help="--scale: runs in files of their own, then compacted and queried again",
+    )
     args = parser.parse_args()
     if args.scale:
-        run_scale(args.scale, args.src, query=not args.no_query)
+        run_scale(args.scale, args.src, query=not args.no_query, compact=args.compact)
         return
 
     with tempfile.TemporaryDirectory(prefix="bench_fleet_") as tmp:

@@ -1,4 +1,5 @@
-"""``dnnlens fleet build|query|diff``: many runs into one dataset, queried and compared.
+"""``dnnlens fleet build|query|diff|compact``: many runs into one dataset, queried, compared
+and compacted.
 
 Exit codes: 0 done; 1 ``fleet diff`` found runs or primitives slower than the baseline by
 more than ``--fail-if-slower``; 2 usage or input error (no input, a dataset built with other
@@ -126,9 +127,22 @@ def build(
         help="key=value stored with every run written (runs.labels: CI job, commit, date); "
         "repeatable.",
     ),
+    no_compact: bool = typer.Option(
+        False,
+        "--no-compact",
+        help="Do not compact the dataset as the build ends (default: once 200 runs have "
+        "files of their own; see fleet compact).",
+    ),
 ) -> None:
     """Analyse every run into a Parquet dataset (runs already in it are skipped)."""
-    from dnnlens.fleet.build import BuildError, BuildOptions, build_dataset, parse_labels, plan
+    from dnnlens.fleet.build import (
+        COMPACT_AT,
+        BuildError,
+        BuildOptions,
+        build_dataset,
+        parse_labels,
+        plan,
+    )
     from dnnlens.fleet.dataset import DatasetError, Settings
     from dnnlens.fleet.engine import EngineError, choose_engine
     from dnnlens.fleet.progress import BuildProgress, rate
@@ -150,7 +164,12 @@ def build(
     )
     left_out: list[str] = []  # what directories and globs left out
     try:
-        options = BuildOptions(settings, group_by.value, labels=parse_labels(labels))
+        options = BuildOptions(
+            settings,
+            group_by.value,
+            labels=parse_labels(labels),
+            compact_at=None if no_compact else COMPACT_AT,
+        )
         specs, input_errors = plan(paths, options, output, left_out)
         engine = choose_engine(workers, scheduler, sum(s.size_bytes for s in specs), default_jobs())
     except (BuildError, EngineError) as exc:
@@ -213,12 +232,48 @@ def build(
             )
     if result.failures_not_recorded:
         say("error", f"failures not recorded: {result.failures_not_recorded}")
+    if result.compacted is not None and not quiet:
+        say("note", _compacted_text(result.compacted))
+    if result.compact_failed:  # the runs are in the dataset; only the compaction is missing
+        say("warning", f"not compacted: {result.compact_failed}")
     if any(r.internal for r in result.runs):
         raise typer.Exit(EXIT_INTERNAL)
     if any(r.output for r in result.runs):
         raise typer.Exit(EXIT_OUTPUT)
     if input_errors or rejected or result.count("failed") or result.count("unfinished"):
         raise typer.Exit(EXIT_USAGE)
+
+
+def _compacted_text(done: Any) -> str:
+    return (
+        f"compacted {done.runs:,} run(s): {done.files_before:,} files "
+        f"({done.bytes_before / 1e6:.1f} MB) into {done.files_after:,} "
+        f"({done.bytes_after / 1e6:.1f} MB) in {done.seconds:.1f} s"
+    )
+
+
+# -- compact ------------------------------------------------------------------------------
+
+
+@_command("compact")
+def compact(
+    dataset: Path = typer.Argument(..., help="The dataset directory."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary."),
+) -> None:
+    """Rewrite the runs' own files into a few large files per table (queries open fewer
+    files); safe beside a build and a query of the same dataset."""
+    from dnnlens.errors import OutputError
+    from dnnlens.fleet.dataset import Dataset, DatasetError
+
+    try:
+        done = Dataset.open(dataset).compact()
+    except DatasetError as exc:
+        raise _fail(str(exc)) from None
+    except OutputError as exc:
+        say("error", str(exc))
+        raise typer.Exit(EXIT_OUTPUT) from None
+    if not quiet:
+        say("note", _compacted_text(done) if done.runs else "nothing to compact")
 
 
 class _Stopped(BaseException):

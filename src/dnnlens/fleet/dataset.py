@@ -1,11 +1,14 @@
-"""A fleet dataset on disk: ``dataset.json`` and one Parquet file per run in each table.
+"""A fleet dataset on disk: ``dataset.json`` and, in each table, one Parquet file per run
+or per compacted group of runs.
 
 ::
 
     DATASET/dataset.json                     schema version and the build settings
     DATASET/<table>/run-<run>.parquet        one per run: inputs, primitives, findings,
                                              iterations, runs (schema: dnnlens.fleet.schema)
+    DATASET/<table>/part-<token>.parquet     one per compacted group of runs (compact)
     DATASET/.lock                            taken by a build while it publishes a run
+    DATASET/.readers                         taken shared by readers (see compact)
     DATASET/.runs-index                      the runs, their content hashes and checked
                                              files (dnnlens.fleet.runindex)
 
@@ -24,6 +27,10 @@ A file's check is kept in the runs index under its size and modification time, s
 a dataset reads the footers of the files that are new or changed only, and publishing a run
 reads what other builds published since (:mod:`dnnlens.fleet.runindex`).
 
+A run's own files are rewritten into groups, one file per table each, by
+:meth:`Dataset.compact`: a group is in the dataset once its ``runs`` file is, and a run
+that a group holds is read from the group only.
+
 A dataset keeps the settings it was built with (the window, skipped passes, rule
 selection): a later build with other settings would mix two kinds of numbers in one
 table, so it is refused.
@@ -35,6 +42,8 @@ import json
 import os
 import secrets
 import signal
+import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -52,12 +61,20 @@ MANIFEST = "dataset.json"
 LOCK = ".lock"
 FORMAT = "dnnlens fleet dataset"
 _PREFIX, _SUFFIX = "run-", ".parquet"
+#: The files of a compacted group of runs: ``<table>/part-<token>.parquet``.
+_PART = "part-"
+#: Taken shared by a reader while it reads files, exclusive by a compaction before it
+#: removes the files it rewrote (a reader that listed them still reads them).
+READERS = ".readers"
 _STAGING = ".staging-"
 #: The table of failed runs, and the prefix of its files.
 FAILURES, _FAILURES_PREFIX = "failures", "failures-"
 #: The file name limit where the file system does not say (POSIX pathconf missing).
 _NAME_MAX = 255
 _PATH_MAX = 4096
+
+
+_RUNS_LAST = tuple(sorted(schema.TABLES, key=lambda table: table == "runs"))
 
 
 class DatasetError(Exception):
@@ -96,6 +113,44 @@ def _run_of_name(name: str) -> str | None:
     if name.startswith(_PREFIX) and name.endswith(_SUFFIX) and len(name) > 12:
         return name[len(_PREFIX) : -len(_SUFFIX)]
     return None
+
+
+def part_name(token: str) -> str:
+    """The file of the compacted group ``token`` in each table."""
+    return f"{_PART}{token}{_SUFFIX}"
+
+
+def _part_of_name(name: str) -> str | None:
+    if name.startswith(_PART) and name.endswith(_SUFFIX) and len(name) > 13:
+        return name[len(_PART) : -len(_SUFFIX)]
+    return None
+
+
+#: Runs per compacted group (one file per table). A run's five files are about 52 KB, a
+#: seventh of that or less once compacted: a group of 10,000 runs is at most about 75 MB
+#: over its five files, each under 128 MiB (a file a reader maps and a compaction holds a
+#: row group of at a time), and a compaction never rewrites more than that at once.
+COMPACT_RUNS_PER_FILE = 10_000
+#: Rows per row group of a compacted file: DuckDB's own row group size. DuckDB reads one
+#: row group per thread, so a file of a few large row groups is read by every core, where
+#: pyarrow's default (1 Mi rows) would make a whole ``primitives`` file one thread's work.
+ROW_GROUP_ROWS = 122_880
+#: A group of fewer runs is rewritten with the next runs compacted: a build compacts once
+#: 200 runs are its own (``fleet build``), and merging its groups below 1,000 runs keeps
+#: one group per 1,000 runs or more, each rewritten at most four times.
+MERGE_BELOW = 1_000
+
+
+@dataclass
+class Compacted:
+    """What :meth:`Dataset.compact` did: runs rewritten, files and bytes before and after."""
+
+    runs: int = 0
+    files_before: int = 0
+    bytes_before: int = 0
+    files_after: int = 0
+    bytes_after: int = 0
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -174,16 +229,44 @@ class Dataset:
             self._index.relist(self._listed())
         return self._index.entries
 
-    def _listed(self) -> list[str]:
-        """The runs of the ``runs`` directory's files."""
+    def _listed(self) -> dict[str, tuple[str | None, str | None]]:
+        """The runs of the ``runs`` directory's files: run -> (its compacted group, its
+        content hash), ``(None, None)`` for a run's own file. A group's ``runs`` file is
+        what puts its runs in the dataset (it is renamed into place last); a run in a group
+        and in a file of its own (a compaction stopped before it removed that file) is the
+        group's."""
+        import pyarrow.parquet as pq
+
         folder = self.root / "runs"
         try:
-            names = os.listdir(folder)
+            names = sorted(os.listdir(folder))
         except FileNotFoundError:
-            return []
+            return {}
         except OSError as exc:
             raise DatasetError(f"{folder}: cannot list ({exc.strerror or exc})") from None
-        return [r for n in names if (r := _run_of_name(n)) is not None]
+        out: dict[str, tuple[str | None, str | None]] = {
+            r: (None, None) for n in names if (r := _run_of_name(n)) is not None
+        }
+        for name in names:
+            token = _part_of_name(name)
+            if token is None:
+                continue
+            path = folder / name
+            _check_file(path, schema.arrow_schema("runs"))
+            try:
+                rows = pq.read_table(path, columns=["run", "content_hash"])
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                raise DatasetError(f"{path}: cannot be read ({_first_line(exc)})") from None
+            for run, digest in zip(
+                rows["run"].to_pylist(), rows["content_hash"].to_pylist(), strict=True
+            ):
+                out[run] = (token, digest or "")
+        return out
+
+    def _path(self, table: str, run: str, entry: Entry) -> Path:
+        """The file of ``table`` that holds ``run``'s rows."""
+        name = part_name(entry.part) if entry.part else file_name(run)
+        return self.root / table / name
 
     def _present(
         self, table: str, runs: set[str] | None = None
@@ -192,14 +275,16 @@ class Dataset:
         its key now and the key its footer check was kept under (``None``: never checked)."""
         entries = self._runs()
         position = list(schema.TABLES).index(table)
-        folder = os.path.join(self.root, table)
-        out = []
-        for run in sorted(entries if runs is None else entries.keys() & runs, key=file_name):
-            path = os.path.join(folder, file_name(run))
+        seen: dict[Path, tuple[Path, tuple[int, int], tuple[int, int] | None]] = {}
+        for run in entries if runs is None else entries.keys() & runs:
+            entry = entries[run]
+            path = self._path(table, run, entry)
+            if path in seen:  # a compacted group: one file for its runs
+                continue
             key = file_key(path)
             if key is not None:
-                out.append((Path(path), key, entries[run].files[position]))
-        return out
+                seen[path] = (path, key, entry.files[position])
+        return [seen[p] for p in sorted(seen, key=lambda p: p.name)]
 
     def _checked(self, table: str, runs: set[str] | None = None) -> list[Path]:
         """The files of ``table`` (of ``runs`` only), each checked (:func:`_check_file`)
@@ -239,6 +324,10 @@ class Dataset:
     ) -> pa.Table:
         """The table (of the runs in the dataset, or of ``runs`` only) as one Arrow table;
         each file checked first (:meth:`check`)."""
+        with reading(self.root):
+            return self._read(table, columns, runs)
+
+    def _read(self, table: str, columns: list[str] | None, runs: list[str] | None) -> pa.Table:
         import pyarrow.dataset as ds
 
         files = self._checked(table, set(runs) if runs is not None else None)
@@ -248,7 +337,9 @@ class Dataset:
             return empty.select(columns) if columns else empty
         try:
             data = ds.dataset([str(p) for p in files], format="parquet", schema=expected)
-            table = data.to_table(columns=columns)
+            grouped = runs is not None and any(_part_of_name(p.name) for p in files)
+            only = ds.field("run").isin(list(runs)) if grouped and runs is not None else None
+            table = data.to_table(columns=columns, filter=only)
             table.validate(full=True)  # text that is not UTF-8 (a flipped byte) is damage too
             return table
         except (pa.ArrowException, OSError, ValueError) as exc:  # a file damaged past its footer
@@ -279,18 +370,20 @@ class Dataset:
             index.relist(self._listed())
             for run, entry in index.entries.items():
                 keys = tuple(
-                    k if k is None or file_key(self.root / t / file_name(run)) == k else None
+                    k if k is None or file_key(self._path(t, run, entry)) == k else None
                     for t, k in zip(schema.TABLES, entry.files, strict=True)
                 )
                 runs_file = keys[list(schema.TABLES).index("runs")]  # changed: read its hash again
-                index.put(run, Entry(entry.content_hash if runs_file else None, keys))
+                keep = runs_file or entry.part  # a group's hashes were read by the listing
+                index.put(run, Entry(entry.content_hash if keep else None, keys, entry.part))
             changed = True
-        if cleanup and (changed or not index.all_current()):
+        if cleanup and (changed or not index.all_current() or self._rewritten_left()):
             self._remove_leftovers()
             changed = True
+        checked: dict[Path, tuple[int, int] | None] = {}  # a group's file: checked once
         for run in sorted(index.incomplete):
             entry = index.entries[run]
-            learned = self._learn(run, entry)
+            learned = self._learn(run, entry, checked)
             if learned != entry:
                 index.put(run, learned)
                 changed = True
@@ -298,32 +391,41 @@ class Dataset:
             index.rehash()
             index.rewrite()
 
-    def _learn(self, run: str, entry: Entry) -> Entry:
+    def _learn(self, run: str, entry: Entry, checked: dict[Path, tuple[int, int] | None]) -> Entry:
         """``entry`` with its content hash read and the files not checked yet checked (a
         damaged ``runs`` file is a :class:`DatasetError`; a damaged file of another table
-        stays unchecked, for a query to name)."""
+        stays unchecked, for a query to name). ``checked``: the key each group file was
+        checked at (``None``: damaged), filled as they are checked."""
         import pyarrow.parquet as pq
 
         keys = list(entry.files)
         for i, table in enumerate(schema.TABLES):
-            path = self.root / table / file_name(run)
-            if keys[i] is None and (key := file_key(path)) is not None:
+            path = self._path(table, run, entry)
+            if keys[i] is None and entry.part and path in checked:
+                keys[i] = checked[path]
+            elif keys[i] is None and (key := file_key(path)) is not None:
                 try:
                     _check_file(path, schema.arrow_schema(table))
                 except DatasetError:
                     if table == "runs":
                         raise
+                    checked[path] = None
                     continue
-                keys[i] = key
+                keys[i] = checked[path] = key
         content_hash = entry.content_hash
         if content_hash is None:
-            path = self.root / "runs" / file_name(run)
+            path = self._path("runs", run, entry)
             try:
-                hashes = pq.read_table(path, columns=["content_hash"])["content_hash"]
+                rows = pq.read_table(path, columns=["run", "content_hash"])
+                if entry.part:
+                    import pyarrow.compute as pc
+
+                    rows = rows.filter(pc.equal(rows["run"], run))
+                hashes = rows["content_hash"]
             except (pa.ArrowException, OSError, ValueError) as exc:
                 raise DatasetError(f"{path}: cannot be read ({_first_line(exc)})") from None
             content_hash = str(hashes[0]) if len(hashes) else ""
-        return Entry(content_hash, tuple(keys))
+        return Entry(content_hash, tuple(keys), entry.part)
 
     # -- failures -----------------------------------------------------------------------------
     def failure_files(self) -> list[Path]:
@@ -480,25 +582,250 @@ class Dataset:
                 _remove(path)
             raise OutputError(f"{current}: cannot write ({exc.strerror or exc})") from None
 
+    # -- compacting ----------------------------------------------------------------------------
+    def loose_runs(self) -> list[str]:
+        """The runs held by files of their own (not compacted yet)."""
+        return sorted(r for r, e in self._runs().items() if e.part is None)
+
+    def compact(
+        self,
+        runs_per_file: int = COMPACT_RUNS_PER_FILE,
+        step: Callable[[str], None] | None = None,
+        merge_below: int = MERGE_BELOW,
+    ) -> Compacted:
+        """Rewrite the runs held by files of their own, with those of the groups of fewer
+        than ``merge_below`` runs (when there are runs of their own, or several such
+        groups), into groups of at most ``runs_per_file`` runs, one file per table each
+        (``part-<token>.parquet``). A run in two groups (one stopped before it removed
+        the group it rewrote) is the newer group's: tokens start with the time.
+
+        With the dataset's lock held (a build publishing waits): each group's files are
+        written under hidden names, renamed into place (``runs`` last: its rename puts the
+        group in the dataset, as a run's own ``runs`` file does), and the index rewritten.
+        Then, once no reader holds :func:`reading` (one that listed the old files reads
+        them to the end), the runs' own files are removed, the lock held again. Every
+        reader here takes a run from its group once the group's ``runs`` file is there,
+        from its own file before: stopped at any point, the dataset holds every run once,
+        and the next build or compaction removes what was left. ``step`` is called with
+        the name of each point (``staged``, ``placed``, ``switched``, ``indexed``,
+        ``alone``, ``removing``): tests stop there.
+        """
+        if self.manifest.get("schema_version") != schema.DATASET_SCHEMA_VERSION:
+            raise DatasetError(
+                f"{self.root}: built with dataset schema {self.manifest.get('schema_version')!r}"
+                f", this dnnlens writes {schema.DATASET_SCHEMA_VERSION}: not compacted"
+            )
+        mark = step or (lambda _: None)
+        done = Compacted()
+        started = time.perf_counter()
+        with _locked(self.root):
+            self._sync(cleanup=True)
+            entries = self._index.entries
+            sizes = Counter(e.part for e in entries.values() if e.part)
+            small = {g for g, n in sizes.items() if n < merge_below}
+            loose = [r for r, e in sorted(entries.items()) if e.part is None]
+            if loose or len(small) > 1:
+                loose = [r for r, e in sorted(entries.items()) if e.part is None or e.part in small]
+            for start in range(0, len(loose), max(1, runs_per_file)):
+                chunk = loose[start : start + max(1, runs_per_file)]
+                before = {
+                    self._path(t, r, self._index.entries[r]) for t in schema.TABLES for r in chunk
+                }
+                done.files_before += len(before)
+                done.bytes_before += sum(k[0] for p in before if (k := file_key(p)))
+                token = f"{time.time_ns():016x}-{secrets.token_hex(4)}"
+                keys = self._write_group(token, chunk, mark)
+                mark("switched")
+                for run in chunk:
+                    entry = self._index.entries[run]
+                    self._index.put(run, Entry(entry.content_hash, keys, token))
+                done.runs += len(chunk)
+                done.files_after += len(keys)
+                done.bytes_after += sum(k[0] for k in keys if k)
+            if done.runs:
+                self._index.rewrite()
+                mark("indexed")
+            elif not self._rewritten_left():
+                done.seconds = time.perf_counter() - started
+                return done
+        with _readers_gone(self.root, wait=True):
+            mark("alone")
+            with _locked(self.root):
+                self._remove_rewritten(mark)
+        done.seconds = time.perf_counter() - started
+        return done
+
+    def _remove_rewritten(self, mark: Callable[[str], None]) -> None:
+        """Remove the own files of the runs that groups hold (the lock held, no reader)."""
+        self._sync()
+        for run, entry in sorted(self._index.entries.items()):
+            if entry.part is None:
+                continue
+            for table in _RUNS_LAST:  # its runs file says the others may be left
+                path = self.root / table / file_name(run)
+                if path.exists():
+                    mark("removing")
+                    _remove(path)
+        for token in sorted(self._unheld_groups()):  # groups whose runs newer ones hold
+            for table in _RUNS_LAST:
+                mark("removing")
+                _remove(self.root / table / part_name(token))
+        self._index.rewrite()
+
+    def _unheld_groups(self) -> set[str]:
+        """The groups with a ``runs`` file whose runs are all held by newer groups."""
+        held = {e.part for e in self._index.entries.values() if e.part}
+        try:
+            names = os.listdir(self.root / "runs")
+        except OSError:
+            return set()
+        return {t for n in names if (t := _part_of_name(n)) is not None and t not in held}
+
+    def _rewritten_left(self) -> bool:
+        """Whether a run of a group still has its own ``runs`` file (a compaction stopped
+        before it removed it; a run's ``runs`` file is the last of its files removed)."""
+        entries = self._index.entries
+        try:
+            names = os.listdir(self.root / "runs")
+        except OSError:
+            return False
+        return any((e := entries.get(_run_of_name(n) or "")) and e.part for n in names) or bool(
+            self._unheld_groups()
+        )
+
+    def _write_group(
+        self, token: str, runs: list[str], mark: Callable[[str], None]
+    ) -> tuple[tuple[int, int] | None, ...]:
+        """The files of group ``token`` (the rows of ``runs``, each file read whole and
+        checked as :meth:`read` does), written hidden and renamed into place, ``runs``
+        last; their keys. A write that fails removes what it wrote
+        (:class:`~dnnlens.errors.OutputError`)."""
+        import pyarrow.parquet as pq
+
+        staged: list[tuple[Path, Path]] = []
+        placed: list[Path] = []
+        current = self.root
+        try:
+            for table in schema.TABLES:
+                folder = self.root / table
+                current = folder / f"{_STAGING}{token}{_SUFFIX}"
+                folder.mkdir(parents=True, exist_ok=True)
+                staged.append((current, folder / part_name(token)))
+                expected = schema.arrow_schema(table)
+                with pq.ParquetWriter(current, expected) as writer:
+                    for rows in self._batches(table, runs):
+                        writer.write_table(rows, row_group_size=ROW_GROUP_ROWS)
+            mark("staged")
+            for temporary, target in staged:
+                current = target
+                os.replace(temporary, target)
+                placed.append(target)
+                mark("placed")
+        except OSError as exc:
+            for path in [*placed, *(t for t, _ in staged)]:
+                _remove(path)
+            raise OutputError(f"{current}: cannot write ({exc.strerror or exc})") from None
+        return tuple(file_key(target) for _, target in staged)
+
+    def _batches(self, table: str, runs: list[str]) -> Iterator[pa.Table]:
+        """The rows of ``runs`` in ``table``, in row groups of :data:`ROW_GROUP_ROWS` (the
+        last one shorter), run by run."""
+        held: list[pa.Table] = []
+        count = 0
+        for start in range(0, len(runs), 256):
+            # not read(): the lock held keeps the files, and a compaction waiting for the
+            # readers to end before it takes the lock would wait for this one
+            rows = self._read(table, None, runs[start : start + 256])
+            held.append(rows)
+            count += len(rows)
+            while count >= ROW_GROUP_ROWS:
+                whole = pa.concat_tables(held)
+                yield whole.slice(0, ROW_GROUP_ROWS)
+                rest = whole.slice(ROW_GROUP_ROWS)
+                held, count = [rest], len(rest)
+        if count or not runs:
+            yield pa.concat_tables(held) if held else schema.arrow_schema(table).empty_table()
+
     def _remove_leftovers(self) -> None:
         """Files of a build killed midway: hidden temporaries, and files of a run that has
         no ``runs`` file, an index rewrite that did not finish. Called with the lock held
         (no build is publishing), the index current."""
         runs = self._index.entries
+        groups = {e.part for e in runs.values() if e.part}
         for path in self.root.iterdir():
             if is_temporary(path.name):
                 _remove(path)
-        for table in (*schema.TABLES, FAILURES):
-            folder = self.root / table
-            if not folder.is_dir():
-                continue
-            for path in folder.iterdir():
-                hidden = path.name.startswith(_STAGING) or (
-                    path.name.startswith(f".{_PREFIX}") and path.name.endswith(".tmp")
-                )
-                run = run_of(path)
-                if hidden or (run is not None and run not in runs):
-                    _remove(path)
+        with _readers_gone(self.root, wait=False) as alone:
+            for table in (*schema.TABLES, FAILURES):
+                folder = self.root / table
+                if not folder.is_dir():
+                    continue
+                for path in folder.iterdir():
+                    hidden = path.name.startswith(_STAGING) or (
+                        path.name.startswith(f".{_PREFIX}") and path.name.endswith(".tmp")
+                    )
+                    run, token = run_of(path), _part_of_name(path.name)
+                    # a run's own file that a group holds now: a reader that listed it
+                    # before the group came may read it still, unless none reads
+                    rewritten = run in runs and runs[run].part is not None and alone
+                    # a group no run is read from: never published (no runs file), or
+                    # rewritten into newer groups (a reader may read it still)
+                    unheld = token is not None and token not in groups
+                    published = unheld and (self.root / "runs" / part_name(token)).exists()
+                    if (
+                        hidden
+                        or (run is not None and (run not in runs or rewritten))
+                        or (unheld and (alone or not published))
+                    ):
+                        _remove(path)
+
+
+@contextmanager
+def reading(root: Path) -> Iterator[None]:
+    """Held while a reader reads the files it listed: a compaction removes the files it
+    rewrote only once no reader holds it (``flock`` shared on ``DATASET/.readers``; a
+    dataset that cannot be written to, a read-only copy, is read without it)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    try:
+        fd = os.open(root / READERS, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield  # nobody can compact a dataset this process cannot write either
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _readers_gone(root: Path, wait: bool) -> Iterator[bool]:
+    """Whether no reader holds :func:`reading` (and none starts) for the block: waits for
+    the readers to finish, or (``not wait``) says ``False`` at once if one reads. Taken
+    before the dataset's lock, never while holding it, unless ``not wait``: a reader
+    never takes the dataset's lock while it reads, so neither waits for the other."""
+    import fcntl
+
+    try:
+        fd = os.open(root / READERS, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if not wait:  # the files a reader may read stay
+            yield False
+            return
+        raise DatasetError(f"{root / READERS}: cannot open ({exc.strerror or exc})") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
 
 
 @contextmanager

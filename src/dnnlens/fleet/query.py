@@ -28,7 +28,7 @@ from decimal import Decimal
 from typing import IO, Any
 
 from dnnlens.fleet import schema
-from dnnlens.fleet.dataset import FAILURES, Dataset, DatasetError
+from dnnlens.fleet.dataset import FAILURES, Dataset, DatasetError, reading
 from dnnlens.fleet.views import VIEWS, view_sql
 from dnnlens.report.json_safe import json_safe
 from dnnlens.report.text_layout import Grid, cut_middle, wrap
@@ -91,23 +91,24 @@ def open_query(
     while the block is open. DuckDB's errors, also those met while fetching, are
     :class:`QueryError`; Ctrl-C is ``KeyboardInterrupt``."""
     duckdb = _duckdb()
-    con = connect(dataset, allow_files=allow_files)
-    interrupted = False
-    try:
-        with _errors(duckdb, dataset):
-            cursor = interruptible(con, lambda: con.execute(sql))
-        if cursor.description is None:
-            yield QueryResult([], iter(()))
-            return
-        columns = [str(d[0]) for d in cursor.description]
-        blocks = _blocks(duckdb, dataset, con, cursor, block_rows or BLOCK_ROWS)
-        yield QueryResult(columns, blocks)
-    except KeyboardInterrupt:
-        interrupted = True
-        raise
-    finally:
-        if not interrupted:  # an interrupted query may still be unwinding: the process ends
-            con.close()
+    with reading(dataset.root):  # a compaction leaves the files listed here until the end
+        con = connect(dataset, allow_files=allow_files)
+        interrupted = False
+        try:
+            with _errors(duckdb, dataset):
+                cursor = interruptible(con, lambda: con.execute(sql))
+            if cursor.description is None:
+                yield QueryResult([], iter(()))
+                return
+            columns = [str(d[0]) for d in cursor.description]
+            blocks = _blocks(duckdb, dataset, con, cursor, block_rows or BLOCK_ROWS)
+            yield QueryResult(columns, blocks)
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
+        finally:
+            if not interrupted:  # an interrupted query may still be unwinding: the process ends
+                con.close()
 
 
 def interruptible(con: Any, call: Callable[[], Any]) -> Any:

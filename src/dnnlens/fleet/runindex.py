@@ -5,11 +5,14 @@ cost what is new, not what is there.
 
     {"format": "dnnlens runs index", "version": 1}
     ["train", "3f2a9c...", [[6131, 1733512345123456789], ...]]
+    ["eval", "9b1e04...", [[918231, 1733512399123456789], ...], "19f0c2a1b2c3d4e5-0a1b2c3d"]
     {"dirs": [[1733512345123456789, 4211], ...]}
 
 A run's line holds its name, content hash, and the size and modification time (ns) of its
 file in each table, in :data:`~dnnlens.fleet.schema.TABLES` order, once that file's footer
-is known to match the table's schema (``null``: not known). A later line of a run replaces
+is known to match the table's schema (``null``: not known); a run of a compacted group
+(:meth:`~dnnlens.fleet.dataset.Dataset.compact`) has the group's token fourth, and its
+keys are those of the group's files. A later line of a run replaces
 an earlier one. A stamp line holds the modification time and inode of each table
 directory (``null``: none) as they were once the lines before it were true.
 
@@ -41,11 +44,13 @@ Stamp = tuple[tuple[int, int] | None, ...]
 
 @dataclass
 class Entry:
-    """One run: its content hash (``None``: not read yet) and the key of each table's file
-    whose footer was checked (``None``: not checked)."""
+    """One run: its content hash (``None``: not read yet), the key of each table's file
+    whose footer was checked (``None``: not checked), and the compacted group whose files
+    hold it (``None``: its own files, ``run-<run>.parquet``)."""
 
     content_hash: str | None
     files: tuple[Key | None, ...]
+    part: str | None = None
 
 
 def file_key(path: Path | str) -> Key | None:
@@ -121,11 +126,17 @@ class RunIndex:
         try:
             value = json.loads(line)
             if isinstance(value, list):
-                run, content_hash, files = value
+                run, content_hash, files, *rest = value
                 keys = tuple(tuple(k) if k else None for k in files)
-                if not isinstance(run, str) or len(keys) != len(self.tables):
+                part = rest[0] if rest else None
+                if (
+                    not isinstance(run, str)
+                    or len(keys) != len(self.tables)
+                    or len(rest) > 1
+                    or not (part is None or isinstance(part, str))
+                ):
                     raise ValueError(run)
-                self.put(run, Entry(content_hash, keys))  # type: ignore[arg-type]
+                self.put(run, Entry(content_hash, keys, part))  # type: ignore[arg-type]
             elif isinstance(value, dict) and "dirs" in value:
                 self.stamp = tuple(tuple(d) if d else None for d in value["dirs"])  # type: ignore[misc]
         except (ValueError, TypeError):  # a damaged line: the stamp no longer vouches for it
@@ -147,12 +158,18 @@ class RunIndex:
     def _runs(self) -> int:
         return self.tables.index("runs")
 
-    def relist(self, names: list[str]) -> None:
-        """The runs are ``names`` (the ``runs`` directory listed): runs not in it go,
-        runs not known come in unread and unchecked. The stamp no longer vouches."""
+    def relist(self, listed: dict[str, tuple[str | None, str | None]]) -> None:
+        """The runs are those ``listed`` (the ``runs`` directory listed: run -> its group
+        and, for a group's run, its content hash): runs not in it go, runs not known (or
+        now in another group) come in unchecked. The stamp no longer vouches."""
         known = self.entries
         blank = tuple(None for _ in self.tables)
-        self.entries = {n: known.get(n) or Entry(None, blank) for n in names}
+        self.entries = {}
+        for name, (part, content_hash) in listed.items():
+            entry = known.get(name)
+            if entry is None or entry.part != part:
+                entry = Entry(content_hash, blank, part)
+            self.entries[name] = entry
         self.incomplete = {
             n for n, e in self.entries.items() if e.content_hash is None or None in e.files
         }
@@ -168,7 +185,7 @@ class RunIndex:
         """Add ``run``'s line and a stamp of the directories now, in one write. A write that
         fails leaves the stamp behind the directories: the next reader lists them."""
         self.put(run, entry)
-        data = _line([run, entry.content_hash, entry.files]) + _line({"dirs": self.directories()})
+        data = _line(_row(run, entry)) + _line({"dirs": self.directories()})
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
@@ -182,7 +199,7 @@ class RunIndex:
         """Write the whole index and a stamp of the directories now, under a hidden name
         renamed into place; a failure leaves the old file (the next build tries again)."""
         lines = [_line(_HEADER)]
-        lines += [_line([r, e.content_hash, e.files]) for r, e in sorted(self.entries.items())]
+        lines += [_line(_row(r, e)) for r, e in sorted(self.entries.items())]
         stamp = self.directories()
         lines.append(_line({"dirs": stamp}))
         temporary = self.root / f"{INDEX}.{secrets.token_hex(4)}.tmp"
@@ -203,6 +220,11 @@ class RunIndex:
 def is_temporary(name: str) -> bool:
     """A file name of an index rewrite that did not finish."""
     return name.startswith(f"{INDEX}.") and name.endswith(".tmp")
+
+
+def _row(run: str, entry: Entry) -> list[object]:
+    row: list[object] = [run, entry.content_hash, entry.files]
+    return [*row, entry.part] if entry.part else row
 
 
 def _line(value: object) -> bytes:
