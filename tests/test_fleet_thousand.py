@@ -35,9 +35,9 @@ pytest.importorskip("distributed")
 pytest.importorskip("duckdb")
 
 #: The build takes about 100 s of CPU (65 ms a run analysing, 20 ms publishing), a third of
-#: the whole suite's: it runs where the CPU is there for it, in CI (``.ci/run`` sets the
-#: variable) or when asked, so the README's test command stays under five minutes on two
-#: loaded cores (docs/development.md).
+#: the whole suite's: it runs where the CPU is there for it, in CI after the suite, on the
+#: cores alone (``.ci/run`` sets the variable), or when asked, so the README's test command
+#: stays under five minutes on two loaded cores (docs/development.md).
 pytestmark = pytest.mark.skipif(
     os.environ.get("DNNLENS_SLOW_TESTS") != "1",
     reason="the 1,000-log fleet build: set DNNLENS_SLOW_TESTS=1 (CI does)",
