@@ -45,7 +45,7 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -559,28 +559,56 @@ class Dataset:
         last) and the run added to the index; on a failure nothing of the run stays."""
         import pyarrow.parquet as pq
 
-        token = secrets.token_hex(8)
+        self._place(
+            secrets.token_hex(8),
+            file_name(run),
+            lambda table, path: pq.write_table(tables[table], path),
+            placed=lambda keys: self._index.append(run, Entry(content_hash, keys)),
+            hold_signals=True,  # a stop signal comes once the run is placed whole
+        )
+
+    def _place(
+        self,
+        token: str,
+        name: str,
+        write: Callable[[str, Path], None],
+        *,
+        mark: Callable[[str], None] | None = None,
+        placed: Callable[[tuple[tuple[int, int] | None, ...]], None] | None = None,
+        hold_signals: bool = False,
+    ) -> tuple[tuple[int, int] | None, ...]:
+        """One file per table named ``name``: each written (``write(table, path)``) under a
+        hidden name of ``token``, then all renamed into place in table order (``runs``
+        last: its rename puts the run or group in the dataset) and ``placed`` told their
+        keys. A failure removes everything written and is
+        :class:`~dnnlens.errors.OutputError`; ``mark`` is told each point reached
+        (``staged``, then ``placed`` per file); their keys are returned."""
         staged: list[tuple[Path, Path]] = []
-        placed: list[Path] = []
+        done: list[Path] = []
         current = self.root
+        tell = mark or (lambda _point: None)
         try:
             for table in schema.TABLES:
                 folder = self.root / table
                 current = folder / f"{_STAGING}{token}{_SUFFIX}"
                 folder.mkdir(parents=True, exist_ok=True)
-                staged.append((current, folder / file_name(run)))
-                pq.write_table(tables[table], current)
-            with _signals_held():  # a stop signal comes once the run is placed whole
+                staged.append((current, folder / name))
+                write(table, current)
+            tell("staged")
+            with _signals_held() if hold_signals else nullcontext():
                 for temporary, target in staged:
                     current = target
                     os.replace(temporary, target)
-                    placed.append(target)
+                    done.append(target)
+                    tell("placed")
                 keys = tuple(file_key(target) for _, target in staged)
-                self._index.append(run, Entry(content_hash, keys))
+                if placed is not None:
+                    placed(keys)
         except OSError as exc:
-            for path in [*placed, *(t for t, _ in staged)]:
+            for path in [*done, *(t for t, _ in staged)]:
                 _remove(path)
             raise OutputError(f"{current}: cannot write ({exc.strerror or exc})") from None
+        return keys
 
     # -- compacting ----------------------------------------------------------------------------
     def loose_runs(self) -> list[str]:
@@ -702,30 +730,12 @@ class Dataset:
         (:class:`~dnnlens.errors.OutputError`)."""
         import pyarrow.parquet as pq
 
-        staged: list[tuple[Path, Path]] = []
-        placed: list[Path] = []
-        current = self.root
-        try:
-            for table in schema.TABLES:
-                folder = self.root / table
-                current = folder / f"{_STAGING}{token}{_SUFFIX}"
-                folder.mkdir(parents=True, exist_ok=True)
-                staged.append((current, folder / part_name(token)))
-                expected = schema.arrow_schema(table)
-                with pq.ParquetWriter(current, expected) as writer:
-                    for rows in self._batches(table, runs):
-                        writer.write_table(rows, row_group_size=ROW_GROUP_ROWS)
-            mark("staged")
-            for temporary, target in staged:
-                current = target
-                os.replace(temporary, target)
-                placed.append(target)
-                mark("placed")
-        except OSError as exc:
-            for path in [*placed, *(t for t, _ in staged)]:
-                _remove(path)
-            raise OutputError(f"{current}: cannot write ({exc.strerror or exc})") from None
-        return tuple(file_key(target) for _, target in staged)
+        def write(table: str, path: Path) -> None:
+            with pq.ParquetWriter(path, schema.arrow_schema(table)) as writer:
+                for rows in self._batches(table, runs):
+                    writer.write_table(rows, row_group_size=ROW_GROUP_ROWS)
+
+        return self._place(token, part_name(token), write, mark=mark)
 
     def _batches(self, table: str, runs: list[str]) -> Iterator[pa.Table]:
         """The rows of ``runs`` in ``table``, in row groups of :data:`ROW_GROUP_ROWS` (the
