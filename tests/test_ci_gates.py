@@ -201,3 +201,19 @@ def test_run_writes_ci_formats_beside_the_log_and_annotations_to_stderr(tmp_path
     annotations = [line for line in done.stderr.splitlines() if line.startswith("::")]
     assert [a.split()[0] for a in annotations] == ["::warning", "::notice"]
     assert not any(line.startswith("::") for line in done.stdout.splitlines())
+
+
+def test_an_unknown_option_is_named_at_its_own_rule_table(tmp_path, monkeypatch):
+    """Two rule tables set a key of one name; the one reorder-overhead has not is named at
+    reorder-overhead's line (line 9), not at the first line holding the key (line 5)."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.dnnlens.rules.layout-round-trip]\nmin_share = 0.01\n\n'
+        "[tool.dnnlens.rules.reorder-overhead]\nshare = 0.2\nmin_share = 0.5\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run("analyze", NCHW, "-q")
+    assert code == 2
+    assert err.strip() == (
+        f"dnnlens: error: {tmp_path / 'pyproject.toml'}:9: rule 'reorder-overhead' has no "
+        "option 'min_share' (its options: share)"
+    )

@@ -41,6 +41,19 @@ class Settings:
         found in the whole exec stream), else the window (``--window 0``: the default)."""
         return None if self.skip_iterations else (self.window or DEFAULT_WINDOW_EVENTS)
 
+    def analysis_options(self, marker_lines: Any = None) -> Any:
+        """The options of every :class:`~dnnlens.analysis.analysis.Analysis` made for these
+        settings (``--window 0``: all events), with the program's marker lines when the
+        iteration marker found some."""
+        from dnnlens.analysis.analysis import AnalysisOptions
+
+        return AnalysisOptions(
+            window_events=self.window or None,
+            skip_iterations=self.skip_iterations,
+            marker_lines=marker_lines,
+            machine=self.machine,
+        )
+
     def rule_options(self) -> Any:
         """The options of the rule engine."""
         from dnnlens.rules.engine import RuleOptions
@@ -149,7 +162,7 @@ def analyse(log: ParsedLog, settings: Settings) -> Outcome:
 
 def run_analyses(log: ParsedLog, settings: Settings) -> tuple[list[Any], list[Any]]:
     """One analysis per run of ``log`` (:mod:`dnnlens.analysis.runs`), and the runs."""
-    from dnnlens.analysis.analysis import Analysis, AnalysisOptions
+    from dnnlens.analysis.analysis import Analysis
     from dnnlens.analysis.runs import find_runs, split_log
 
     # an input without any verbose line (empty, program output only) that is no profiler
@@ -164,13 +177,7 @@ def run_analyses(log: ParsedLog, settings: Settings) -> tuple[list[Any], list[An
     else:
         runs, parts = runs or [], [log]
     markers = marker_lines_of(log, settings.iteration_marker)
-    analysis_options = AnalysisOptions(
-        window_events=settings.window or None,
-        skip_iterations=settings.skip_iterations,
-        marker_lines=markers,
-        machine=settings.machine,
-    )
-    analyses = [Analysis(part, analysis_options) for part in parts]
+    analyses = [Analysis(part, settings.analysis_options(markers)) for part in parts]
     for analysis in analyses:
         note = unmatched_marker_note(analysis.log, settings.iteration_marker)
         if note is not None:
@@ -188,14 +195,9 @@ def snapshot_summary(snapshot: ParsedLog, settings: Settings) -> Any:
     """The totals of what a live read has seen so far (the live view's panel): the
     summary of the analysis the session makes of it, so the panel's figures are those the
     report prints once the input ends (every event read so far, all inputs together)."""
-    from dnnlens.analysis.analysis import Analysis, AnalysisOptions
+    from dnnlens.analysis.analysis import Analysis
 
-    options = AnalysisOptions(
-        window_events=settings.window or None,
-        skip_iterations=settings.skip_iterations,
-        machine=settings.machine,
-    )
-    return Analysis(snapshot, options).summary
+    return Analysis(snapshot, settings.analysis_options()).summary
 
 
 def marker_problem(regex: str | None, name: str = "--iteration-marker") -> str | None:

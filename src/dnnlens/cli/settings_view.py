@@ -26,17 +26,6 @@ def _value(value: Any) -> str:
     return safe(value)
 
 
-def _key_where(cfg: Any, rule: str, key: str) -> str:
-    """``path:line`` of ``key`` in the configuration table of ``rule`` (the first line
-    that sets it after the table's header), else of the table."""
-    lines = cfg.text.splitlines()
-    start = (cfg.line_of(f"rules.{rule}") or 1) - 1
-    for i in range(start, len(lines)):
-        if lines[i].strip().startswith((f"{key} ", f"{key}=")):
-            return f"{cfg.path}:{i + 1}"
-    return cfg.where(f"rules.{rule}")
-
-
 def settings_text(paths: list[str], options: Any) -> str:
     """The text ``--show-settings`` prints (module docstring)."""
     from dnnlens.rules.config import load_config
@@ -85,7 +74,7 @@ def settings_text(paths: list[str], options: Any) -> str:
         sev = rule.level + (f" ({cfg.where(f'rules.{name}')})" if severity else "")
         opts = []
         for key, value in sorted(rule.options.items()):
-            mark = f" ({_key_where(cfg, name, key)})" if key in configured_opts else ""
+            mark = f" ({cfg.where_option(name, key)})" if key in configured_opts else ""
             opts.append(f"{key}={_value(value)}{mark}")
         lines.append(
             f"  {safe(rule.rule_code):<8} {safe(name)}  {sev}  from {safe(entry.source)}"

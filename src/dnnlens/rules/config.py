@@ -58,6 +58,17 @@ class RuleConfig:
         line = self.line_of(needle)
         return f"{self.path}:{line}" if line else str(self.path)
 
+    def where_option(self, rule: str, key: str) -> str:
+        """``path:line`` of the line setting ``key`` in the table of ``rule`` (the first
+        after the table's header: another rule's table may set a key of the same name),
+        else of the table."""
+        lines = self.text.splitlines()
+        start = (self.line_of(f"rules.{rule}") or 1) - 1
+        for i in range(start, len(lines)):
+            if lines[i].strip().startswith((f"{key} ", f"{key}=")):
+                return f"{self.path}:{i + 1}"
+        return self.where(f"rules.{rule}")
+
 
 def find_config(start: Path | None = None) -> Path | None:
     """The configuration file that applies in ``start`` (default: the current directory)."""

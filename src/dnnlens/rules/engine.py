@@ -86,6 +86,7 @@ def configured(registry: Registry, cfg: RuleConfig) -> dict[str, tuple[dict, str
     """Per rule: (options, severity) from the configuration, checked."""
     out: dict[str, tuple[dict, str | None]] = {}
     for name, table in cfg.rules.items():
+        written = name  # as the file names the table: a code resolves to a name below
         where = cfg.where(f"rules.{name}") if cfg.path else "configuration"
         if name not in registry.entries and registry.failed_plugin(name) is not None:
             continue  # the options of a plugin that could not be loaded: nothing to set
@@ -105,8 +106,8 @@ def configured(registry: Registry, cfg: RuleConfig) -> dict[str, tuple[dict, str
             if key not in entry.defaults:
                 known = ", ".join(entry.defaults) or "none"
                 raise RuleSetupError(
-                    f"{cfg.where(key) if cfg.path else where}: rule {name!r} has no option "
-                    f"{key!r} (its options: {known})"
+                    f"{cfg.where_option(written, key) if cfg.path else where}: rule "
+                    f"{name!r} has no option {key!r} (its options: {known})"
                 )
             opts[key] = _check_value(name, key, value, entry.defaults[key], where)
         out[name] = (opts, severity)
