@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dnnlens.report.ci_runs import CiRun, rule_id
-from dnnlens.textsafe import safe
+from dnnlens.textsafe import safe_lines
 
 LEVELS = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -37,20 +37,15 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _shown(text: Any) -> str:
-    """Log text with its line ends kept for escaping and everything else made visible."""
-    return "\n".join(safe(part) for part in str(text).split("\n"))
-
-
 def command(level: str, message: str, **properties: Any) -> str:
     """One workflow command line: ``::level prop=value,...::message``."""
     props = ",".join(
-        f"{key}={escape_property(_shown(value))}"
+        f"{key}={escape_property(safe_lines(value))}"
         for key, value in properties.items()
         if value not in (None, "")
     )
     head = f"::{level} {props}" if props else f"::{level}"
-    return f"{head}::{escape_data(_shown(message))}"
+    return f"{head}::{escape_data(safe_lines(message))}"
 
 
 def _finding_line(finding: dict[str, Any], run: CiRun) -> str:

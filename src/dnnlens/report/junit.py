@@ -22,11 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dnnlens.report.ci_runs import CiRun, at_or_above
-from dnnlens.textsafe import safe
-
-
-def _text(value: Any) -> str:
-    return "\n".join(safe(part) for part in str(value).split("\n"))
+from dnnlens.textsafe import safe_lines
 
 
 def _finding_text(f: dict[str, Any]) -> str:
@@ -35,12 +31,12 @@ def _finding_text(f: dict[str, Any]) -> str:
         lines.append(f"Fix: {f['fix']}")
     for e in f.get("evidence") or []:
         lines.append(f"  at {e.get('path')}:{e.get('line')}")
-    return _text("\n".join(lines))
+    return safe_lines("\n".join(lines))
 
 
 def _suite(run: CiRun, threshold: str) -> ET.Element:
     name = run.name or ", ".join(run.inputs) or "dnnlens"
-    suite = ET.Element("testsuite", name=_text(name))
+    suite = ET.Element("testsuite", name=safe_lines(name))
     by_rule: dict[str, list[dict[str, Any]]] = {}
     for f in run.findings:
         by_rule.setdefault(str(f.get("rule")), []).append(f)
@@ -52,8 +48,8 @@ def _suite(run: CiRun, threshold: str) -> ET.Element:
         case = ET.SubElement(
             suite,
             "testcase",
-            classname=_text(f"dnnlens.{run.name}" if run.name else "dnnlens"),
-            name=_text(f"{code} {rule}".strip()),
+            classname=safe_lines(f"dnnlens.{run.name}" if run.name else "dnnlens"),
+            name=safe_lines(f"{code} {rule}".strip()),
         )
         found = by_rule.get(rule, [])
         failing = [f for f in found if at_or_above(str(f.get("severity")), threshold)]
@@ -63,7 +59,7 @@ def _suite(run: CiRun, threshold: str) -> ET.Element:
             failure = ET.SubElement(
                 case,
                 "failure",
-                message=_text(f"{failing[0].get('title') or failing[0].get('message')}{more}"),
+                message=safe_lines(f"{failing[0].get('title') or failing[0].get('message')}{more}"),
                 type=str(failing[0].get("severity")),
             )
             failure.text = "\n\n".join(_finding_text(f) for f in failing)
@@ -103,10 +99,12 @@ def diff_junit(verdict: str, failed: bool, details: str, skipped: bool = False) 
     )
     case = ET.SubElement(suite, "testcase", classname="dnnlens.diff", name="diff")
     if skipped:
-        ET.SubElement(case, "skipped", message=_text(details))
+        ET.SubElement(case, "skipped", message=safe_lines(details))
     elif failed:
-        ET.SubElement(case, "failure", message=_text(verdict), type="slower").text = _text(details)
+        ET.SubElement(
+            case, "failure", message=safe_lines(verdict), type="slower"
+        ).text = safe_lines(details)
     else:
-        ET.SubElement(case, "system-out").text = _text(f"{verdict}\n{details}")
+        ET.SubElement(case, "system-out").text = safe_lines(f"{verdict}\n{details}")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
