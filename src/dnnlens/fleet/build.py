@@ -3,7 +3,8 @@
 For each run: hash its files (a task); a run whose content hash is in the dataset already
 is skipped; else it gets its name (:class:`~dnnlens.fleet.discover.RunNames`) and is
 analysed (a task, after one task per byte range of each large file), and its rows are
-published whole (:meth:`~dnnlens.fleet.dataset.Dataset.publish`) as soon as it is done. A
+published whole (:meth:`~dnnlens.fleet.dataset.Dataset.publish_many`) with the runs that
+finished in the same second or so (:data:`BATCH_SECONDS`, :data:`BATCH_RUNS`). A
 run that fails is reported and the others go on: its inputs could not be analysed
 (:class:`~dnnlens.fleet.work.RunFailure`) or its name cannot be a file name there (too
 long), its files could not be written (``output``), a task raised (a bug, ``internal``),
@@ -21,7 +22,7 @@ from typing import Any, Protocol
 
 from dnnlens.app.session import Settings as SessionSettings
 from dnnlens.errors import OutputError
-from dnnlens.fleet.dataset import Compacted, Dataset, DatasetError, Settings
+from dnnlens.fleet.dataset import Compacted, Dataset, DatasetError, Pending, Settings
 from dnnlens.fleet.discover import RunNames, RunSpec, discover
 from dnnlens.fleet.engine import DaskEngine, EngineLost, SerialEngine
 from dnnlens.fleet.rows import RunFile, RunIdentity
@@ -39,13 +40,27 @@ from dnnlens.reading.parallel import SPLIT_MIN_BYTES, line_ranges
 from dnnlens.rules.config import load_config
 from dnnlens.rules.engine import RuleOptions, build_registry, selected_rules
 
-#: Runs with files of their own (five each) at which a build ends by compacting the
+#: Files per table holding a run of its own or a small group (below
+#: :data:`~dnnlens.fleet.dataset.MERGE_BELOW` runs) at which a build ends by compacting the
 #: dataset. ``fleet query`` pays about 0.3 ms per file it opens (1,078 runs: 2.14 s over
-#: 5,390 files, 0.36 s compacted into 5): 200 runs are 1,000 files, about 0.3 s more on
-#: every query, while compacting them takes one to two seconds, once; fewer runs would make
-#: the build pay those seconds for less. Groups below
-#: :data:`~dnnlens.fleet.dataset.MERGE_BELOW` runs are merged as later builds compact.
+#: 5,390 files, 0.36 s compacted into 5): 200 a table are 1,000 files, about 0.3 s more on
+#: every query, while compacting them takes one to two seconds, once; fewer would make
+#: the build pay those seconds for less. Small groups are merged as later builds compact.
 COMPACT_AT = 200
+#: On a cluster, the longest a finished run waits to be published with others, so that the
+#: build writes five Parquet files per batch of runs, not per run. This process publishes
+#: for every worker: at about 9 ms a run (five files of about 1 ms whatever their rows, the
+#: lock, the index), it would cap any cluster at some 110 small runs a second, and on a
+#: machine of few cores it takes that time from the workers. A second holds the 25 runs two
+#: workers finish on small logs, keeps progress lines current, and is what a SIGKILL can
+#: lose (SIGINT and SIGTERM publish what is held first). A build in this process publishes
+#: each run alone as it ends (publishing is a seventh of its time, and a run keeps files of
+#: its own until a compaction).
+BATCH_SECONDS = 1.0
+#: At most this many runs a batch: a run's rows are some 100 KB in memory, so a batch
+#: stays under about 50 MB, and its group (below the 1,000 runs
+#: :data:`~dnnlens.fleet.dataset.MERGE_BELOW` keeps) is merged when a build compacts.
+BATCH_RUNS = 500
 
 
 class BuildError(Exception):
@@ -62,8 +77,8 @@ class BuildOptions:
     split_bytes: int = SPLIT_MIN_BYTES
     #: ``--label key=value`` pairs stored with every run this build writes (``runs.labels``)
     labels: tuple[tuple[str, str], ...] = ()
-    #: compact the dataset as the build ends once this many runs have files of their own
-    #: (``None``: never, ``--no-compact``); see :data:`COMPACT_AT`
+    #: compact the dataset as the build ends once this many files per table hold a run of
+    #: its own or a small group (``None``: never, ``--no-compact``); see :data:`COMPACT_AT`
     compact_at: int | None = None
 
     def session_settings(self) -> SessionSettings:
@@ -190,7 +205,7 @@ def build_dataset(
     except OutputError as exc:
         result.failures_not_recorded = str(exc)
     at = options.compact_at
-    if at is not None and len(dataset.loose_runs()) >= at:
+    if at is not None and dataset.small_files() >= at:
         try:
             result.compacted = dataset.compact()
         except (OutputError, DatasetError) as exc:  # the runs are written: they stay as they are
@@ -223,50 +238,86 @@ class _Build:
         self.digests: dict[int, str] = {}
         self.known = dataset.known_failures()
         self.rejected: dict[int, tuple[str, ...]] = {}  # a run's rejected inputs
+        self._batch: list[tuple[int, dict[str, Any]]] = []  # runs analysed, to publish
+        # on a cluster, this process publishes for every worker: it holds runs to publish
+        # together; a build in this process publishes each run as it ends
+        self.batch_seconds = BATCH_SECONDS if engine.remote else 0.0
+        self.batch_runs = BATCH_RUNS if engine.remote else 1
+        self._held_since = 0.0  # when the first run of the batch was held
 
     def run(self) -> list[RunReport]:
         self.progress.start(len(self.specs), sum(s.size_bytes for s in self.specs))
         for i, spec in enumerate(self.specs):
             self.engine.submit(f"hash:{i}", hash_files, spec.files)
-        for key, result, error in self.engine.completed():
-            step, index = key.split(":")
-            i = int(index)
-            if isinstance(error, EngineLost):
-                self._done(i, "unfinished", str(error), failure="unfinished")
-            elif error is not None:
-                self._done(i, "failed", _internal(error), internal=True, failure="internal")
-            elif isinstance(result, RunFailure):
-                self._done(i, "failed", result.message, failure="input")
-            elif step == "hash":
-                self._hashed(i, result)
-            else:
-                self._publish(i, result)
+        try:
+            for key, result, error in self.engine.completed(self._patience):
+                if key:
+                    self._outcome(key, result, error)
+                if self._batch and (not key or len(self._batch) >= self.batch_runs):
+                    self._publish()
+        finally:  # a stop signal too: the runs finished are published first
+            self._publish()
         return [self.reports[i] for i in range(len(self.specs))]
 
-    def _publish(self, i: int, result: RunTables) -> None:
-        job = self.jobs.pop(i)
-        spec, identity = self.specs[i], job.identity
+    def _outcome(self, key: str, result: Any, error: BaseException | None) -> None:
+        step, index = key.split(":")
+        i = int(index)
+        if isinstance(error, EngineLost):
+            self._done(i, "unfinished", str(error), failure="unfinished")
+        elif error is not None:
+            self._done(i, "failed", _internal(error), internal=True, failure="internal")
+        elif isinstance(result, RunFailure):
+            self._done(i, "failed", result.message, failure="input")
+        elif step == "hash":
+            self._hashed(i, result)
+        else:
+            self._hold(i, result)
+
+    def _patience(self) -> float | None:
+        """How long the engine may wait for a task before the runs held are published."""
+        if not self._batch:
+            return None
+        return self._held_since + self.batch_seconds - time.monotonic()
+
+    def _hold(self, i: int, result: RunTables) -> None:
+        """Keep run ``i``'s rows to publish with the next batch."""
+        if not self._batch:
+            self._held_since = time.monotonic()
         self.rejected[i] = result.rejected
         tables = result.tables
         if self.options.labels:
             tables = {**tables, "runs": _labelled(tables["runs"], self.options.labels)}
-        try:
-            done = self.dataset.publish(
-                identity.name,
-                identity.content_hash,
-                tables,
-                lambda taken: self.names.name(spec, identity.content_hash, taken),
-            )
-        except OutputError as exc:
-            self._done(i, "failed", str(exc), name=identity.name, output=True, failure="output")
+        self._batch.append((i, tables))
+
+    def _publish(self) -> None:
+        """Publish the runs held, whole, in one batch; each is reported."""
+        batch, self._batch = self._batch, []
+        if not batch:
             return
-        if done.written and result.rejected:  # a partial run: its rejected inputs are said
-            message = "; ".join(result.rejected)
-            self._done(i, "written", message, name=done.name, failure="partial")
-        elif done.written:
-            self._done(i, "written", name=done.name)
-        else:
-            self._done(i, "skipped", f"same content as run {done.name}", name=done.name)
+        pending = [self._pending(i, tables) for i, tables in batch]
+        try:
+            placed = self.dataset.publish_many(pending)
+        except OutputError as exc:
+            for (i, _), item in zip(batch, pending, strict=True):
+                self._done(i, "failed", str(exc), name=item.run, output=True, failure="output")
+            return
+        for (i, _), done in zip(batch, placed, strict=True):
+            rejected = self.rejected.get(i, ())
+            if done.written and rejected:  # a partial run: its rejected inputs are said
+                self._done(i, "written", "; ".join(rejected), name=done.name, failure="partial")
+            elif done.written:
+                self._done(i, "written", name=done.name)
+            else:
+                self._done(i, "skipped", f"same content as run {done.name}", name=done.name)
+
+    def _pending(self, i: int, tables: dict[str, Any]) -> Pending:
+        spec, identity = self.specs[i], self.jobs[i].identity
+        return Pending(
+            identity.name,
+            identity.content_hash,
+            tables,
+            lambda taken: self.names.name(spec, identity.content_hash, taken),
+        )
 
     def _hashed(self, i: int, files: tuple[RunFile, ...]) -> None:
         spec = self.specs[i]

@@ -1,12 +1,12 @@
 """A fleet dataset on disk: ``dataset.json`` and, in each table, one Parquet file per run
-or per compacted group of runs.
+or per group of runs (published together, or compacted).
 
 ::
 
     DATASET/dataset.json                     schema version and the build settings
     DATASET/<table>/run-<run>.parquet        one per run: inputs, primitives, findings,
                                              iterations, runs (schema: dnnlens.fleet.schema)
-    DATASET/<table>/part-<token>.parquet     one per compacted group of runs (compact)
+    DATASET/<table>/part-<token>.parquet     one per group of runs (publish_many, compact)
     DATASET/.lock                            taken by a build while it publishes a run
     DATASET/.readers                         taken shared by readers (see compact)
     DATASET/.runs-index                      the runs, their content hashes and checked
@@ -19,7 +19,9 @@ in the dataset once its ``runs`` file is: every reader here leaves out the files
 without one (left only by a build killed between two renames), and the next build removes
 them. The name is checked against the dataset under the lock, so a run of another build
 that took the name meanwhile is not overwritten (the new run gets its content hash), and a
-run whose content another build wrote meanwhile is not written twice.
+run whose content another build wrote meanwhile is not written twice. Runs a build
+finished close together are published whole as one group (:meth:`Dataset.publish_many`):
+one file per table holds them all, placed the same way, as :meth:`Dataset.compact` writes.
 
 Every file is checked against the table's schema before it is read (:meth:`Dataset.check`):
 a damaged or hand-edited file is a :class:`DatasetError` naming it, never a cast or a crash.
@@ -151,6 +153,17 @@ class Compacted:
     files_after: int = 0
     bytes_after: int = 0
     seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A run to publish: its name, content hash, tables, and the name to take instead when
+    another build took that one meanwhile (given the names taken)."""
+
+    run: str
+    content_hash: str
+    tables: dict[str, pa.Table]
+    other_name: Callable[[set[str]], str]
 
 
 @dataclass(frozen=True)
@@ -528,24 +541,45 @@ class Dataset:
         tables: dict[str, pa.Table],
         other_name: Callable[[set[str]], str],
     ) -> Published:
-        """Publish one run's tables whole, with the dataset's lock held (see the module doc).
+        """Publish one run's tables whole (:meth:`publish_many` of that run alone)."""
+        return self.publish_many([Pending(run, content_hash, tables, other_name)])[0]
 
-        A run of ``content_hash`` in the dataset already (another build wrote it since this
-        one looked) is left as it is; a name that another build took meanwhile is replaced
-        by ``other_name(names taken)`` (its rows renamed). A write that fails is an
-        :class:`~dnnlens.errors.OutputError` and leaves nothing of the run.
+    def publish_many(self, runs: list[Pending]) -> list[Published]:
+        """Publish the tables of ``runs`` whole, with the dataset's lock held (see the module
+        doc): a lone run in files of its own, several in one group (one file per table, as
+        :meth:`compact` writes), so that a build pays five file writes per batch of runs,
+        not per run. Where each run went, in order.
+
+        A run of a content hash in the dataset already (another build wrote it since this
+        one looked) is left out; a name that another build took meanwhile is replaced by
+        its ``other_name(names taken)`` (its rows renamed). A write that fails is an
+        :class:`~dnnlens.errors.OutputError` and leaves nothing of the runs.
         """
+        out: list[Published] = []
         with _locked(self.root):
             self._sync()
-            same = self.run_with(content_hash)
-            if same is not None:
-                return Published(same, written=False)
-            names = self._index.entries
-            if run in names:
-                run = other_name(set(names))
-                tables = {t: _renamed(rows, run) for t, rows in tables.items()}
-            self._write_whole(run, tables, content_hash)
-        return Published(run, written=True)
+            taken = set(self._index.entries)
+            chosen: list[tuple[str, str, dict[str, pa.Table]]] = []
+            hashes: dict[str, str] = {}
+            for item in runs:
+                same = self.run_with(item.content_hash) or hashes.get(item.content_hash)
+                if same is not None:
+                    out.append(Published(same, written=False))
+                    continue
+                run, tables = item.run, item.tables
+                if run in taken:
+                    run = item.other_name(taken)
+                    tables = {t: _renamed(rows, run) for t, rows in tables.items()}
+                taken.add(run)
+                hashes[item.content_hash] = run
+                chosen.append((run, item.content_hash, tables))
+                out.append(Published(run, written=True))
+            if len(chosen) == 1:
+                run, digest, tables = chosen[0]
+                self._write_whole(run, tables, digest)
+            elif chosen:
+                self._write_batch(chosen)
+        return out
 
     def write_run(self, run: str, tables: dict[str, pa.Table]) -> None:
         """Write one run's tables whole, as :meth:`publish` does, without its checks."""
@@ -563,9 +597,26 @@ class Dataset:
             secrets.token_hex(8),
             file_name(run),
             lambda table, path: pq.write_table(tables[table], path),
-            placed=lambda keys: self._index.append(run, Entry(content_hash, keys)),
+            placed=lambda keys: self._index.append([(run, Entry(content_hash, keys))]),
             hold_signals=True,  # a stop signal comes once the run is placed whole
         )
+
+    def _write_batch(self, runs: list[tuple[str, str, dict[str, pa.Table]]]) -> None:
+        """The tables of ``runs`` (name, content hash, tables) as one new group: each
+        table's rows of every run in one file, placed as :meth:`_write_whole` places a
+        run's files, and every run added to the index as the group's."""
+        import pyarrow.parquet as pq
+
+        token = _group_token()
+
+        def write(table: str, path: Path) -> None:
+            rows = pa.concat_tables([tables[table] for _, _, tables in runs])
+            pq.write_table(rows, path, row_group_size=ROW_GROUP_ROWS)
+
+        def placed(keys: tuple[tuple[int, int] | None, ...]) -> None:
+            self._index.append([(run, Entry(digest, keys, token)) for run, digest, _ in runs])
+
+        self._place(token, part_name(token), write, placed=placed, hold_signals=True)
 
     def _place(
         self,
@@ -615,6 +666,14 @@ class Dataset:
         """The runs held by files of their own (not compacted yet)."""
         return sorted(r for r, e in self._runs().items() if e.part is None)
 
+    def small_files(self) -> int:
+        """Files per table that :meth:`compact` would rewrite: a run's own, and a group's
+        of fewer than :data:`MERGE_BELOW` runs."""
+        entries = self._runs().values()
+        sizes = Counter(e.part for e in entries if e.part)
+        loose = sum(e.part is None for e in entries)
+        return loose + sum(n < MERGE_BELOW for n in sizes.values())
+
     def compact(
         self,
         runs_per_file: int = COMPACT_RUNS_PER_FILE,
@@ -661,7 +720,7 @@ class Dataset:
                 }
                 done.files_before += len(before)
                 done.bytes_before += sum(k[0] for p in before if (k := file_key(p)))
-                token = f"{time.time_ns():016x}-{secrets.token_hex(4)}"
+                token = _group_token()
                 keys = self._write_group(token, chunk, mark)
                 mark("switched")
                 for run in chunk:
@@ -933,6 +992,12 @@ def _renamed(rows: pa.Table, run: str) -> pa.Table:
     return rows.set_column(
         index, rows.schema.field(index), pa.array([run] * len(rows), pa.string())
     )
+
+
+def _group_token() -> str:
+    """A new group's token: the time first, so that of a run in two groups (a compaction
+    stopped before it removed the group it rewrote) the newer group is known."""
+    return f"{time.time_ns():016x}-{secrets.token_hex(4)}"
 
 
 def _limit(root: Path, name: str, default: int) -> int:

@@ -3,7 +3,9 @@
 Both engines take tasks with :meth:`submit` (a key, a function, its arguments, and
 optionally tasks whose results it needs) and hand back ``(key, result, error)`` as tasks
 finish, tasks submitted meanwhile included. A task that raises gives its exception as
-``error`` and the others go on.
+``error`` and the others go on. A caller that holds results to write together says how
+long it can wait (``patience``); when no task finishes by then, :data:`TICK` (key ``""``)
+comes instead, so that the caller writes what it holds.
 
 * :class:`SerialEngine`: one task at a time in this process; no Dask needed. The default
   for small builds, where starting worker processes costs more than the work.
@@ -22,6 +24,7 @@ are said by the build, one line per run.
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -32,6 +35,18 @@ SMALL_BUILD_BYTES = 64 << 20
 
 Task = tuple[Callable[..., Any], tuple[Any, ...]]
 Outcome = tuple[str, Any, BaseException | None]
+#: Seconds the caller can wait for the next outcome (``None``: as long as it takes).
+Patience = Callable[[], float | None]
+#: No task finished within the caller's patience.
+TICK: Outcome = ("", None, None)
+#: How often a waiting :class:`DaskEngine` looks for a finished task while a caller's
+#: patience runs: a tenth of the second a build holds finished runs (a few wake-ups, no
+#: measurable CPU).
+_POLL_S = 0.1
+
+
+def _never() -> float | None:
+    return None
 
 
 class EngineError(Exception):
@@ -49,6 +64,8 @@ class SerialEngine:
     (a run is analysed as soon as it is hashed, so a build goes run by run)."""
 
     description = "this process"
+    #: tasks run in other processes (this one publishes what they give back)
+    remote = False
 
     def __init__(self) -> None:
         self._queue: deque[tuple[str, Task, dict[str, list[Task]] | None]] = deque()
@@ -68,10 +85,15 @@ class SerialEngine:
         else:
             self._queue.append(task)
 
-    def completed(self) -> Iterator[Outcome]:
-        """Run the queued tasks, yielding each outcome; tasks queued meanwhile run too."""
+    def completed(self, patience: Patience = _never) -> Iterator[Outcome]:
+        """Run the queued tasks, yielding each outcome; tasks queued meanwhile run too. A
+        task is not started once the caller's patience is out: :data:`TICK` first."""
         self._running = True
         while self._queue:
+            left = patience()
+            if left is not None and left <= 0:
+                yield TICK
+                continue
             key, (fn, args), parts = self._queue.popleft()
             try:
                 if parts is None:
@@ -90,6 +112,8 @@ class SerialEngine:
 
 class DaskEngine:
     """Tasks run on a ``dask.distributed`` cluster through ``client``."""
+
+    remote = True
 
     def __init__(
         self,
@@ -140,11 +164,15 @@ class DaskEngine:
         self._keys[future.key] = key
         self._done.add(future)
 
-    def completed(self) -> Iterator[Outcome]:
-        """Outcomes as tasks finish on the cluster (or are lost with it)."""
+    def completed(self, patience: Patience = _never) -> Iterator[Outcome]:
+        """Outcomes as tasks finish on the cluster (or are lost with it); :data:`TICK` when
+        none finished within the caller's patience."""
         while True:
             while self._unsent:
                 yield self._unsent.popleft(), None, self._lost
+            if not self._ready_within(patience()):
+                yield TICK
+                continue
             try:
                 future, result = next(self._done)
             except StopIteration:
@@ -164,6 +192,19 @@ class DaskEngine:
                 address = getattr(self.client.scheduler, "address", None) or "?"
                 self._lost = EngineLost(f"not finished: the Dask scheduler at {address} went away")
             yield key, None, self._lost if _scheduler_lost(error) else error
+
+    def _ready_within(self, seconds: float | None) -> bool:
+        """Whether a task finished, or there is none left, within ``seconds`` (``None``:
+        without looking: the wait is as long as it takes)."""
+        if seconds is None:
+            return True
+        deadline = time.monotonic() + seconds
+        while not (self._done.has_ready() or self._done.is_empty()):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(_POLL_S, left))
+        return True
 
     def close(self) -> None:
         """Close the client and cluster this engine started (an existing one stays up)."""

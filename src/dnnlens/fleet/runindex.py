@@ -16,13 +16,13 @@ keys are those of the group's files. A later line of a run replaces
 an earlier one. A stamp line holds the modification time and inode of each table
 directory (``null``: none) as they were once the lines before it were true.
 
-A build appends a run's line and a stamp, in one write, once its files are renamed into
-place (with stop signals held back). A reader whose table directories are not those of
-the last stamp (a run deleted or copied by hand, a build killed by SIGKILL, a dataset
-made by an older dnnlens, a copied dataset: other inodes) does not trust the file: it
-lists the ``runs`` directory, and a build rewrites the file from it (under a hidden name,
-renamed into place). The file is a cache of what the directories hold: deleting it costs
-one rebuild of it.
+A build appends the lines of the runs it published and a stamp, in one write, once their
+files are renamed into place (with stop signals held back). A reader whose table
+directories are not those of the last stamp (a run deleted or copied by hand, a build
+killed by SIGKILL, a dataset made by an older dnnlens, a copied dataset: other inodes)
+does not trust the file: it lists the ``runs`` directory, and a build rewrites the file
+from it (under a hidden name, renamed into place). The file is a cache of what the
+directories hold: deleting it costs one rebuild of it.
 """
 
 from __future__ import annotations
@@ -181,11 +181,14 @@ class RunIndex:
         self.by_hash = {e.content_hash: r for r, e in self.entries.items() if e.content_hash}
 
     # -- writing (the dataset's lock held) ------------------------------------------------
-    def append(self, run: str, entry: Entry) -> None:
-        """Add ``run``'s line and a stamp of the directories now, in one write. A write that
-        fails leaves the stamp behind the directories: the next reader lists them."""
-        self.put(run, entry)
-        data = _line(_row(run, entry)) + _line({"dirs": self.directories()})
+    def append(self, entries: list[tuple[str, Entry]]) -> None:
+        """Add the lines of ``entries`` (run, entry) and a stamp of the directories now, in
+        one write. A write that fails leaves the stamp behind the directories: the next
+        reader lists them."""
+        for run, entry in entries:
+            self.put(run, entry)
+        lines = [_line(_row(run, entry)) for run, entry in entries]
+        data = b"".join(lines) + _line({"dirs": self.directories()})
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
