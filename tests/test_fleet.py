@@ -1,6 +1,6 @@
 """A fleet of sixteen real runs built on a Dask LocalCluster of two workers, every table
 checked against the single-process analysis of the same logs, and ``fleet diff`` finding
-the slowed copy.
+the slowed copy (and that doubling is within the sample's own noise).
 
 The logs are copies of the sample logs with their runs varied (``test_fleet_logs.py``):
 four workloads, three copies each, two two-rank jobs, a copy with every time doubled and
@@ -249,18 +249,30 @@ def test_every_table_equals_the_rows_of_the_single_process_analysis(built, refer
 # -- what comes after a build -----------------------------------------------------------------
 
 
-def test_fleet_diff_finds_the_slowed_copy(built) -> None:
+def test_fleet_diff_cannot_tell_the_doubled_copy_from_noise(built) -> None:
+    """The slowed copy is 100% slower by its typical iteration, but the NCHW sample's steady
+    passes take 1.99 to 4.26 ms (tests/test_diff_confidence.py) and the copy's 3.98 to
+    8.52 ms: the ranges overlap, so the gate cannot decide (exit 2, one line), and its
+    primitives are informational. The near copies (x1.001, x1.002) pass."""
     out, _ = built
     result = invoke("fleet", "diff", str(out), "--baseline", BASELINE, "--format", "json")
-    assert result.exit_code == 1, result.stderr
+    assert result.exit_code == 2, result.stderr
     doc = json.loads(result.stdout)
     assert doc["compared"] == sorted(
         [f"convnet_nchw_infer-{k:02d}" for k in range(1, COPIES)] + [SLOW]
     )
     assert [(r["run"], r["change"]) for r in doc["slower_runs"]] == [(SLOW, 1.0)]
+    assert {r["run"]: r["gate"] for r in doc["runs"]} == {
+        "convnet_nchw_infer-01": "pass", "convnet_nchw_infer-02": "pass", SLOW: "refused",
+    }  # fmt: skip
+    slow = doc["slower_runs"][0]["confidence"]
+    assert slow["level"] == "low" and "within the noise" in slow["reason"]
+    assert slow["new_range_ms"] == [2 * t for t in slow["base_range_ms"]]  # x2 is exact
     assert {p["run"] for p in doc["slower_primitives"]} == {SLOW}
-    assert all(p["change"] == 1.0 for p in doc["slower_primitives"])
-    assert "1 run(s) and" in result.stderr and "--fail-if-slower" in result.stderr
+    assert all(p["change"] == 1.0 and p["informational"] for p in doc["slower_primitives"])
+    assert doc["gate"] == "refused" and doc["slower"] is False
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert f"cannot decide on 1 run(s): {SLOW}:" in result.stderr
 
 
 def test_fleet_diff_without_the_slowed_copy_passes(built) -> None:
@@ -269,7 +281,7 @@ def test_fleet_diff_without_the_slowed_copy_passes(built) -> None:
         "fleet", "diff", str(out), "--baseline", BASELINE, "--run", "convnet_nchw_infer-0*"
     )
     assert result.exit_code == 0, result.stderr
-    assert "No run or primitive is slower than the baseline by more than 5%" in result.stdout
+    assert "Gate pass: no run is slower than the baseline by more than 5%" in result.stdout
 
 
 def test_a_second_build_skips_every_run_it_has(built, fleet, cluster) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,11 +153,11 @@ class Side:
 
     @property
     def steady_times(self) -> list[float]:
-        """The steady passes' times (ms); one figure, the total, when the run has no
-        repeating iteration (the whole log is then its one steady measurement)."""
-        if self.steady_iterations < 2:
-            return [self.total_ms] if self.exec_count else []
-        return [t for t, s in zip(self.iteration_ms, self.steady_flags, strict=True) if s]
+        """The steady passes' times (ms) the confidence compares (:func:`steady_times`)."""
+        return steady_times(
+            self.iteration_ms, self.steady_flags, self.steady_iterations, self.total_ms,
+            self.exec_count,
+        )  # fmt: skip
 
     @property
     def steady_median_ms(self) -> float | None:
@@ -166,6 +167,19 @@ class Side:
             return None
         mid = len(steady) // 2
         return steady[mid] if len(steady) % 2 else (steady[mid - 1] + steady[mid]) / 2
+
+
+def steady_times(
+    times: list[float], steady: list[bool], steady_count: int, total_ms: float, exec_count: int
+) -> list[float]:
+    """A run's steady passes' times (ms), per pass in order with whether each is steady:
+    what its confidence compares (``diff`` from an analysis, ``fleet diff`` from a
+    dataset's ``iterations`` and ``runs`` rows). One figure, the total, when the run has
+    fewer than two steady passes (no repeating iteration: the whole log is then its one
+    steady measurement); none without an execution."""
+    if steady_count < 2:
+        return [total_ms] if exec_count else []
+    return [t for t, s in zip(times, steady, strict=True) if s]
 
 
 def _input_paths(analysis: Analysis) -> list[str]:
@@ -289,14 +303,28 @@ class Gate:
 
 
 def gate_of(d: Diff, limit: float | None) -> Gate:
-    """The gate is one-sided: it asks whether NEW is slower than BASE by more than
-    ``limit``, and fails only on evidence of that.
+    """``--fail-if-slower limit`` on one diff (:func:`gate_decision`)."""
+    return gate_decision(d.confidence, d.slower_fraction, limit, d.basis_text)
+
+
+def gate_decision(
+    c: Confidence,
+    slower: float | None,
+    limit: float | None,
+    basis_text: str,
+    new: str = "NEW",
+    base: str = "BASE",
+) -> Gate:
+    """The gate on one comparison (``diff``, and each run of ``fleet diff``): its
+    confidence, how much slower ``new`` is than ``base`` (a fraction, None when not a
+    number) and what was compared, in words. One-sided: it asks whether ``new`` is slower
+    than ``base`` by more than ``limit``, and fails only on evidence of that.
 
     * refused, whatever the times: the runs are different workloads (no speed ratio), a
       side's times are not to be trusted (slowed as a whole: the machine's load), or a
       compared time is not a number;
-    * NEW slower by more than ``limit``: fail when the confidence is ``high`` (every
-      steady pass of NEW beyond every one of BASE, unlikely by chance); refused when it is
+    * slower by more than ``limit``: fail when the confidence is ``high`` (every steady
+      pass of ``new`` beyond every one of ``base``, unlikely by chance); refused when it is
       not (the slowdown is within the pass-to-pass noise: it may be real or not, and a gate
       must neither pass nor fail it);
     * else pass: no evidence of a slowdown beyond ``limit``, also when the confidence is
@@ -305,11 +333,9 @@ def gate_of(d: Diff, limit: float | None) -> Gate:
     """
     if limit is None:
         return Gate("none")
-    c = d.confidence
-    slower = d.slower_fraction
     gate = f"--fail-if-slower {100 * limit:g}%"
     if slower is None:
-        return Gate("refused", f"cannot compare {d.basis_text}: a time is not a finite number")
+        return Gate("refused", f"cannot compare {basis_text}: a time is not a finite number")
     if c.level == "none" or c.untrusted:
         return Gate(
             "refused", f"{gate} not applied: the diff's confidence is {c.level}: {c.reason}"
@@ -317,11 +343,11 @@ def gate_of(d: Diff, limit: float | None) -> Gate:
     if slower > limit:
         if c.level == "high":
             return Gate(
-                "fail", f"NEW is {100 * slower:.1f}% slower than BASE {d.basis_text} ({gate})"
+                "fail", f"{new} is {100 * slower:.1f}% slower than {base} {basis_text} ({gate})"
             )
         return Gate(
             "refused",
-            f"{gate} not applied: NEW looks {100 * slower:.1f}% slower {d.basis_text}, but the "
+            f"{gate} not applied: {new} looks {100 * slower:.1f}% slower {basis_text}, but the "
             f"diff's confidence is {c.level}: {c.reason}",
         )
     return Gate("pass")
@@ -560,12 +586,44 @@ def direction(prop_kind: str) -> str:
     return "backward" if prop_kind.startswith("backward") else "forward"
 
 
-def _distrust(d: Diff) -> list[str]:
+def distrust(base: str | None, new: str | None) -> list[str]:
+    """The confidence's reasons to distrust a side's times (:func:`assess`'s ``distrust``),
+    from each side's timing-trust reason (None: trusted)."""
     return [
-        f"{name}'s timings are not trustworthy: {side.untrusted}"
-        for name, side in (("BASE", d.base), ("NEW", d.new))
-        if side.untrusted
+        f"{name}'s timings are not trustworthy: {why}"
+        for name, why in (("BASE", base), ("NEW", new))
+        if why
     ]
+
+
+def _distrust(d: Diff) -> list[str]:
+    return distrust(d.base.untrusted, d.new.untrusted)
+
+
+def primitive_work(rows: Iterable[tuple[str, str, str, float, float]]) -> dict[tuple, float]:
+    """One run's time per unit of work, for :func:`overlap_share` (``diff`` and ``fleet
+    diff``): ``rows`` of (kind, prop_kind, shape, part of the typical iteration, total
+    time), summed by kind, direction (:func:`direction`) and shape; by the parts of the
+    typical iteration, or by total time when no primitive has a part (a run without a
+    typical iteration still has its work)."""
+    rows = list(rows)
+    for column in (3, 4):
+        out: dict[tuple, float] = {}
+        for r in rows:
+            value = r[column]
+            if value and math.isfinite(value):
+                key = (r[0], direction(r[1]), r[2])
+                out[key] = out.get(key, 0.0) + float(value)
+        if out:
+            return out
+    return {}
+
+
+def _primitive_work(rows: list[dict[str, Any]], side: str) -> dict[tuple, float]:
+    return primitive_work(
+        (r["kind"], r["prop_kind"], r["shape"], r[f"{side}_typical_ms"], r[f"{side}_ms"])
+        for r in rows
+    )
 
 
 def confidence_of(d: Diff) -> Confidence:
@@ -585,12 +643,7 @@ def confidence_of(d: Diff) -> Confidence:
         return assess(
             bs.steady_times, ns.steady_times, d.compared_ms(), ov, "ops", "step", _distrust(d)
         )
-    rows = [{**r, "direction": direction(r["prop_kind"])} for r in d.primitives]
-    keys = ("kind", "direction", "shape")
-    ov = overlap_share(
-        _work(rows, keys, "base", "typical_ms", "ms"),
-        _work(rows, keys, "new", "typical_ms", "ms"),
-    )
+    ov = overlap_share(*(_primitive_work(d.primitives, side) for side in ("base", "new")))
     return assess(
         d.base.steady_times, d.new.steady_times, d.compared_ms(), ov, distrust=_distrust(d)
     )
@@ -605,7 +658,11 @@ __all__ = [
     "StepSide",
     "confidence_of",
     "diff_analyses",
+    "distrust",
+    "gate_decision",
+    "primitive_work",
     "ratio",
     "side_of",
+    "steady_times",
     "step_side_of",
 ]

@@ -1,16 +1,36 @@
 """``fleet diff``: the runs and primitives of a dataset that got slower than a baseline run.
 
 A run is compared with the baseline by its typical iteration (``runs.typical_iteration_ms``,
-the figure ``analyze`` and ``diff --basis typical`` use); it is slower when that is more
-than ``threshold`` (a fraction) above the baseline's. A primitive is the same primitive in
-two runs when :func:`dnnlens.analysis.diff.primitive_identity` (the one ``diff`` uses) says
-so: kind, prop_kind, problem and a reorder's layout flow (the implementation and other
-layouts may differ: a changed implementation is a common reason to be slower); it
-is compared by its part of the typical iteration (``primitives.ms_per_iteration``, summed
-over implementations), and listed when that is more than ``threshold`` above the
-baseline's and adds at least ``min_share`` of the baseline's typical iteration (so noise
-on a tiny primitive is not a regression). A primitive the baseline does not have counts
-from zero.
+the figure ``analyze`` and ``diff --basis typical`` use). Whether a difference is the run or
+the noise of the machine is judged as ``dnnlens diff`` judges it, by the same functions
+(:mod:`dnnlens.analysis.confidence`), the baseline as BASE and the run as NEW:
+
+* the steady passes of each (the ``iterations`` rows marked ``steady``;
+  :func:`dnnlens.analysis.diff.steady_times`);
+* the work both share (:func:`dnnlens.analysis.diff.primitive_work` over the
+  ``primitives`` rows: kind, forward or backward, and problem, by part of the typical
+  iteration): full for runs of one workload, less for a run of another that ``--run``
+  names;
+* whether each side's times can be trusted (``runs.timing_confidence``; NULL, a run built
+  before that column, is not distrusted).
+
+Each run gets a :class:`~dnnlens.analysis.confidence.Confidence` and the decision of
+``--fail-if-slower`` (:func:`dnnlens.analysis.diff.gate_decision`, the one ``diff`` takes):
+``fail`` (a high-confidence slowdown beyond the threshold), ``refused`` (a slowdown beyond
+it within the noise, a different workload, untrustworthy times) or ``pass``. The dataset's
+verdict (:attr:`FleetDiff.gate`): ``fail`` if any run fails, else ``refused`` if any run is
+refused, else ``pass``.
+
+A primitive is the same primitive in two runs when
+:func:`dnnlens.analysis.diff.primitive_identity` (the one ``diff`` uses) says so: kind,
+prop_kind, problem and a reorder's layout flow (the implementation and other layouts may
+differ: a changed implementation is a common reason to be slower); it is compared by its
+part of the typical iteration (``primitives.ms_per_iteration``, summed over
+implementations), and listed when that is more than ``threshold`` above the baseline's and
+adds at least ``min_share`` of the baseline's typical iteration (so noise on a tiny
+primitive is not a regression). A primitive the baseline does not have counts from zero.
+The dataset has no per-pass time of a primitive, so no test of its own: a primitive's
+slowdown is informational, the cause to look at, unless its run failed the gate.
 
 The runs compared are those of the baseline's workload (:func:`dnnlens.fleet.rows.workload_of`)
 unless ``runs`` names them (shell patterns on run names).
@@ -20,9 +40,22 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
-from dnnlens.analysis.diff import primitive_identity
+import pandas as pd
+
+from dnnlens.analysis.confidence import Confidence, assess, overlap_share
+from dnnlens.analysis.diff import (
+    Gate,
+    distrust,
+    gate_decision,
+    primitive_identity,
+    primitive_work,
+    ratio,
+    steady_times,
+)
 from dnnlens.fleet.dataset import Dataset, DatasetError
 
 #: Dataset columns a primitive's identity is made of (:func:`primitive_identity`).
@@ -31,14 +64,40 @@ PRIMITIVE_COLUMNS = ("kind", "prop_kind", "problem", "mds")
 PRIMITIVE_KEY = ("kind", "prop_kind", "problem", "flow")
 
 
+#: What a run's verdict compares, in words (the figure of ``diff --basis typical``).
+BASIS_TEXT = "per typical steady iteration"
+#: ``runs`` columns a compared run's figures come from.
+RUN_COLUMNS = [
+    "run", "workload", "typical_iteration_ms", "steady_iterations", "total_time_ms",
+    "exec_count", "timing_confidence", "timing_confidence_reason",
+]  # fmt: skip
+
+
 @dataclass(frozen=True)
-class SlowerRun:
-    """A run whose typical iteration is above the baseline's by more than the threshold."""
+class ComparedRun:
+    """One run against the baseline: its typical iteration, the confidence of the
+    comparison and what ``--fail-if-slower`` decides on it."""
 
     run: str
     typical_iteration_ms: float
     baseline_ms: float
-    change: float  # (run - baseline) / baseline
+    change: float | None  # (run - baseline) / baseline; None: not a number
+    confidence: Confidence
+    gate: Gate
+    #: slower than the baseline by more than the threshold, told from noise or not
+    beyond: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "typical_iteration_ms": self.typical_iteration_ms,
+            "baseline_ms": self.baseline_ms,
+            "change": self.change,
+            "confidence": self.confidence.to_json(),
+            "gate": self.gate.outcome,
+            "gate_reason": self.gate.why,
+            "beyond_threshold": self.beyond,
+        }
 
 
 @dataclass(frozen=True)
@@ -65,13 +124,73 @@ class FleetDiff:
     threshold: float
     min_share: float
     compared: list[str] = field(default_factory=list)
-    runs: list[SlowerRun] = field(default_factory=list)
+    #: every compared run, with its confidence and gate, in :attr:`compared`'s order
+    results: list[ComparedRun] = field(default_factory=list)
     primitives: list[SlowerPrimitive] = field(default_factory=list)
 
     @property
+    def runs(self) -> list[ComparedRun]:
+        """The runs slower than the baseline by more than the threshold, told from noise or
+        not (their gate says which)."""
+        return [r for r in self.results if r.beyond]
+
+    @property
+    def failed(self) -> list[ComparedRun]:
+        """The runs that fail the gate: a high-confidence slowdown beyond the threshold."""
+        return [r for r in self.results if r.gate.outcome == "fail"]
+
+    @property
+    def refused(self) -> list[ComparedRun]:
+        """The runs the gate cannot decide on (within the noise, different workloads,
+        untrustworthy times)."""
+        return [r for r in self.results if r.gate.outcome == "refused"]
+
+    @property
+    def gate(self) -> str:
+        """The dataset's verdict, the exit code's: ``fail`` (exit 1) if any run fails,
+        else ``refused`` (exit 2, cannot decide) if any run is refused, else ``pass``. A
+        failed run is evidence enough, whatever the others; a refused one must not pass
+        silently."""
+        if self.failed:
+            return "fail"
+        return "refused" if self.refused else "pass"
+
+    @property
     def slower(self) -> bool:
-        """Whether anything got slower (the exit code's verdict)."""
-        return bool(self.runs or self.primitives)
+        """Whether a run is a high-confidence slowdown beyond the threshold (exit 1)."""
+        return self.gate == "fail"
+
+    def verdict(self) -> str:
+        """The gate's decision in one line (stderr, and the end of the text): the runs that
+        fail it, else those it cannot decide on, each with why; empty when it passes."""
+        limit = f"--fail-if-slower {100 * self.threshold:g}%"
+        if self.failed:
+            named = _named([f"{r.run} ({_signed(r.change)})" for r in self.failed])
+            also = f"; {len(self.refused)} more not decided" if self.refused else ""
+            return (
+                f"{len(self.failed)} run(s) slower than {self.baseline} by more than "
+                f"{100 * self.threshold:g}% {BASIS_TEXT}, beyond the noise ({limit}): "
+                f"{named}{also}"
+            )
+        if self.refused:
+            whys = _named([f"{r.run}: {r.gate.why}" for r in self.refused], 3, " | ")
+            return f"{limit} cannot decide on {len(self.refused)} run(s): {whys}"
+        return ""
+
+    def informational(self, p: SlowerPrimitive) -> bool:
+        """Whether a primitive's slowdown is only a pointer: its run did not fail the gate
+        (the dataset has no per-pass time of a primitive to test it alone)."""
+        return all(r.run != p.run for r in self.failed)
+
+
+def _named(items: list[str], most: int = 10, sep: str = ", ") -> str:
+    """``items`` joined, the first ``most`` of them and how many more."""
+    more = f"{sep}and {len(items) - most} more" if len(items) > most else ""
+    return sep.join(items[:most]) + more
+
+
+def _signed(change: float | None) -> str:
+    return "-" if change is None else f"{100 * change:+.1f}%"
 
 
 #: How ``--baseline`` names a run by its build's labels: ``label=key=value[,key=value]``.
@@ -120,15 +239,7 @@ def diff_dataset(
     runs: list[str] | None = None,
 ) -> FleetDiff:
     """Compare the runs of ``dataset`` with the run named ``baseline``."""
-    table = dataset.read("runs", ["run", "workload", "typical_iteration_ms"]).to_pandas()
-    twice = table["run"][table["run"].duplicated()].unique().tolist()
-    if twice:  # a file of the runs table copied or edited by hand: no one row to compare
-        shown = ", ".join(repr(str(r)) for r in twice[:3]) + (", ..." if len(twice) > 3 else "")
-        raise DatasetError(
-            f"{dataset.root}: the runs table holds run {shown} more than once (a file of "
-            "the dataset copied or edited by hand?); each run must be in it once"
-        )
-    table = table.set_index("run")
+    table = _runs_table(dataset)
     if baseline not in table.index:
         raise DatasetError(f"--baseline {baseline!r}: no such run in {dataset.root}")
     base = table.loc[baseline]
@@ -141,19 +252,99 @@ def diff_dataset(
     out = FleetDiff(baseline, base_ms, threshold, min_share, compared=chosen)
     if not chosen:
         return out
+    passes = _steady_passes(dataset, table, [baseline, *chosen])
+    prims = _primitives(dataset, [baseline, *chosen])
+    work = {run: _work(prims, run) for run in [baseline, *chosen]}
     for run in chosen:
-        ms = float(table.loc[run, "typical_iteration_ms"])
-        if base_ms > 0 and ms > base_ms * (1 + threshold):
-            out.runs.append(SlowerRun(run, ms, base_ms, (ms - base_ms) / base_ms))
-    out.primitives = _slower_primitives(dataset, baseline, chosen, out)
+        out.results.append(
+            _compare(
+                run,
+                table.loc[run],
+                base,
+                passes,
+                overlap_share(work[baseline], work[run]),
+                threshold,
+            )  # fmt: skip
+        )
+    out.primitives = _slower_primitives(prims, baseline, out)
     return out
 
 
-def _slower_primitives(
-    dataset: Dataset, baseline: str, chosen: list[str], out: FleetDiff
-) -> list[SlowerPrimitive]:
-    columns = ["run", *PRIMITIVE_COLUMNS, "impl", "ms_per_iteration"]
-    prims = dataset.read("primitives", columns, runs=[baseline, *chosen]).to_pandas()
+def _runs_table(dataset: Dataset) -> pd.DataFrame:
+    """The ``runs`` rows by run name (a run in it twice: a :class:`DatasetError`)."""
+    table = dataset.read("runs", RUN_COLUMNS).to_pandas()
+    twice = table["run"][table["run"].duplicated()].unique().tolist()
+    if twice:  # a file of the runs table copied or edited by hand: no one row to compare
+        shown = ", ".join(repr(str(r)) for r in twice[:3]) + (", ..." if len(twice) > 3 else "")
+        raise DatasetError(
+            f"{dataset.root}: the runs table holds run {shown} more than once (a file of "
+            "the dataset copied or edited by hand?); each run must be in it once"
+        )
+    return table.set_index("run")
+
+
+def _steady_passes(
+    dataset: Dataset, table: pd.DataFrame, runs: list[str]
+) -> dict[str, list[float]]:
+    """Each run's steady pass times (ms), as ``diff`` takes them from an analysis."""
+    rows = dataset.read("iterations", ["run", "iteration", "time_ms", "steady"], runs=runs)
+    frame = rows.to_pandas().sort_values(["run", "iteration"])
+    out = {}
+    for run in runs:
+        mine = frame[frame["run"] == run]
+        r = table.loc[run]
+        out[run] = steady_times(
+            [float(t) if pd.notna(t) else math.nan for t in mine["time_ms"]],
+            [bool(s) for s in mine["steady"].fillna(False)],
+            int(_number(r["steady_iterations"])),
+            _number(r["total_time_ms"]),
+            int(_number(r["exec_count"])),
+        )
+    return out
+
+
+def _number(value: Any) -> float:
+    """A cell as a float, 0 for NULL."""
+    return float(value) if pd.notna(value) else 0.0
+
+
+def _untrusted(row: pd.Series) -> str | None:
+    """Why a run's times are not to be trusted, or None (NULL: a run built before
+    ``timing_confidence`` was stored is not distrusted)."""
+    if row["timing_confidence"] != "low":
+        return None
+    reason = row["timing_confidence_reason"]
+    return str(reason) if isinstance(reason, str) and reason else "slowed as a whole"
+
+
+def _compare(
+    run: str,
+    row: pd.Series,
+    base: pd.Series,
+    passes: dict[str, list[float]],
+    overlap: float | None,
+    threshold: float,
+) -> ComparedRun:
+    """One run against the baseline: ``diff``'s confidence and gate on the dataset's rows."""
+    base_ms, run_ms = _number(base["typical_iteration_ms"]), _number(row["typical_iteration_ms"])
+    confidence = assess(
+        passes[str(base.name)],
+        passes[run],
+        (base_ms, run_ms),
+        overlap,
+        distrust=distrust(_untrusted(base), _untrusted(row)),
+    )
+    q = ratio(run_ms, base_ms)
+    change = None if q is None else q - 1.0
+    gate = gate_decision(confidence, change, threshold, BASIS_TEXT, run, "the baseline")
+    beyond = change is not None and change > threshold
+    return ComparedRun(run, run_ms, base_ms, change, confidence, gate, beyond)
+
+
+def _primitives(dataset: Dataset, runs: list[str]) -> pd.DataFrame:
+    """The ``primitives`` rows of ``runs``, each with its identity's layout flow."""
+    columns = ["run", *PRIMITIVE_COLUMNS, "impl", "ms_per_iteration", "total_time_ms"]
+    prims = dataset.read("primitives", columns, runs=runs).to_pandas()
     prims = prims.fillna(dict.fromkeys(PRIMITIVE_COLUMNS, ""))
     ids = [
         primitive_identity(str(k), str(pk), str(pr), str(m))
@@ -163,6 +354,26 @@ def _slower_primitives(
     ]
     prims["flow"] = [i[3] for i in ids]
     prims["ms_per_iteration"] = prims["ms_per_iteration"].fillna(0.0)
+    prims["total_time_ms"] = prims["total_time_ms"].fillna(0.0)
+    return prims
+
+
+def _work(prims: pd.DataFrame, run: str) -> dict[tuple, float]:
+    """A run's time per unit of work, as ``diff`` measures the work two runs share."""
+    mine = prims[prims["run"] == run]
+    return primitive_work(
+        zip(
+            mine["kind"].astype(str),
+            mine["prop_kind"].astype(str),
+            mine["problem"].astype(str),
+            mine["ms_per_iteration"].astype(float),
+            mine["total_time_ms"].astype(float),
+            strict=True,
+        )  # fmt: skip
+    )
+
+
+def _slower_primitives(prims: pd.DataFrame, baseline: str, out: FleetDiff) -> list[SlowerPrimitive]:
     summed = prims.groupby(["run", *PRIMITIVE_KEY], sort=True).agg(
         ms_per_iteration=("ms_per_iteration", "sum"),
         impl=("impl", lambda s: ",".join(sorted({v for v in s if isinstance(v, str)}))),
@@ -202,7 +413,11 @@ def to_doc(d: FleetDiff) -> dict[str, object]:
         "threshold": d.threshold,
         "min_share": d.min_share,
         "compared": d.compared,
-        "slower_runs": [asdict(r) for r in d.runs],
-        "slower_primitives": [asdict(p) for p in d.primitives],
+        "runs": [r.to_json() for r in d.results],
+        "slower_runs": [r.to_json() for r in d.runs],
+        "slower_primitives": [
+            {**asdict(p), "informational": d.informational(p)} for p in d.primitives
+        ],
+        "gate": d.gate,
         "slower": d.slower,
     }

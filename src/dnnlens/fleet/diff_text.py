@@ -1,5 +1,6 @@
 """``fleet diff --format terminal|json``: its renderers (:data:`FLEET_DIFF_RENDERERS`), and
-the terminal layout: the baseline, then the slower runs and their primitives."""
+the terminal layout: the baseline, every compared run with its confidence and gate, why
+for those that matter, the primitives that grew, and the gate's verdict."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ from pathlib import Path
 from rich.console import Console
 
 from dnnlens.fleet.diff import FleetDiff
-from dnnlens.fmt import ms, ms_cell, pct, pct_cell
+from dnnlens.fmt import ms, ms_cell, pct, pct_cell, signed_pct
+from dnnlens.report.diff_report import confidence_sentence
 from dnnlens.report.renderers.base import Renderer, RenderOptions
 from dnnlens.report.text_layout import Grid, prose
 
 
 def render(d: FleetDiff, console: Console, top: int = 20) -> None:
     """The comparison at the console's width; every cell terminal-safe."""
-    limit = f"more than {pct(d.threshold)}"
     prose(
         console,
         f"Baseline {d.baseline}: typical iteration {ms(d.baseline_typical_ms)}; "
@@ -25,44 +26,74 @@ def render(d: FleetDiff, console: Console, top: int = 20) -> None:
     if not d.compared:
         prose(console, "No other run of its workload is in the dataset (see --run).")
         return
-    if not d.slower:
-        prose(console, f"No run or primitive is slower than the baseline by {limit}.")
-        return
-    if d.runs:
-        grid = Grid(
-            f"Runs slower than the baseline by {limit}",
-            [("run", "flex"), ("typical ms", "right"), ("baseline ms", "right"),
-             ("change", "right")],
-        )  # fmt: skip
-        for r in sorted(d.runs, key=lambda r: -r.change):
-            grid.add_row(
-                r.run, ms_cell(r.typical_iteration_ms), ms_cell(r.baseline_ms), _change(r.change)
-            )
-        grid.print(console)
+    _runs(d, console)
+    _reasons(d, console)
     if d.primitives:
-        grid = Grid(
-            f"Primitives slower than the baseline's by {limit}, adding at least "
-            f"{pct(d.min_share)} of its iteration (ms per typical iteration)",
-            [("run", "flex"), ("kind", "left"), ("problem", "flex"), ("impl", "flex"),
-             ("ms", "right"), ("baseline", "right"), ("added", "right"), ("change", "right")],
+        _primitives(d, console, top)
+    prose(console, _verdict(d), style="bold")
+
+
+def _runs(d: FleetDiff, console: Console) -> None:
+    """Every compared run: its change, the confidence of it and the gate's decision."""
+    grid = Grid(
+        f"Runs against the baseline (--fail-if-slower {pct(d.threshold)}; confidence as in "
+        "dnnlens diff)",
+        [("run", "flex"), ("typical ms", "right"), ("change", "right"),
+         ("confidence", "left"), ("gate", "left")],
+    )  # fmt: skip
+    order = {"fail": 0, "refused": 1, "pass": 2}
+    for r in sorted(d.results, key=lambda r: (order[r.gate.outcome], -(r.change or 0.0))):
+        grid.add_row(
+            r.run, ms_cell(r.typical_iteration_ms), signed_pct(r.change),
+            r.confidence.level, r.gate.outcome,
         )  # fmt: skip
-        shown: dict[str, int] = {}
-        for p in d.primitives:
-            shown[p.run] = shown.get(p.run, 0) + 1
-            if shown[p.run] > top:
-                continue
-            grid.add_row(
-                p.run, p.kind, p.problem, p.impl, ms_cell(p.ms_per_iteration),
-                ms_cell(p.baseline_ms_per_iteration), ms_cell(p.added_ms), _change(p.change),
-            )  # fmt: skip
-        left = sum(max(0, n - top) for n in shown.values())
-        if left:
-            grid.caption = f"{left:,} more (--top, or --format json for all)"
-        grid.print(console)
+    grid.print(console)
+
+
+def _reasons(d: FleetDiff, console: Console) -> None:
+    """Why, for each run the gate fails or cannot decide on, or that looks slower."""
+    for r in d.results:
+        if r.gate.outcome != "pass" or r.beyond:
+            prose(console, f"{r.run}: {confidence_sentence(r.confidence)}")
+
+
+def _primitives(d: FleetDiff, console: Console, top: int) -> None:
+    """The primitives that grew: informational unless their run failed the gate."""
+    limit = f"more than {pct(d.threshold)}"
+    grid = Grid(
+        f"Primitives slower than the baseline's by {limit}, adding at least "
+        f"{pct(d.min_share)} of its iteration (ms per typical iteration); informational "
+        "(no per-pass time of a primitive) unless their run's gate is fail",
+        [("run", "flex"), ("kind", "left"), ("problem", "flex"), ("impl", "flex"),
+         ("ms", "right"), ("baseline", "right"), ("added", "right"), ("change", "right")],
+    )  # fmt: skip
+    shown: dict[str, int] = {}
+    for p in d.primitives:
+        shown[p.run] = shown.get(p.run, 0) + 1
+        if shown[p.run] > top:
+            continue
+        grid.add_row(
+            p.run, p.kind, p.problem, p.impl, ms_cell(p.ms_per_iteration),
+            ms_cell(p.baseline_ms_per_iteration), ms_cell(p.added_ms), _change(p.change),
+        )  # fmt: skip
+    left = sum(max(0, n - top) for n in shown.values())
+    if left:
+        grid.caption = f"{left:,} more (--top, or --format json for all)"
+    grid.print(console)
 
 
 def _change(change: float | None) -> str:
     return "new" if change is None else "+" + pct_cell(change)
+
+
+def _verdict(d: FleetDiff) -> str:
+    """The gate's decision for the dataset, in one sentence."""
+    if d.gate == "pass":
+        return (
+            f"Gate pass: no run is slower than the baseline by more than {pct(d.threshold)} "
+            "beyond the noise."
+        )
+    return f"Gate {d.gate}: {d.verdict()}."
 
 
 class FleetDiffJsonRenderer(Renderer[FleetDiff]):

@@ -137,6 +137,8 @@ def _run_row(doc: dict[str, Any], run: RunIdentity) -> dict[str, Any]:
         "window_events_total": window["events_total"] if window else None,
         "window_events_analysed": window["events_analysed"] if window else None,
         "labels": None,  # the build's, set when the run is published
+        "timing_confidence": doc["timing_confidence"]["level"],
+        "timing_confidence_reason": doc["timing_confidence"]["reason"],
     }
 
 

@@ -14,8 +14,9 @@ finding's share of oneDNN's typical iteration, also in a report on a profiler st
 2.1: a finding's saving (``saving_ms_per_iteration``, ``saving_ms_per_basis``,
 ``saving_basis``), and findings placed in the report's order by it (``position``); then
 ``runs.labels`` (:data:`ADDED_COLUMNS`: a file written before it reads it as NULL, so a
-build goes on adding to a 2.1 dataset). The ``failures`` table is not a table of runs: one
-file per build that had failures.
+build goes on adding to a 2.1 dataset); then ``runs.timing_confidence`` and its reason
+(``fleet diff`` refuses to gate on a run whose times are not to be trusted). The
+``failures`` table is not a table of runs: one file per build that had failures.
 """
 
 from __future__ import annotations
@@ -86,6 +87,12 @@ RUNS = (
         _S,
         "the build's --label key=value pairs (CI job, commit, date), a JSON object; NULL: none",
     ),
+    Column(
+        "timing_confidence",
+        _S,
+        "whether its times can be trusted: high, or low (slowed as a whole); NULL: older runs",
+    ),
+    Column("timing_confidence_reason", _S, "why, in one sentence (analyze's timing_confidence)"),
 )
 
 INPUTS = (
@@ -246,7 +253,11 @@ _ALL = {**TABLES, "failures": FAILURES}
 
 #: Columns added under the same major schema version: a file written before one was added
 #: lacks it, and readers see NULL there.
-ADDED_COLUMNS = {("runs", "labels")}
+ADDED_COLUMNS = {
+    ("runs", "labels"),
+    ("runs", "timing_confidence"),
+    ("runs", "timing_confidence_reason"),
+}
 
 
 def arrow_schema(table: str) -> pa.Schema:

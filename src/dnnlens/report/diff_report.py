@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from dnnlens._version import __version__
+from dnnlens.analysis.confidence import Confidence
 from dnnlens.analysis.diff import Diff, Side, StepSide
 from dnnlens.analysis.training import TrainingStep
 from dnnlens.fmt import ms, ms_cell, pct_cell, signed_pct, speed
@@ -162,7 +163,12 @@ def verdict(d: Diff) -> str:
 
 def confidence_line(d: Diff) -> str:
     """The confidence of the verdict and why, in one sentence."""
-    return f"Confidence: {d.confidence.level}: {d.confidence.reason}."
+    return confidence_sentence(d.confidence)
+
+
+def confidence_sentence(c: Confidence) -> str:
+    """A confidence and why, in one sentence (``diff``, and each run of ``fleet diff``)."""
+    return f"Confidence: {c.level}: {c.reason}."
 
 
 def largest_changes(d: Diff) -> list[str]:
