@@ -67,6 +67,8 @@ class FleetDiff:
     compared: list[str] = field(default_factory=list)
     runs: list[SlowerRun] = field(default_factory=list)
     primitives: list[SlowerPrimitive] = field(default_factory=list)
+    #: the baseline's ``workload`` (hash), ``workload_name`` and ``model`` (None: NULL)
+    baseline_workload: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def slower(self) -> bool:
@@ -120,7 +122,8 @@ def diff_dataset(
     runs: list[str] | None = None,
 ) -> FleetDiff:
     """Compare the runs of ``dataset`` with the run named ``baseline``."""
-    table = dataset.read("runs", ["run", "workload", "typical_iteration_ms"]).to_pandas()
+    names = ["run", "workload", "workload_name", "model", "typical_iteration_ms"]
+    table = dataset.read("runs", names).to_pandas()
     twice = table["run"][table["run"].duplicated()].unique().tolist()
     if twice:  # a file of the runs table copied or edited by hand: no one row to compare
         shown = ", ".join(repr(str(r)) for r in twice[:3]) + (", ..." if len(twice) > 3 else "")
@@ -139,6 +142,7 @@ def diff_dataset(
         chosen = list(table.index[table["workload"] == base["workload"]])
     chosen = sorted(r for r in chosen if r != baseline)
     out = FleetDiff(baseline, base_ms, threshold, min_share, compared=chosen)
+    out.baseline_workload = {k: v if isinstance(v := base[k], str) else None for k in names[1:4]}
     if not chosen:
         return out
     for run in chosen:
@@ -202,6 +206,7 @@ def to_doc(d: FleetDiff) -> dict[str, object]:
         "threshold": d.threshold,
         "min_share": d.min_share,
         "compared": d.compared,
+        "baseline_workload": d.baseline_workload,
         "slower_runs": [asdict(r) for r in d.runs],
         "slower_primitives": [asdict(p) for p in d.primitives],
         "slower": d.slower,
