@@ -141,3 +141,10 @@ def test_a_hostile_module_name_is_bounded_and_escaped(tmp_path: Path) -> None:
     text = analyze(trace, fmt="terminal")
     assert "\x1b" not in text and "\x07" not in text
     assert "Model Evil\\x1b]52;c;aGk=\\x07\\x1b[2JAAA" in text.replace("\n", " ")
+
+
+def test_the_prefix_is_the_framework_views() -> None:
+    from dnnlens.analysis.framework import names
+    from dnnlens.analysis.model_name import MODULE_PREFIX
+
+    assert MODULE_PREFIX == names.MODULE_PREFIX

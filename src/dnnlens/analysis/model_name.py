@@ -23,17 +23,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pandas as pd
 
-from dnnlens.analysis.framework.names import MODULE_PREFIX, PYTHON_CATEGORY, module_class
-from dnnlens.analysis.framework.rows import propagate
-from dnnlens.model import ParsedLog
 from dnnlens.parsers.model_lines import bounded_name
-from dnnlens.parsers.torch_table import ProfilerTable
-from dnnlens.parsers.torch_trace import TraceData
+
+if TYPE_CHECKING:
+    from dnnlens.model import ParsedLog
+    from dnnlens.parsers.torch_table import ProfilerTable
+    from dnnlens.parsers.torch_trace import TraceData
+
+#: The name prefix of a module frame (``analysis.framework.names.MODULE_PREFIX``, not
+#: imported from there: a log without a trace imports no framework view).
+MODULE_PREFIX = "nn.Module: "
 
 ModelSource = Literal["trace", "table", "benchdnn"]
 
@@ -69,6 +73,9 @@ def model_name(log: ParsedLog) -> ModelName | None:
 
 def trace_model(trace: TraceData) -> str | None:
     """The class of the outermost module frames with the most time, or None without any."""
+    from dnnlens.analysis.framework.names import PYTHON_CATEGORY, module_class
+    from dnnlens.analysis.framework.rows import propagate
+
     ops = trace.ops
     if not len(ops) or not {"name", "cat", "parent", "depth", "dur_us"} <= set(ops.columns):
         return None
@@ -85,6 +92,8 @@ def trace_model(trace: TraceData) -> str | None:
 
 def table_model(table: ProfilerTable) -> str | None:
     """The class of the ``nn.Module:`` row with the largest CPU total, or None."""
+    from dnnlens.analysis.framework.names import module_class
+
     names = table.columns.get("name")
     totals = table.columns.get("cpu_total_ms")
     if names is None or totals is None:
