@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from dnnlens.analysis.graph import OpGraph
     from dnnlens.analysis.linking import LinkResult
     from dnnlens.analysis.machine import Machine
+    from dnnlens.analysis.model_name import ModelName
     from dnnlens.analysis.producer import Producer
     from dnnlens.analysis.timing_trust import TimingTrust
     from dnnlens.analysis.training import TrainingStep
@@ -413,6 +414,13 @@ class Analysis:
         if notes:  # tables whose profiled region left the reader's window
             links["framework_link"]["notes"] = notes + links["framework_link"]["notes"]
         return links
+
+    @fact
+    def model(self) -> ModelName | None:
+        """The model the inputs name, or ``None`` (:mod:`dnnlens.analysis.model_name`)."""
+        from dnnlens.analysis.model_name import model_name  # the framework view's imports
+
+        return model_name(self.log)
 
     @fact
     def framework(self) -> FrameworkAnalysis | None:

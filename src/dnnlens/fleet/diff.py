@@ -68,8 +68,8 @@ PRIMITIVE_KEY = ("kind", "prop_kind", "problem", "flow")
 BASIS_TEXT = "per typical steady iteration"
 #: ``runs`` columns a compared run's figures come from.
 RUN_COLUMNS = [
-    "run", "workload", "typical_iteration_ms", "steady_iterations", "total_time_ms",
-    "exec_count", "timing_confidence", "timing_confidence_reason",
+    "run", "workload", "workload_name", "model", "typical_iteration_ms", "steady_iterations",
+    "total_time_ms", "exec_count", "timing_confidence", "timing_confidence_reason",
 ]  # fmt: skip
 
 
@@ -127,6 +127,8 @@ class FleetDiff:
     #: every compared run, with its confidence and gate, in :attr:`compared`'s order
     results: list[ComparedRun] = field(default_factory=list)
     primitives: list[SlowerPrimitive] = field(default_factory=list)
+    #: the baseline's ``workload`` (hash), ``workload_name`` and ``model`` (None: NULL)
+    baseline_workload: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def runs(self) -> list[ComparedRun]:
@@ -250,6 +252,8 @@ def diff_dataset(
         chosen = list(table.index[table["workload"] == base["workload"]])
     chosen = sorted(r for r in chosen if r != baseline)
     out = FleetDiff(baseline, base_ms, threshold, min_share, compared=chosen)
+    names = ("workload", "workload_name", "model")
+    out.baseline_workload = {k: v if isinstance(v := base[k], str) else None for k in names}
     if not chosen:
         return out
     passes = _steady_passes(dataset, table, [baseline, *chosen])
@@ -413,6 +417,7 @@ def to_doc(d: FleetDiff) -> dict[str, object]:
         "threshold": d.threshold,
         "min_share": d.min_share,
         "compared": d.compared,
+        "baseline_workload": d.baseline_workload,
         "runs": [r.to_json() for r in d.results],
         "slower_runs": [r.to_json() for r in d.runs],
         "slower_primitives": [

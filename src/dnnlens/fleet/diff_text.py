@@ -13,6 +13,7 @@ from dnnlens.fmt import ms, ms_cell, pct, pct_cell, signed_pct
 from dnnlens.report.diff_report import confidence_sentence
 from dnnlens.report.renderers.base import Renderer, RenderOptions
 from dnnlens.report.text_layout import Grid, prose
+from dnnlens.textsafe import safe
 
 
 def render(d: FleetDiff, console: Console, top: int = 20) -> None:
@@ -23,6 +24,7 @@ def render(d: FleetDiff, console: Console, top: int = 20) -> None:
         f"{len(d.compared):,} run(s) compared with it.",
         style="bold",
     )
+    prose(console, workload_text(d.baseline_workload))
     if not d.compared:
         prose(console, "No other run of its workload is in the dataset (see --run).")
         return
@@ -80,6 +82,12 @@ def _primitives(d: FleetDiff, console: Console, top: int) -> None:
     if left:
         grid.caption = f"{left:,} more (--top, or --format json for all)"
     grid.print(console)
+
+
+def workload_text(w: dict[str, str | None]) -> str:
+    """``Workload <name> (model <model>; <hash>)``: a log's text, escaped."""
+    model = f"model {safe(w['model'])}; " if w.get("model") else ""
+    return f"Workload {safe(w.get('workload_name') or '?')} ({model}{safe(w.get('workload'))})"
 
 
 def _change(change: float | None) -> str:

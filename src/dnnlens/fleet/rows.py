@@ -6,7 +6,8 @@ column names (:mod:`dnnlens.fleet.schema`), with NULL where the document has ``n
 (NaN and infinities included). What the document does not have comes from the run's files
 (sizes, hashes, modification times), from the log's records (the memory descriptors split
 per argument, :func:`dnnlens.report.tables_export.md_columns`) and two things only a fleet
-needs: the ``workload`` a run belongs to and its findings counted by severity. The
+needs: the ``workload`` a run belongs to (its hash and its readable name, both of the
+distinct primitives) and its findings counted by severity. The
 report's record ids are left out: they number the distinct lines of one parse, and a file
 scanned in byte ranges numbers them in another order (``example``, the first line of each,
 is the same).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -91,6 +93,48 @@ def workload_of(primitives: list[dict[str, Any]]) -> str:
     return hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
 
 
+#: Kinds and prop kinds a workload's name lists; more are shown as ``…``.
+NAME_KINDS = 3
+#: Characters of one kind or prop kind in a workload's name (a log's text).
+NAME_FIELD_CHARS = 40
+_MINIBATCH = re.compile(r"mb(\d+)")
+
+
+def workload_name(primitives: list[dict[str, Any]]) -> str:
+    """A readable name of the workload :func:`workload_of` hashes, from the same keys, so
+    runs of one hash share it: the distinct primitives counted by kind (most first), the
+    prop kinds, and the minibatch most of the problems that print one share.
+
+    ``53 convolution, 1 inner_product, 1 pooling · forward_inference · mb32``.
+    """
+    keys = {(str(p["kind"]), str(p["prop_kind"]), str(p["problem"])) for p in primitives}
+    if not keys:
+        return "no primitives"
+    kinds = _most_first(Counter(k for k, _, _ in keys), with_counts=True)
+    props = _most_first(Counter(pk for _, pk, _ in keys if pk not in ("", "undef")))
+    batch = _minibatch([problem for _, _, problem in keys])
+    return " · ".join(part for part in (kinds, props, batch) if part)
+
+
+def _most_first(counts: Counter[str], with_counts: bool = False) -> str:
+    """The :data:`NAME_KINDS` most counted names (ties in name order), ``…`` for more."""
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = [
+        f"{n} {name[:NAME_FIELD_CHARS]}" if with_counts else name[:NAME_FIELD_CHARS]
+        for name, n in ranked[:NAME_KINDS]
+    ]
+    return ", ".join(shown + (["…"] if len(ranked) > NAME_KINDS else []))
+
+
+def _minibatch(problems: list[str]) -> str:
+    """``mb<N>`` when more than half the problems that start ``mb<N>`` share N, else ""."""
+    batches = Counter(m.group(1) for p in problems if (m := _MINIBATCH.match(p)))
+    if not batches:
+        return ""
+    batch, n = min(batches.items(), key=lambda kv: (-kv[1], int(kv[0])))
+    return f"mb{batch}" if 2 * n > sum(batches.values()) else ""
+
+
 def run_tables(analysis: Analysis, run: RunIdentity) -> dict[str, pa.Table]:
     """Every table's rows of one analysed run (its findings already set by the rules)."""
     doc = to_json_dict(analysis)
@@ -121,6 +165,8 @@ def _run_row(doc: dict[str, Any], run: RunIdentity) -> dict[str, Any]:
         "run": run.name,
         "content_hash": run.content_hash,
         "workload": workload_of(doc["primitives"]),
+        "workload_name": workload_name(doc["primitives"]),
+        "model": (summary.get("model") or {}).get("name"),
         "schema_version": schema.DATASET_SCHEMA_VERSION,
         "dnnlens_version": doc["dnnlens_version"],
         "modified_at": datetime.fromtimestamp(newest, UTC) if newest is not None else None,

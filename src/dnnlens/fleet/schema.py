@@ -13,10 +13,11 @@ goes; columns may be added under the same major number. 2.0: a finding's
 finding's share of oneDNN's typical iteration, also in a report on a profiler step).
 2.1: a finding's saving (``saving_ms_per_iteration``, ``saving_ms_per_basis``,
 ``saving_basis``), and findings placed in the report's order by it (``position``); then
-``runs.labels`` (:data:`ADDED_COLUMNS`: a file written before it reads it as NULL, so a
+``runs.labels`` (:data:`ADDED_COLUMNS`: a file written before one reads it as NULL, so a
 build goes on adding to a 2.1 dataset); then ``runs.timing_confidence`` and its reason
-(``fleet diff`` refuses to gate on a run whose times are not to be trusted). The
-``failures`` table is not a table of runs: one file per build that had failures.
+(``fleet diff`` refuses to gate on a run whose times are not to be trusted), ``runs.model``
+and ``runs.workload_name``. The ``failures`` table is not a table of runs: one file per
+build that had failures.
 """
 
 from __future__ import annotations
@@ -47,6 +48,13 @@ RUNS = (
     _RUN,
     Column("content_hash", _S, "SHA-256 over the SHA-256 of each input file, in input order"),
     Column("workload", _S, "hash of the distinct primitives (kind, prop_kind, problem) run"),
+    Column(
+        "workload_name",
+        _S,
+        "the workload read: distinct primitives by kind, prop kinds, the minibatch most "
+        "share; the same for every run of one workload hash",
+    ),
+    Column("model", _S, "the model an input names (analyze's summary.model); NULL: none"),
     Column("schema_version", _S, "the dataset schema version the row was written with"),
     Column("dnnlens_version", _S, "the dnnlens version that analysed the run"),
     Column("modified_at", pa.timestamp("us", tz="UTC"), "newest modification time of its inputs"),
@@ -257,6 +265,8 @@ ADDED_COLUMNS = {
     ("runs", "labels"),
     ("runs", "timing_confidence"),
     ("runs", "timing_confidence_reason"),
+    ("runs", "workload_name"),
+    ("runs", "model"),
 }
 
 

@@ -59,7 +59,7 @@ VIEWS = (
         "the runs of each workload in the order their inputs were last modified, each with "
         "the run before it and the change of the typical iteration since",
         """
-        SELECT workload, run, modified_at, typical_iteration_ms,
+        SELECT workload, workload_name, model, run, modified_at, typical_iteration_ms,
                lag(run) OVER w AS previous_run,
                lag(typical_iteration_ms) OVER w AS previous_typical_iteration_ms,
                typical_iteration_ms / nullif(lag(typical_iteration_ms) OVER w, 0) - 1

@@ -27,6 +27,7 @@ import numpy as np
 from dnnlens.io.inputs import MAX_LINE_CHARS, ReadStats
 from dnnlens.parsers.common import ascii_float
 from dnnlens.parsers.header import Header
+from dnnlens.parsers.model_lines import REPRO_MARK, benchdnn_model
 from dnnlens.parsers.onednn_line import parse_line
 from dnnlens.parsers.program_lines import MAX_LINES_PER_SHAPE, ProgramLines
 from dnnlens.parsers.records import LINE_DIAGNOSTIC, LINE_EVENT, LineRecord, MalformedLine
@@ -116,6 +117,9 @@ class InputScan:
     #: the program's own lines that match the scanner's marker (``--iteration-marker``), the
     #: last :data:`MARKER_LINES_KEPT` of them (the reader's window needs no more)
     marker_line: array = field(default_factory=lambda: array("q"))
+    #: the first model name a program line told (line, name): a benchdnn problem name
+    #: (:mod:`dnnlens.parsers.model_lines`), else None
+    model_line: tuple[int, str] | None = None
     read_error: str | None = None
     has_timestamps: bool = False
     slow_events: int = 0
@@ -528,6 +532,10 @@ class Scanner:
         """Take in a line of the program's own (counted foreign by the caller): its shape,
         and its number when it matches the marker."""
         scan.program_lines.add(line, lineno)
+        if scan.model_line is None and REPRO_MARK in line:
+            name = benchdnn_model(line)
+            if name is not None:
+                scan.model_line = (lineno, name)
         if self.marker is not None and self.marker.search(line):
             kept = scan.marker_line
             kept.append(lineno)

@@ -141,6 +141,8 @@ def append_scan(
     room = FOREIGN_EXAMPLES_KEPT - len(into.foreign_examples)
     into.foreign_examples.extend((n + offset, s) for n, s in part.foreign_examples[:room])
     into.program_lines.merge(part.program_lines, offset)
+    if into.model_line is None and part.model_line is not None:  # the first one, as one scan
+        into.model_line = (part.model_line[0] + offset, part.model_line[1])
     if len(part.marker_line):
         _extend(into.marker_line, _ints(part.marker_line) + offset)
         if len(into.marker_line) > MARKER_LINES_KEPT:

@@ -59,6 +59,7 @@ def summary_doc(analysis: Analysis) -> s.SummaryDoc:
     """``summary``: the totals, and the typical iteration with its reorder part."""
     st = analysis.steady
     part = analysis.reorder_part
+    model = analysis.model
     return s.SummaryDoc(
         **asdict(analysis.summary),
         iterations=st.passes,
@@ -67,6 +68,7 @@ def summary_doc(analysis: Analysis) -> s.SummaryDoc:
         typical_iteration_ms=analysis.typical_iteration_ms,
         reorder_ms_per_iteration=part.ms,
         reorder_share_of_iteration=part.share,
+        model=s.ModelDoc(model.name, model.source, model.path) if model is not None else None,
     )
 
 

@@ -35,6 +35,8 @@ Row = dict[str, Any]
 #: number or null.
 Sum = float | None
 #: ``FindingDoc.saving_basis``: the keys of ``analysis.findings.SAVING_BASES``.
+#: ``ModelDoc.source``: the keys of ``analysis.model_name.ModelSource``.
+ModelSource = Literal["trace", "table", "benchdnn"]
 SavingBasis = Literal["measured", "same_shape", "roofline", "removal", "unknown"]
 
 
@@ -86,7 +88,8 @@ class SummaryDoc:
     (:mod:`dnnlens.analysis.timing`); ``steady_iterations`` and
     ``warmup_iterations`` as :mod:`dnnlens.analysis.steady` defines them;
     ``reorder_ms_per_iteration`` / ``reorder_share_of_iteration``: the reorders' part of it
-    (the share is ``null`` without a typical iteration to be a part of).
+    (the share is ``null`` without a typical iteration to be a part of). ``model``: the
+    model the inputs name (:mod:`dnnlens.analysis.model_name`), ``null`` when none does.
     """
 
     exec_count: int
@@ -109,6 +112,19 @@ class SummaryDoc:
     typical_iteration_ms: Sum
     reorder_ms_per_iteration: Sum
     reorder_share_of_iteration: float | None
+    model: ModelDoc | None = None
+
+
+@dataclass
+class ModelDoc:
+    """The model an input names: ``source`` ``trace`` (the outermost ``nn.Module:`` frames
+    of a profiler trace with the most time), ``table`` (the ``nn.Module:`` row of a
+    profiler table with the largest CPU total) or ``benchdnn`` (a problem name
+    ``n<model>:<layer>``); ``path``: that input. At most 80 characters, a log's text."""
+
+    name: str
+    source: ModelSource
+    path: str
 
 
 @dataclass
