@@ -25,7 +25,8 @@ runner = CliRunner()
 
 
 def analyze(*paths: Path, fmt: str = "json") -> str:
-    result = runner.invoke(app, ["analyze", *map(str, paths), "--format", fmt])
+    out = ["-o", "-"] if fmt == "html" else []  # a page on standard output
+    result = runner.invoke(app, ["analyze", *map(str, paths), "--format", fmt, *out])
     assert result.exit_code in (0, 1), result.output
     return result.stdout
 
@@ -141,10 +142,15 @@ def test_a_hostile_module_name_is_bounded_and_escaped(tmp_path: Path) -> None:
     text = analyze(trace, fmt="terminal")
     assert "\x1b" not in text and "\x07" not in text
     assert "Model Evil\\x1b]52;c;aGk=\\x07\\x1b[2JAAA" in text.replace("\n", " ")
+    page = analyze(trace, fmt="html")  # the same phrase heads the HTML report, escaped
+    assert '<p class="sub">Model Evil\x1b]52;c;aGk=\x07\x1b[2JAAA' in page
 
 
-def test_the_prefix_is_the_framework_views() -> None:
-    from dnnlens.analysis.framework import names
-    from dnnlens.analysis.model_name import MODULE_PREFIX
-
-    assert MODULE_PREFIX == names.MODULE_PREFIX
+def test_html_and_terminal_name_the_model_alike() -> None:
+    """Corpus log 01 (benchdnn's resnet_50:conv1): one phrase heads both reports."""
+    log = CORPUS / "01_mkldnn0x_benchdnn_resnet_conv1.log"
+    phrase = "Model resnet_50 (from benchdnn's problem name)"
+    assert phrase in analyze(log, fmt="terminal").replace("\n", " ")
+    assert '<p class="sub">Model resnet_50 (from benchdnn&#x27;s problem name);' in analyze(
+        log, fmt="html"
+    )

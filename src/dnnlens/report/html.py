@@ -670,6 +670,8 @@ def _body(a: Analysis) -> list[str]:
         else "a profiler trace or table without a verbose log: the framework view"
     )
     sub = verdict_text.dispatch_only(a) or sub
+    model = verdict_text.model(a)
+    sub = f"{model}; {sub}" if model else sub
     has_execs = bool(len(a.execs))
     sections = [
         ("findings", "Findings", _findings(a)),

@@ -90,24 +90,9 @@ def _about(a: Analysis, names: dict[str, str]) -> str:
     return about
 
 
-#: How the headline says where a model's name came from (``Analysis.model.source``).
-_MODEL_SOURCES = {
-    "trace": "the profiler trace's modules",
-    "table": "the profiler table's modules",
-    "benchdnn": "benchdnn's problem name",
-}
-
-
-def _model(a: Analysis) -> str:
-    """``Model X (from ...); `` when an input names the model (a log's text: escaped)."""
-    m = a.model
-    if m is None:
-        return ""
-    return f"Model {safe(m.name)} (from {_MODEL_SOURCES.get(m.source, m.source)}); "
-
-
 def _headline(console: Console, a: Analysis, names: dict[str, str]) -> None:
-    prose(console, _model(a) + _about(a, names), style="bold")
+    model = verdict_text.model(a)
+    prose(console, (f"{safe(model)}; " if model else "") + _about(a, names), style="bold")
     top = a.findings[0] if a.findings else None
     style = _SEVERITY_STYLE.get(top.severity, "") if top is not None else "green"
     console.print()

@@ -20,6 +20,22 @@ from dnnlens.analysis.analysis import Analysis
 from dnnlens.analysis.findings import Finding
 from dnnlens.fmt import ms, pct
 
+#: How the report says where a model's name came from (``Analysis.model.source``).
+_MODEL_SOURCES = {
+    "trace": "the profiler trace's modules",
+    "table": "the profiler table's modules",
+    "benchdnn": "benchdnn's problem name",
+}
+
+
+def model(analysis: Analysis) -> str:
+    """``Model X (from ...)`` when an input names the model, else ''; the name is a log's
+    text: the caller escapes the phrase for where it goes (terminal, HTML)."""
+    m = analysis.model
+    if m is None:
+        return ""
+    return f"Model {m.name} (from {_MODEL_SOURCES.get(m.source, m.source)})"
+
 
 def cost(f: Finding, analysis: Analysis) -> str:
     """The saving beside the time spent: ``saves ~0.67 ms per iteration (removal); spends
