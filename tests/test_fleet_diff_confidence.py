@@ -230,3 +230,25 @@ def test_the_text_shows_each_run_confidence_and_the_verdict(dataset) -> None:
     assert "x2: Confidence: low: within the noise" in out
     assert "informational" in out
     assert out.rstrip().splitlines()[-1].startswith("Gate fail: 1 run(s) slower than base")
+
+
+def test_the_text_lists_every_run_that_matters_and_top_runs_that_pass(tmp_path: Path) -> None:
+    """Twelve copies of the NCHW sample at x1.0000 to x1.0275 (under the 5% threshold: pass) and
+    one at x3 (fail): ``--top 4`` lists the failed run and three that pass, the largest
+    changes first, and says how many more pass; JSON lists all 13."""
+    logs = tmp_path / "logs"
+    write_copy(logs / "base.log", "convnet_nchw_infer", 1.0)
+    for k in range(12):
+        copy = write_copy(logs / f"c{k:02d}.log", "convnet_nchw_infer", 1.0 + k / 400)
+        copy.write_text(copy.read_text() + f"copy {k}\n")  # a content of its own
+    write_copy(logs / "x3.log", "convnet_nchw_infer", 3.0)
+    out = tmp_path / "ds"
+    assert build(str(logs / "*.log"), "-o", str(out), "-q").exit_code == 0
+    text = invoke("fleet", "diff", str(out), "--baseline", "base", "--top", "4", "--width", "200")
+    assert text.exit_code == 1, text.stderr
+    cells = [line.split() for line in text.stdout.splitlines()]
+    rows = [c[0] for c in cells if len(c) == 5 and c[4] in ("pass", "fail")]  # the run rows
+    assert rows == ["x3", "c11", "c10", "c09"], text.stdout
+    assert "9 more run(s) that pass (--top, or --format json for all)" in text.stdout
+    doc = invoke("fleet", "diff", str(out), "--baseline", "base", "--format", "json")
+    assert len(json.loads(doc.stdout)["runs"]) == 13

@@ -418,7 +418,9 @@ def diff(
         "runs of the baseline's workload.",
     ),
     fmt: DiffFormat = typer.Option(DiffFormat.terminal, "--format", "-f", help="Output format."),
-    top: int = typer.Option(20, "--top", min=1, help="Terminal: primitives listed per run."),
+    top: int = typer.Option(
+        20, "--top", min=1, help="Terminal: rows of runs, and primitives per run, listed."
+    ),
     width: int | None = typer.Option(None, "--width", min=40, help="Terminal: line width."),
 ) -> None:
     """Runs and primitives slower than a baseline run; exit 1 if a run is, beyond the noise

@@ -28,15 +28,17 @@ def render(d: FleetDiff, console: Console, top: int = 20) -> None:
     if not d.compared:
         prose(console, "No other run of its workload is in the dataset (see --run).")
         return
-    _runs(d, console)
-    _reasons(d, console)
+    _runs(d, console, top)
+    _reasons(d, console, top)
     if d.primitives:
         _primitives(d, console, top)
     prose(console, _verdict(d), style="bold")
 
 
-def _runs(d: FleetDiff, console: Console) -> None:
-    """Every compared run: its change, the confidence of it and the gate's decision."""
+def _runs(d: FleetDiff, console: Console, top: int) -> None:
+    """The compared runs, those the gate fails first, then those it cannot decide on, then
+    those that pass, each group by change (largest first): every failed and undecided run,
+    and passing ones up to ``top`` rows in all (a fleet compares hundreds)."""
     grid = Grid(
         f"Runs against the baseline (--fail-if-slower {pct(d.threshold)}; confidence as in "
         "dnnlens diff)",
@@ -44,19 +46,30 @@ def _runs(d: FleetDiff, console: Console) -> None:
          ("confidence", "left"), ("gate", "left")],
     )  # fmt: skip
     order = {"fail": 0, "refused": 1, "pass": 2}
-    for r in sorted(d.results, key=lambda r: (order[r.gate.outcome], -(r.change or 0.0))):
+    ranked = sorted(d.results, key=lambda r: (order[r.gate.outcome], -(r.change or 0.0)))
+    shown = [r for i, r in enumerate(ranked) if r.gate.outcome != "pass" or i < top]
+    for r in shown:
         grid.add_row(
             r.run, ms_cell(r.typical_iteration_ms), signed_pct(r.change),
             r.confidence.level, r.gate.outcome,
         )  # fmt: skip
+    if len(shown) < len(ranked):
+        grid.caption = (
+            f"{len(ranked) - len(shown):,} more run(s) that pass (--top, or --format json for all)"
+        )
     grid.print(console)
 
 
-def _reasons(d: FleetDiff, console: Console) -> None:
-    """Why, for each run the gate fails or cannot decide on, or that looks slower."""
-    for r in d.results:
-        if r.gate.outcome != "pass" or r.beyond:
-            prose(console, f"{r.run}: {confidence_sentence(r.confidence)}")
+def _reasons(d: FleetDiff, console: Console, top: int) -> None:
+    """Why, for each run the gate fails or cannot decide on, or that looks slower (the
+    first ``top`` of them, failed ones first)."""
+    order = {"fail": 0, "refused": 1, "pass": 2}
+    told = [r for r in d.results if r.gate.outcome != "pass" or r.beyond]
+    told.sort(key=lambda r: (order[r.gate.outcome], -(r.change or 0.0)))
+    for r in told[:top]:
+        prose(console, f"{r.run}: {confidence_sentence(r.confidence)}")
+    if len(told) > top:
+        prose(console, f"... and {len(told) - top:,} more (--top, or --format json for all).")
 
 
 def _primitives(d: FleetDiff, console: Console, top: int) -> None:
@@ -119,7 +132,8 @@ class FleetDiffJsonRenderer(Renderer[FleetDiff]):
 
 
 class FleetDiffTerminalRenderer(Renderer[FleetDiff]):
-    """The comparison for a terminal (:func:`render`), ``options.top`` primitives per run."""
+    """The comparison for a terminal (:func:`render`): ``options.top`` runs that pass and
+    primitives per run."""
 
     name, extension = "terminal", ".txt"
 
