@@ -10,6 +10,7 @@ computed once per run.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Iterable, Mapping
@@ -89,7 +90,7 @@ class Rule:
 
     def describe(self) -> str:
         """Rationale and fix: the class docstring, dedented (``code`` shown as `code`)."""
-        return inspect.cleandoc(type(self).__doc__ or "").replace("``", "`")
+        return _described(type(self).__doc__ or "")
 
     def summary(self) -> str:
         """The first line of the description."""
@@ -157,3 +158,10 @@ def validate_rule_class(rule: type[Rule] | Rule, where: str) -> str | None:
     if not isinstance(rule, Rule) and rule.check is Rule.check:
         return f"{where}: rule {name!r} does not implement check(ctx)"
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _described(doc: str) -> str:
+    """A rule's docstring as :meth:`Rule.describe` gives it, made once per docstring (the
+    findings of every run ask for it again)."""
+    return inspect.cleandoc(doc).replace("``", "`")
