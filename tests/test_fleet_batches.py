@@ -196,3 +196,55 @@ def test_a_stopped_build_publishes_the_runs_it_holds(tmp_path: Path, monkeypatch
         built(tmp_path, RemoteHere(stop_after=2))
     assert len(Dataset.open(tmp_path / "ds").run_names()) == 2
     assert hidden(tmp_path / "ds") == []
+
+
+# -- hashing several runs in one task ---------------------------------------------------------
+
+
+def test_hash_batches_hold_32_runs_or_64_mib() -> None:
+    """70 small runs: 32, 32, 6. Runs of 40 MiB: one a batch (two pass 64 MiB); a run of
+    100 MiB alone still makes a batch."""
+    from dnnlens.fleet.build import _hash_batches
+    from dnnlens.fleet.discover import RunSpec
+
+    small = [RunSpec(f"r{i}", (f"r{i}.log",), 1_000) for i in range(70)]
+    assert [len(b) for b in _hash_batches(small)] == [32, 32, 6]
+    mib = 1 << 20
+    large = [RunSpec(f"l{i}", (f"l{i}.log",), s * mib) for i, s in enumerate((40, 40, 100, 10))]
+    assert _hash_batches(large) == [[0], [1], [2], [3]]
+    assert _hash_batches([*small[:3], *large[:1]]) == [[0, 1, 2, 3]]
+    assert _hash_batches([]) == []
+
+
+class Counting(SerialEngine):
+    """Counts the tasks submitted, by their step (``hash``, ``run``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tasks: dict[str, int] = {}
+
+    def submit(self, key: str, *args: Any, **kwargs: Any) -> None:
+        step = key.split(":")[0]
+        self.tasks[step] = self.tasks.get(step, 0) + 1
+        super().submit(key, *args, **kwargs)
+
+
+def test_one_task_hashes_many_runs_and_a_failure_stays_its_runs(tmp_path: Path) -> None:
+    """35 logs (copies of the small sample, each of its own content, and one that cannot be
+    read): 2 hashing tasks for 35 runs, 34 analysed and written, the unreadable one failed
+    alone with its reason."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    text = LOGS[0].read_text()
+    for k in range(34):
+        (logs / f"c{k:02d}.log").write_text(text + f"copy {k}\n")
+    unreadable = logs / "zz.log"  # a link to nothing, named on the command line
+    unreadable.symlink_to(tmp_path / "nowhere.log")
+    engine = Counting()
+    names = [*sorted(str(p) for p in logs.glob("c*.log")), str(unreadable)]
+    specs, _ = plan(names, BuildOptions(Settings(None)))
+    result = build_dataset(specs, tmp_path / "ds", BuildOptions(Settings(None)), engine)
+    assert engine.tasks == {"hash": 2, "run": 34}
+    assert result.count("written") == 34 and result.count("failed") == 1
+    failed = next(r for r in result.runs if r.status == "failed")
+    assert failed.files[0].endswith("zz.log") and "cannot read" in failed.message

@@ -1,14 +1,15 @@
 """``fleet build``: analyse every run named by the paths into the dataset, on an engine.
 
-For each run: hash its files (a task); a run whose content hash is in the dataset already
-is skipped; else it gets its name (:class:`~dnnlens.fleet.discover.RunNames`) and is
-analysed (a task, after one task per byte range of each large file), and its rows are
-published whole (:meth:`~dnnlens.fleet.dataset.Dataset.publish_many`) with the runs that
-finished in the same second or so (:data:`BATCH_SECONDS`, :data:`BATCH_RUNS`). A
-run that fails is reported and the others go on: its inputs could not be analysed
+For each run: hash its files (a task, for up to :data:`HASH_BATCH_RUNS` runs); a run whose
+content hash is in the dataset already is skipped; else it gets its name
+(:class:`~dnnlens.fleet.discover.RunNames`) and is analysed (a task, after one task per
+byte range of each large file), and its rows are published whole
+(:meth:`~dnnlens.fleet.dataset.Dataset.publish_many`) with the runs that finished in the
+same second or so (:data:`BATCH_SECONDS`, :data:`BATCH_RUNS`). A run that fails is reported
+and the others go on: its inputs could not be analysed
 (:class:`~dnnlens.fleet.work.RunFailure`) or its name cannot be a file name there (too
-long), its files could not be written (``output``), a task raised (a bug, ``internal``),
-or the engine was lost before it finished (``unfinished``: build again to add it).
+long), its files could not be written (``output``), a task raised (a bug, ``internal``), or
+the engine was lost before it finished (``unfinished``: build again to add it).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from dnnlens.fleet.work import (
     RunTables,
     analyse_run,
     content_hash,
-    hash_files,
+    hash_runs,
     scan_range,
 )
 from dnnlens.io.inputs import splittable
@@ -61,6 +62,15 @@ BATCH_SECONDS = 1.0
 #: stays under about 50 MB, and its group (below the 1,000 runs
 #: :data:`~dnnlens.fleet.dataset.MERGE_BELOW` keeps) is merged when a build compacts.
 BATCH_RUNS = 500
+#: Runs whose files one task hashes: at most this many, and no more bytes than
+#: :data:`HASH_BATCH_BYTES` (unless one run alone has more). A task costs a Dask scheduler
+#: some 4 ms on a machine of two busy cores, 40 times what hashing a 60-line log does; 32
+#: runs make it 1% of theirs, while the runs of a batch still start their analysis within
+#: a few milliseconds of each other.
+HASH_BATCH_RUNS = 32
+#: 64 MiB is about 0.2 s of SHA-256 on one core: a batch of large logs stays one of many
+#: tasks the workers share, not the whole hashing of a build on one worker.
+HASH_BATCH_BYTES = 64 << 20
 
 
 class BuildError(Exception):
@@ -238,6 +248,7 @@ class _Build:
         self.digests: dict[int, str] = {}
         self.known = dataset.known_failures()
         self.rejected: dict[int, tuple[str, ...]] = {}  # a run's rejected inputs
+        self._hash_batches = _hash_batches(specs)  # the runs each hashing task takes
         self._batch: list[tuple[int, dict[str, Any]]] = []  # runs analysed, to publish
         # on a cluster, this process publishes for every worker: it holds runs to publish
         # together; a build in this process publishes each run as it ends
@@ -247,8 +258,8 @@ class _Build:
 
     def run(self) -> list[RunReport]:
         self.progress.start(len(self.specs), sum(s.size_bytes for s in self.specs))
-        for i, spec in enumerate(self.specs):
-            self.engine.submit(f"hash:{i}", hash_files, spec.files)
+        for n, batch in enumerate(self._hash_batches):
+            self.engine.submit(f"hash:{n}", hash_runs, tuple(self.specs[i].files for i in batch))
         try:
             for key, result, error in self.engine.completed(self._patience):
                 if key:
@@ -261,7 +272,15 @@ class _Build:
 
     def _outcome(self, key: str, result: Any, error: BaseException | None) -> None:
         step, index = key.split(":")
-        i = int(index)
+        if step == "hash":
+            batch = self._hash_batches[int(index)]
+            results = result if error is None else [None] * len(batch)
+            for i, files in zip(batch, results, strict=True):
+                self._run_outcome(step, i, files, error)
+        else:
+            self._run_outcome(step, int(index), result, error)
+
+    def _run_outcome(self, step: str, i: int, result: Any, error: BaseException | None) -> None:
         if isinstance(error, EngineLost):
             self._done(i, "unfinished", str(error), failure="unfinished")
         elif error is not None:
@@ -387,6 +406,20 @@ class _Build:
             i, first.status, message, internal=first.internal, output=first.output,
             failure=first.failure,
         )  # fmt: skip
+
+
+def _hash_batches(specs: list[RunSpec]) -> list[list[int]]:
+    """The runs, in order, cut into the batches one hashing task takes each
+    (:data:`HASH_BATCH_RUNS`, :data:`HASH_BATCH_BYTES`)."""
+    out: list[list[int]] = []
+    size = 0
+    for i, spec in enumerate(specs):
+        if not out or len(out[-1]) >= HASH_BATCH_RUNS or size + spec.size_bytes > HASH_BATCH_BYTES:
+            out.append([])
+            size = 0
+        out[-1].append(i)
+        size += spec.size_bytes
+    return out
 
 
 def _labelled(rows: Any, labels: tuple[tuple[str, str], ...]) -> Any:

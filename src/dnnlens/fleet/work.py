@@ -66,6 +66,12 @@ def hash_files(paths: tuple[str, ...]) -> tuple[RunFile, ...] | RunFailure:
     return tuple(files)
 
 
+def hash_runs(runs: tuple[tuple[str, ...], ...]) -> list[tuple[RunFile, ...] | RunFailure]:
+    """:func:`hash_files` of each run's paths, in order: one task for several runs (a task
+    costs the scheduler more than hashing a small log)."""
+    return [hash_files(paths) for paths in runs]
+
+
 def content_hash(files: tuple[RunFile, ...]) -> str:
     """The run's content hash: SHA-256 over its files' SHA-256, in input order (names and
     times left out, so a copied or renamed run is the same run)."""
