@@ -154,3 +154,26 @@ def test_html_and_terminal_name_the_model_alike() -> None:
     assert '<p class="sub">Model resnet_50 (from benchdnn&#x27;s problem name);' in analyze(
         log, fmt="html"
     )
+
+
+# -- a model class of its own name ------------------------------------------------------------
+
+MODEL_NAME = ROOT / "tests" / "data" / "model_name"
+
+
+def test_a_model_class_named_by_its_trace_and_table_not_by_its_log() -> None:
+    """tests/data/model_name (scripts/make_model_name_recordings.py): TinyResNet trained 3
+    profiled steps, ``nn.CrossEntropyLoss`` called as a module beside it. Counted by hand
+    (zcat | grep -o '"nn.Module: [A-Za-z]*_[0-9]*"' | sort | uniq -c): 3 frames each of
+    TinyResNet_0 and CrossEntropyLoss_0 at the top, Sequential_0, Block_0/1, Linear_0 inside;
+    their durations sum to 7,853 us and 267 us, so the model is TinyResNet, not the loss.
+    The table's nn.Module row of the largest CPU total is ``TinyResNet_0`` (9.750ms, 36.29%).
+    The verbose log alone names nothing."""
+    log = MODEL_NAME / "tinyresnet_train.log"
+    trace = MODEL_NAME / "tinyresnet_train.trace.json.gz"
+    table = MODEL_NAME / "tinyresnet_train.table.txt"
+    assert model_of(log, trace) == {"name": "TinyResNet", "source": "trace", "path": str(trace)}
+    assert model_of(table) == {"name": "TinyResNet", "source": "table", "path": str(table)}
+    assert model_of(log) is None
+    headline = analyze(log, trace, fmt="terminal").replace("\n", " ")
+    assert headline.startswith("Model TinyResNet (from the profiler trace's modules);")
