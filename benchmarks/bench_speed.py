@@ -88,7 +88,7 @@ import io, json, os, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
 import dnnlens.cli  # noqa: F401 - what the command imports first
-from dnnlens.app.session import Settings, _analyses
+from dnnlens.app.session import Settings, run_analyses
 from dnnlens.io import inputs
 from dnnlens.reading import front, read, stream
 import dnnlens.model as model
@@ -115,7 +115,7 @@ t1 = time.perf_counter()
 log = read([sys.argv[1]])
 t2 = time.perf_counter()
 settings = Settings()
-analyses, _ = _analyses(log, settings)
+analyses, _ = run_analyses(log, settings)
 for a in analyses:
     a.prepare()
 t3 = time.perf_counter()
