@@ -252,3 +252,24 @@ def test_the_text_lists_every_run_that_matters_and_top_runs_that_pass(tmp_path: 
     assert "9 more run(s) that pass (--top, or --format json for all)" in text.stdout
     doc = invoke("fleet", "diff", str(out), "--baseline", "base", "--format", "json")
     assert len(json.loads(doc.stdout)["runs"]) == 13
+
+
+def test_runs_written_before_timing_trust_was_stored_are_not_distrusted(
+    dataset: Path, tmp_path: Path
+) -> None:
+    """A dataset whose ``runs`` files lack ``timing_confidence`` (an older dnnlens wrote
+    them): the columns read NULL, which distrusts nothing (docs/fleet.md), so the contended
+    recording is judged by its passes alone, and x3 still fails the gate."""
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "ds"
+    shutil.copytree(dataset, out)
+    dropped = ["timing_confidence", "timing_confidence_reason"]
+    for path in (out / "runs").glob("*.parquet"):
+        pq.write_table(pq.read_table(path).drop_columns(dropped), path)
+    x3 = invoke("fleet", "diff", str(out), "--baseline", "base", "--run", "x3", "-f", "json")
+    assert x3.exit_code == 1, x3.stderr
+    assert json.loads(x3.stdout)["runs"][0]["confidence"]["level"] == "high"
+    code, doc, _ = doc_of(out, "--run", "contended")
+    reasons = doc["runs"][0]["confidence"]["reasons"]
+    assert not any("not trustworthy" in r for r in reasons), reasons
