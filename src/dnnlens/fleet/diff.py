@@ -258,7 +258,7 @@ def diff_dataset(
         return out
     passes = _steady_passes(dataset, table, [baseline, *chosen])
     prims = _primitives(dataset, [baseline, *chosen])
-    work = {run: _work(prims, run) for run in [baseline, *chosen]}
+    work = _works(prims, [baseline, *chosen])
     for run in chosen:
         out.results.append(
             _compare(
@@ -292,19 +292,32 @@ def _steady_passes(
 ) -> dict[str, list[float]]:
     """Each run's steady pass times (ms), as ``diff`` takes them from an analysis."""
     rows = dataset.read("iterations", ["run", "iteration", "time_ms", "steady"], runs=runs)
-    frame = rows.to_pandas().sort_values(["run", "iteration"])
+    frame = rows.to_pandas().sort_values(["run", "iteration"], kind="stable")
+    at = _slices(frame["run"])
+    times = [float(t) if pd.notna(t) else math.nan for t in frame["time_ms"]]
+    steady = [bool(s) for s in frame["steady"].fillna(False)]
     out = {}
     for run in runs:
-        mine = frame[frame["run"] == run]
+        mine = at.get(run, slice(0, 0))
         r = table.loc[run]
         out[run] = steady_times(
-            [float(t) if pd.notna(t) else math.nan for t in mine["time_ms"]],
-            [bool(s) for s in mine["steady"].fillna(False)],
+            times[mine],
+            steady[mine],
             int(_number(r["steady_iterations"])),
             _number(r["total_time_ms"]),
             int(_number(r["exec_count"])),
         )
     return out
+
+
+def _slices(runs: pd.Series) -> dict[str, slice]:
+    """Where each run's rows are in a frame sorted by run: split once, so that a diff of N
+    runs reads its rows in one pass, not one mask (a pass over every row) per run."""
+    names = runs.astype(str).to_numpy()
+    if not len(names):
+        return {}
+    starts = [0, *(i for i in range(1, len(names)) if names[i] != names[i - 1]), len(names)]
+    return {str(names[a]): slice(a, b) for a, b in zip(starts, starts[1:], strict=False)}
 
 
 def _number(value: Any) -> float:
@@ -362,28 +375,37 @@ def _primitives(dataset: Dataset, runs: list[str]) -> pd.DataFrame:
     return prims
 
 
-def _work(prims: pd.DataFrame, run: str) -> dict[tuple, float]:
-    """A run's time per unit of work, as ``diff`` measures the work two runs share."""
-    mine = prims[prims["run"] == run]
-    return primitive_work(
-        zip(
-            mine["kind"].astype(str),
-            mine["prop_kind"].astype(str),
-            mine["problem"].astype(str),
-            mine["ms_per_iteration"].astype(float),
-            mine["total_time_ms"].astype(float),
-            strict=True,
-        )  # fmt: skip
-    )
+def _works(prims: pd.DataFrame, runs: list[str]) -> dict[str, dict[tuple, float]]:
+    """Each run's time per unit of work, as ``diff`` measures the work two runs share."""
+    prims = prims.sort_values("run", kind="stable")
+    at = _slices(prims["run"])
+    columns = [
+        prims["kind"].astype(str).tolist(),
+        prims["prop_kind"].astype(str).tolist(),
+        prims["problem"].astype(str).tolist(),
+        prims["ms_per_iteration"].astype(float).tolist(),
+        prims["total_time_ms"].astype(float).tolist(),
+    ]
+    out = {}
+    for run in runs:
+        mine = at.get(run, slice(0, 0))
+        out[run] = primitive_work(zip(*(c[mine] for c in columns), strict=True))
+    return out
 
 
 def _slower_primitives(prims: pd.DataFrame, baseline: str, out: FleetDiff) -> list[SlowerPrimitive]:
-    summed = prims.groupby(["run", *PRIMITIVE_KEY], sort=True).agg(
-        ms_per_iteration=("ms_per_iteration", "sum"),
-        impl=("impl", lambda s: ",".join(sorted({v for v in s if isinstance(v, str)}))),
-    )
-    summed = summed.reset_index()
-    base = summed[summed["run"] == baseline].set_index(list(PRIMITIVE_KEY))["ms_per_iteration"]
+    keys = ["run", *PRIMITIVE_KEY]
+    summed = prims.groupby(keys, sort=True)["ms_per_iteration"].sum().reset_index()
+    impls: dict[tuple, set[str]] = {}  # a Python pass: a lambda per group costs far more
+    for *key, impl in zip(*(prims[k] for k in keys), prims["impl"], strict=True):
+        if isinstance(impl, str):
+            impls.setdefault(tuple(key), set()).add(impl)
+    summed["impl"] = [
+        ",".join(sorted(impls.get(key, ()))) for key in zip(*(summed[k] for k in keys), strict=True)
+    ]
+    mine = summed[summed["run"] == baseline]
+    base_keys = zip(*(mine[k] for k in PRIMITIVE_KEY), strict=True)
+    base = dict(zip(base_keys, mine["ms_per_iteration"].tolist(), strict=True))
     floor = out.min_share * out.baseline_typical_ms
     found = []
     for row in summed[summed["run"] != baseline].itertuples(index=False):
