@@ -273,3 +273,22 @@ def test_runs_written_before_timing_trust_was_stored_are_not_distrusted(
     code, doc, _ = doc_of(out, "--run", "contended")
     reasons = doc["runs"][0]["confidence"]["reasons"]
     assert not any("not trustworthy" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize("run", ["x3", "x2", "same", "sse41", "lstm", "contended"])
+def test_fleet_diff_and_diff_give_one_confidence(dataset: Path, run: str) -> None:
+    """One pair, one verdict, whatever the command: ``diff base.log RUN.log`` and ``fleet
+    diff --baseline base --run RUN`` on the dataset built from the same files say the same
+    level, reasons, passes, ranges, chance and overlap (the dataset's figures are copies of
+    analyze's, to the last bit)."""
+    logs = dataset.parent / "logs"
+    direct = invoke("diff", str(logs / "base.log"), str(logs / f"{run}.log"), "-f", "json")
+    assert direct.exit_code in (0, 1), direct.stderr
+    mine = json.loads(direct.stdout)["confidence"]
+    _, doc, _ = doc_of(dataset, "--run", run)
+    theirs = doc["runs"][0]["confidence"]
+    assert theirs == mine
+    gated = invoke(
+        "diff", str(logs / "base.log"), str(logs / f"{run}.log"), "--fail-if-slower", "5%"
+    )  # the gate's decision too: exit 1 fail, 2 refused, 0 pass
+    assert {1: "fail", 2: "refused", 0: "pass"}[gated.exit_code] == doc["runs"][0]["gate"]
