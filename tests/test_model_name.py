@@ -177,3 +177,17 @@ def test_a_model_class_named_by_its_trace_and_table_not_by_its_log() -> None:
     assert model_of(log) is None
     headline = analyze(log, trace, fmt="terminal").replace("\n", " ")
     assert headline.startswith("Model TinyResNet (from the profiler trace's modules);")
+
+
+def test_fleet_names_the_model_analyze_names(tmp_path: Path) -> None:
+    """The TinyResNet log and trace, built into a fleet (the trace joins its log: one run):
+    ``runs.model`` is analyze's ``summary.model`` name."""
+    import pytest
+
+    pytest.importorskip("duckdb")
+    out = tmp_path / "ds"
+    built = runner.invoke(app, ["fleet", "build", "-w", "1", "-q", str(MODEL_NAME), "-o", str(out)])
+    assert built.exit_code == 0, built.stderr
+    sql = "SELECT run, model, input_count FROM runs"
+    got = runner.invoke(app, ["fleet", "query", str(out), sql, "-f", "csv"])
+    assert got.stdout.splitlines() == ["run,model,input_count", "tinyresnet_train,TinyResNet,3"]
