@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from dnnlens.cli import app
 from dnnlens.textsafe import path_text, safe
+from test_plugin_budget import _gone
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
 NCHW = SAMPLES / "convnet_nchw_infer.log"
@@ -372,15 +373,6 @@ class Forking(Rule):
             time.sleep(0.01)
         {body}
 '''
-
-
-def _gone(pid: int) -> bool:
-    """Whether process ``pid`` has ended (a zombie has ended too)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state in ("Z", "X")
 
 
 def _run_plugin(tmp_path: Path, code: str, mark: Path):
