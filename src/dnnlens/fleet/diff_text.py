@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from dnnlens.fleet.diff import FleetDiff
+from dnnlens.fleet.diff import ComparedRun, FleetDiff
 from dnnlens.fmt import ms, ms_cell, pct, pct_cell, signed_pct
 from dnnlens.report.diff_report import confidence_sentence
 from dnnlens.report.renderers.base import Renderer, RenderOptions
@@ -45,8 +45,7 @@ def _runs(d: FleetDiff, console: Console, top: int) -> None:
         [("run", "flex"), ("typical ms", "right"), ("change", "right"),
          ("confidence", "left"), ("gate", "left")],
     )  # fmt: skip
-    order = {"fail": 0, "refused": 1, "pass": 2}
-    ranked = sorted(d.results, key=lambda r: (order[r.gate.outcome], -(r.change or 0.0)))
+    ranked = _ranked(d.results)
     shown = [r for i, r in enumerate(ranked) if r.gate.outcome != "pass" or i < top]
     for r in shown:
         grid.add_row(
@@ -63,13 +62,18 @@ def _runs(d: FleetDiff, console: Console, top: int) -> None:
 def _reasons(d: FleetDiff, console: Console, top: int) -> None:
     """Why, for each run the gate fails or cannot decide on, or that looks slower (the
     first ``top`` of them, failed ones first)."""
-    order = {"fail": 0, "refused": 1, "pass": 2}
-    told = [r for r in d.results if r.gate.outcome != "pass" or r.beyond]
-    told.sort(key=lambda r: (order[r.gate.outcome], -(r.change or 0.0)))
+    told = _ranked([r for r in d.results if r.gate.outcome != "pass" or r.beyond])
     for r in told[:top]:
         prose(console, f"{r.run}: {confidence_sentence(r.confidence)}")
     if len(told) > top:
         prose(console, f"... and {len(told) - top:,} more (--top, or --format json for all).")
+
+
+def _ranked(results: list[ComparedRun]) -> list[ComparedRun]:
+    """Runs the gate fails, then those it cannot decide on, then those that pass; each by
+    change, largest first."""
+    order = {"fail": 0, "refused": 1, "pass": 2}
+    return sorted(results, key=lambda r: (order[r.gate.outcome], -(r.change or 0.0)))
 
 
 def _primitives(d: FleetDiff, console: Console, top: int) -> None:
