@@ -197,9 +197,10 @@ print(json.dumps(out))
 """
 
 
-def scale_dataset(work: Path, base: Path, runs: int) -> Path:
-    """A dataset of ``runs`` copies (hard links) of the one run of ``base``: a new copy of
-    the file every 50,000 links (ext4 allows 65,000 links to a file)."""
+def _new_dataset(work: Path, base: Path, runs: int) -> tuple[Path, str]:
+    """An empty dataset beside ``base`` (its ``dataset.json``, a folder per table) and the
+    file name of ``base``'s one run, copied to ``.bench-source/<table>/run.parquet``: what
+    the copies are made of and what the publish stage publishes."""
     root = work / f"ds-{runs}"
     root.mkdir()
     shutil.copy(base / "dataset.json", root)
@@ -209,6 +210,15 @@ def scale_dataset(work: Path, base: Path, runs: int) -> Path:
         sources = root / ".bench-source" / table
         sources.mkdir(parents=True)
         shutil.copy2(base / table / run, sources / "run.parquet")
+    return root, run
+
+
+def scale_dataset(work: Path, base: Path, runs: int) -> Path:
+    """A dataset of ``runs`` copies (hard links) of the one run of ``base``: a new copy of
+    the file every 50,000 links (ext4 allows 65,000 links to a file)."""
+    root, run = _new_dataset(work, base, runs)
+    for table in TABLES:
+        sources = root / ".bench-source" / table
         for k in range(runs):
             source = sources / f"copy-{k // 50_000}.parquet"
             if k % 50_000 == 0:
@@ -223,15 +233,8 @@ def own_dataset(work: Path, base: Path, runs: int) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    root = work / f"ds-{runs}"
-    root.mkdir()
-    shutil.copy(base / "dataset.json", root)
-    (run,) = [p.name for p in (base / "runs").iterdir() if p.name.startswith("run-")]
+    root, run = _new_dataset(work, base, runs)
     for table in TABLES:
-        (root / table).mkdir()
-        sources = root / ".bench-source" / table  # what the publish stage publishes
-        sources.mkdir(parents=True)
-        shutil.copy2(base / table / run, sources / "run.parquet")
         rows = pq.read_table(base / table / run)
         i = rows.schema.get_field_index("run")
         for k in range(runs):
