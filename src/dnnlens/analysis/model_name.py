@@ -21,13 +21,12 @@ log's text, escaped wherever it is shown.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pandas as pd
 
+from dnnlens.analysis.columns import category_mask
 from dnnlens.parsers.model_lines import bounded_name
 
 if TYPE_CHECKING:
@@ -79,8 +78,8 @@ def trace_model(trace: TraceData) -> str | None:
     ops = trace.ops
     if not len(ops) or not {"name", "cat", "parent", "depth", "dur_us"} <= set(ops.columns):
         return None
-    seed = _matches(ops["name"], lambda n: n.startswith(MODULE_PREFIX))
-    seed &= _matches(ops["cat"], lambda c: c == PYTHON_CATEGORY)
+    seed = category_mask(ops["name"], lambda n: n.startswith(MODULE_PREFIX))
+    seed &= category_mask(ops["cat"], lambda c: c == PYTHON_CATEGORY)
     if not seed.any():
         return None
     outer = propagate(ops["parent"].to_numpy(), ops["depth"].to_numpy(), seed, outermost=True)
@@ -106,15 +105,6 @@ def table_model(table: ProfilerTable) -> str | None:
     if not rows:
         return None
     return bounded_name(module_class(max(rows)[1]))
-
-
-def _matches(column: pd.Series, test: Callable[[str], bool]) -> np.ndarray:
-    """``test`` of each value, asked once per distinct value of a categorical column (a
-    trace of a million ops has a few thousand names)."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        hit = np.array([test(str(c)) for c in column.cat.categories] + [False], dtype=bool)
-        return hit[column.cat.codes.to_numpy()]  # code -1 (missing) takes the last: False
-    return np.array([test(str(v)) for v in column], dtype=bool)
 
 
 def _most_time(classes: list[str], times: list[float]) -> str | None:
