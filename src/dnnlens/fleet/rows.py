@@ -89,8 +89,13 @@ _ITERATION_KEYS = (
 def workload_of(primitives: list[dict[str, Any]]) -> str:
     """A short hash of the distinct primitives (kind, prop_kind, problem) a run executed:
     runs of one model and shape share it, whatever their timing or layout choices."""
-    keys = sorted({f"{p['kind']}\t{p['prop_kind']}\t{p['problem']}" for p in primitives})
+    keys = sorted("\t".join(key) for key in _workload_keys(primitives))
     return hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
+
+
+def _workload_keys(primitives: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """The distinct (kind, prop_kind, problem) of a run: what its workload is made of."""
+    return {(str(p["kind"]), str(p["prop_kind"]), str(p["problem"])) for p in primitives}
 
 
 #: Kinds and prop kinds a workload's name lists; more are shown as ``…``.
@@ -107,7 +112,7 @@ def workload_name(primitives: list[dict[str, Any]]) -> str:
 
     ``53 convolution, 1 inner_product, 1 pooling · forward_inference · mb32``.
     """
-    keys = {(str(p["kind"]), str(p["prop_kind"]), str(p["problem"])) for p in primitives}
+    keys = _workload_keys(primitives)
     if not keys:
         return "no primitives"
     kinds = _most_first(Counter(k for k, _, _ in keys), with_counts=True)
