@@ -565,14 +565,15 @@ def diff_analyses(base: Analysis, new: Analysis, basis: str = "typical") -> Diff
     return d
 
 
-def _work(rows: list[dict[str, Any]], keys: tuple[str, ...], side: str, *cols: str) -> dict:
-    """Time per key of one side's rows, from the first column with any time."""
-    for col in cols:
-        out: dict[tuple[str, ...], float] = {}
-        for r in rows:
-            value = r[f"{side}_{col}"]
+def _summed(rows: Iterable[tuple[tuple, tuple[float, ...]]]) -> dict[tuple, float]:
+    """Time per key of ``(key, values)`` rows, from the first of the values that any row
+    has a finite, non-zero time in (rows in order: the sums are the same to the bit)."""
+    rows = list(rows)
+    for column in range(max((len(values) for _, values in rows), default=0)):
+        out: dict[tuple, float] = {}
+        for key, values in rows:
+            value = values[column]
             if value and math.isfinite(value):
-                key = tuple(r[k] for k in keys)
                 out[key] = out.get(key, 0.0) + float(value)
         if out:
             return out
@@ -606,17 +607,7 @@ def primitive_work(rows: Iterable[tuple[str, str, str, float, float]]) -> dict[t
     time), summed by kind, direction (:func:`direction`) and shape; by the parts of the
     typical iteration, or by total time when no primitive has a part (a run without a
     typical iteration still has its work)."""
-    rows = list(rows)
-    for column in (3, 4):
-        out: dict[tuple, float] = {}
-        for r in rows:
-            value = r[column]
-            if value and math.isfinite(value):
-                key = (r[0], direction(r[1]), r[2])
-                out[key] = out.get(key, 0.0) + float(value)
-        if out:
-            return out
-    return {}
+    return _summed(((r[0], direction(r[1]), r[2]), (r[3], r[4])) for r in rows)
 
 
 def _primitive_work(rows: list[dict[str, Any]], side: str) -> dict[tuple, float]:
@@ -635,11 +626,10 @@ def confidence_of(d: Diff) -> Confidence:
     if d.unit == "step":
         bs, ns = d.base.step, d.new.step
         assert bs is not None and ns is not None
-        keys: tuple[str, ...] = ("name",)
         ov = overlap_share(
-            _work(d.ops, keys, "base", "self_ms_per_step"),
-            _work(d.ops, keys, "new", "self_ms_per_step"),
-        )
+            *(_summed(((r["name"],), (r[f"{side}_self_ms_per_step"],)) for r in d.ops)
+              for side in ("base", "new"))
+        )  # fmt: skip
         return assess(
             bs.steady_times, ns.steady_times, d.compared_ms(), ov, "ops", "step", _distrust(d)
         )
