@@ -188,3 +188,22 @@ def test_the_same_program_twice_is_no_change():
         if gated.exit_code == 2:
             assert "looks" in gated.stderr and "confidence is low" in gated.stderr
     assert sorted(outcomes) == [0, 2]
+
+
+def test_two_traces_share_work_by_op_name():
+    """Steps compared (profiler traces on both sides): the work is the ops' self time per
+    step by name. Unfused AdamW against fused AdamW trains one model: most of the step is
+    ops both run (the optimizer's ops differ); BatchNorm inference against that training
+    step shares little: different workloads, no verdict."""
+    framework = LOGS / "framework"
+    same = diff_doc(
+        str(framework / "adamw_bad.trace.json.gz"), str(framework / "adamw_fixed.trace.json.gz")
+    )
+    assert same["confidence"]["workload_by"] == "ops"
+    assert 0.5 <= same["confidence"]["workload_overlap"] < 1.0
+    assert not same["confidence"]["different_workloads"]
+    other = diff_doc(
+        str(framework / "bn_infer_bad.trace.json.gz"), str(framework / "adamw_fixed.trace.json.gz")
+    )
+    assert other["confidence"]["workload_overlap"] < 0.5
+    assert other["confidence"]["level"] == "none" and other["confidence"]["different_workloads"]
