@@ -581,13 +581,6 @@ class Dataset:
                 self._write_batch(chosen)
         return out
 
-    def write_run(self, run: str, tables: dict[str, pa.Table]) -> None:
-        """Write one run's tables whole, as :meth:`publish` does, without its checks."""
-        with _locked(self.root):
-            self._sync()
-            hashes = tables["runs"]["content_hash"]
-            self._write_whole(run, tables, str(hashes[0]) if len(hashes) else "")
-
     def _write_whole(self, run: str, tables: dict[str, pa.Table], content_hash: str) -> None:
         """Every table's file under a hidden name, then each renamed into place (``runs``
         last) and the run added to the index; on a failure nothing of the run stays."""
